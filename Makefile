@@ -1,0 +1,44 @@
+# berth: make help lists the targets.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+SNAPSHOT ?= tests/data/snapshots/local-pvs.yaml
+
+.DEFAULT_GOAL := help
+.PHONY: help venv lint test unit bench evaluate lock clean
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+venv: $(STAMP) ## Build or refresh the virtualenv from requirements.lock
+
+lint: $(STAMP) ## ruff, mypy (strict on shared/) and import-linter
+	$(BIN)/ruff check shared services tests bench
+	$(BIN)/ruff format --check shared services tests bench
+	$(BIN)/mypy shared services
+	$(BIN)/lint-imports
+
+test: $(STAMP) lint ## The README's test command: venv, lint, then the whole suite
+	$(BIN)/pytest
+
+unit: $(STAMP) ## Only the test suite, without lint
+	$(BIN)/pytest
+
+bench: $(STAMP) ## Run the benchmarks; they print their figures
+	$(BIN)/python -m bench
+
+evaluate: $(STAMP) ## berth evaluate on SNAPSHOT (default: a checked-in sample)
+	$(BIN)/berth evaluate --snapshot $(SNAPSHOT) -o table
+
+lock: ## Re-pin requirements.lock from requirements.in (needs pip-tools in the venv)
+	$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras -o requirements.lock requirements.in
+
+clean: ## Remove the virtualenv and caches
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

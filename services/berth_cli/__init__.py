@@ -1,0 +1,1 @@
+"""The `berth` command."""

@@ -1,0 +1,53 @@
+"""Helpers shared by subcommands: the clock, config and snapshot loading, output."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from berth.adapters.snapshot import load_objects, parse_documents, read_text
+from berth.core.config import SchedulerConfig, parse_config
+from berth.core.errors import InputError
+from berth.core.rawfields import parse_time
+from berth.core.snapshot import build_state
+from berth.core.state import ClusterState
+
+
+def rfc3339(value: str) -> datetime:
+    try:
+        return parse_time(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid RFC 3339 time {value!r}") from None
+
+
+def now_or(value: datetime | None) -> datetime:
+    return value if value is not None else datetime.now(UTC)
+
+
+def load_config(path: str | None) -> SchedulerConfig:
+    if path is None:
+        return parse_config(None)
+    docs = parse_documents(read_text(path), path)
+    if len(docs) != 1:
+        raise InputError(path, "", f"expected one KubeSchedulerConfiguration document, found {len(docs)}")
+    return parse_config(docs[0])
+
+
+def load_state(path: str, state: ClusterState | None = None) -> ClusterState:
+    source = "<stdin>" if path == "-" else path
+    try:
+        state, warnings = build_state(load_objects(path), state)
+    except InputError as e:
+        raise InputError(source, e.obj, f"{e.field}: {e.problem}" if e.field else e.problem) from None
+    for w in warnings:
+        print(f"warning: {source}: {w}", file=sys.stderr)
+    return state
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode())
+    sys.stdout.write("\n")

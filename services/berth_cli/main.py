@@ -1,0 +1,47 @@
+"""`berth`: one entry point, one subcommand per job."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from berth import __version__
+from berth.core.errors import ConfigError, InputError
+from berth_cli import evaluate
+
+COMMANDS = (evaluate,)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="berth",
+        description="Kubernetes cluster events in, placement decisions out.",
+    )
+    p.add_argument("--version", action="version", version=f"berth {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for cmd in COMMANDS:
+        cmd.add_parser(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+        return code
+    except ConfigError as e:
+        for problem in e.problems:
+            print(f"berth {args.command}: config: {problem}", file=sys.stderr)
+        return 2
+    except InputError as e:
+        print(f"berth {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Adapters that wrap the core: files, bus, store and the Kubernetes API."""

@@ -1,0 +1,82 @@
+"""Read Kubernetes objects from a file or stdin, as `kubectl get -o yaml|json` prints them.
+
+Accepts a single object, a List (or a typed list such as PodList from the API
+server, whose items carry no kind), JSON, or multi-document YAML.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from berth.core.errors import InputError
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML without implicit timestamps: times stay RFC 3339 strings, as in JSON."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def read_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(path, "", e.strerror or str(e)) from None
+    except UnicodeDecodeError:
+        raise InputError(path, "", "not UTF-8 text") from None
+
+
+def parse_documents(text: str, source: str) -> list[Any]:
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            return [json.loads(text)]
+        except json.JSONDecodeError as e:
+            raise InputError(source, f"line {e.lineno}", f"invalid JSON: {e.msg}") from None
+    try:
+        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise InputError(source, where, f"invalid YAML: {problem}") from None
+
+
+def flatten(doc: Any, source: str) -> Iterator[Mapping[str, Any]]:
+    """Objects out of a document, unpacking Lists."""
+    if isinstance(doc, list):
+        for d in doc:
+            yield from flatten(d, source)
+        return
+    if not isinstance(doc, Mapping):
+        raise InputError(source, "", f"expected Kubernetes objects, got {type(doc).__name__}")
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        item_kind = kind[: -len("List")]
+        for item in doc["items"]:
+            if isinstance(item, Mapping) and "kind" not in item and item_kind:
+                item = {"kind": item_kind, "apiVersion": doc.get("apiVersion", "v1"), **item}
+            yield from flatten(item, source)
+        return
+    yield doc
+
+
+def load_objects(path: str) -> list[Mapping[str, Any]]:
+    """All raw objects in a snapshot file ('-' is stdin)."""
+    source = "<stdin>" if path == "-" else path
+    out: list[Mapping[str, Any]] = []
+    for doc in parse_documents(read_text(path), source):
+        out.extend(flatten(doc, source))
+    return out

@@ -1,0 +1,214 @@
+"""The cluster objects the policies read, as msgspec Structs.
+
+Quantities: storage sizes (PV capacity, claim requests, CSIStorageCapacity) are
+exact nano-units (see quantity.py). Resource lists map a resource name to kube's
+integer form: millicores for cpu, whole units (rounded up) for everything else.
+Times are timezone-aware datetimes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import msgspec
+
+from berth.core.selectors import LabelSelector, NodeSelector, TopologyTerm
+
+ResourceList = dict[str, int]
+
+ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+ANN_BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
+ANN_CLASS_WEIGHT = "storageclass.kubernetes.io/weight"
+
+
+class OwnerRef(msgspec.Struct, frozen=True):
+    kind: str
+    name: str
+    uid: str = ""
+    api_version: str = ""
+    controller: bool = False
+
+
+class Toleration(msgspec.Struct, frozen=True):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.operator in ("", "Equal") and self.value == taint.value
+
+
+class Taint(msgspec.Struct, frozen=True):
+    key: str
+    value: str = ""
+    effect: str = ""
+
+
+class PodCondition(msgspec.Struct, frozen=True):
+    type: str
+    status: str
+    last_transition_time: datetime | None = None
+
+
+class PodVolume(msgspec.Struct, frozen=True):
+    """A PVC-backed pod volume: a persistentVolumeClaim or a generic ephemeral volume."""
+
+    name: str
+    claim_name: str
+    ephemeral: bool = False
+
+
+class Pod(msgspec.Struct, frozen=True):
+    namespace: str
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    owner_refs: tuple[OwnerRef, ...] = ()
+    creation: datetime | None = None
+    deleting: bool = False
+    node_name: str = ""
+    phase: str = "Pending"
+    scheduler_name: str = "default-scheduler"
+    priority: int | None = None
+    priority_class_name: str = ""
+    node_selector: dict[str, str] = {}
+    affinity: NodeSelector | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    volumes: tuple[PodVolume, ...] = ()
+    requests: ResourceList = {}
+    limits: ResourceList = {}
+    conditions: tuple[PodCondition, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminated(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def pending(self) -> bool:
+        """Waiting for a placement: no node, not finished, not being deleted."""
+        return not self.node_name and not self.terminated and not self.deleting
+
+    def controller(self) -> OwnerRef | None:
+        return next((o for o in self.owner_refs if o.controller), None)
+
+
+class Node(msgspec.Struct, frozen=True):
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+    allocatable: ResourceList = {}
+    capacity: ResourceList = {}
+
+
+class ClaimRef(msgspec.Struct, frozen=True):
+    namespace: str
+    name: str
+    uid: str = ""
+
+    def names(self, claim: PersistentVolumeClaim) -> bool:
+        """True if this reference is to that claim (uid checked only when set)."""
+        return self.namespace == claim.namespace and self.name == claim.name and (not self.uid or self.uid == claim.uid)
+
+
+class PersistentVolume(msgspec.Struct, frozen=True):
+    name: str
+    resource_version: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    storage_class: str = ""
+    capacity: int = 0
+    access_modes: tuple[str, ...] = ()
+    volume_mode: str = "Filesystem"
+    claim_ref: ClaimRef | None = None
+    phase: str = ""
+    deleting: bool = False
+    node_affinity: NodeSelector | None = None
+    attributes_class: str = ""
+
+
+class PersistentVolumeClaim(msgspec.Struct, frozen=True):
+    namespace: str
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    owner_refs: tuple[OwnerRef, ...] = ()
+    storage_class: str = ""
+    volume_name: str = ""
+    request: int | None = None
+    access_modes: tuple[str, ...] = ()
+    volume_mode: str = "Filesystem"
+    selector: LabelSelector | None = None
+    phase: str = ""
+    deleting: bool = False
+    attributes_class: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.volume_name) and ANN_BIND_COMPLETED in self.annotations
+
+    @property
+    def selected_node(self) -> str | None:
+        return self.annotations.get(ANN_SELECTED_NODE)
+
+
+class StorageClass(msgspec.Struct, frozen=True):
+    name: str
+    resource_version: str = ""
+    annotations: dict[str, str] = {}
+    provisioner: str = ""
+    binding_mode: str | None = None
+    allowed_topologies: tuple[TopologyTerm, ...] = ()
+    weight: int | None = None
+
+    @property
+    def can_provision(self) -> bool:
+        return self.provisioner not in ("", "kubernetes.io/no-provisioner")
+
+
+class CSIDriver(msgspec.Struct, frozen=True):
+    name: str
+    resource_version: str = ""
+    storage_capacity: bool = False
+
+
+class CSIStorageCapacity(msgspec.Struct, frozen=True):
+    namespace: str
+    name: str
+    resource_version: str = ""
+    storage_class: str = ""
+    capacity: int | None = None
+    maximum_volume_size: int | None = None
+    node_topology: LabelSelector | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def limit(self) -> int | None:
+        return self.maximum_volume_size if self.maximum_volume_size is not None else self.capacity

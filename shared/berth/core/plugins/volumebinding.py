@@ -1,0 +1,314 @@
+"""VolumeBinding (seed 002) with capacity-priority scoring (seed 000), over all nodes at once.
+
+Semantics follow kube-scheduler's plugin; see docs/volume-binding.md for where
+berth is deliberately stricter (deterministic ties, real node names in matchFields).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from berth.core.capacity import DEFAULT_SHAPE, Shape, class_score, weighted_node_score
+from berth.core.framework import OK, SKIP, Code, Cycle, Failure, FilterError, Mask, Scores, Status
+from berth.core.model import PersistentVolume, PersistentVolumeClaim, Pod
+from berth.core.pvindex import ClassIndex
+from berth.core.quantity import ceil_units
+from berth.core.state import ClusterState
+
+Ints = npt.NDArray[np.int64]
+
+NODE_CONFLICT = "node(s) had volume node affinity conflict"
+BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
+PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+
+
+@dataclass(frozen=True)
+class VolumeBindingArgs:
+    bind_timeout_seconds: int = 600
+    shape: Shape = DEFAULT_SHAPE
+    storage_class_weights: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass
+class _Static:
+    """One claim's static match on every node."""
+
+    claim: PersistentVolumeClaim
+    index: ClassIndex | None
+    best: Ints  # entry in index per slot, or -1
+    prebound: PersistentVolume | None = None
+    prebound_ok: Mask | None = None
+
+    def matched(self) -> Mask:
+        return self.prebound_ok if self.prebound_ok is not None else self.best >= 0
+
+    def pv_on(self, slot: int) -> PersistentVolume | None:
+        if self.prebound is not None:
+            return self.prebound if self.prebound_ok is not None and self.prebound_ok[slot] else None
+        i = int(self.best[slot])
+        return None if i < 0 or self.index is None else self.index.order[i]
+
+    def capacity_bytes(self) -> Ints:
+        if self.prebound is not None:
+            return np.full(len(self.best), ceil_units(self.prebound.capacity), dtype=np.int64)
+        if self.index is None or not len(self.index.order):
+            return np.zeros(len(self.best), dtype=np.int64)
+        return np.where(self.best >= 0, self.index.cap_ceil[np.maximum(self.best, 0)], 0)
+
+
+@dataclass
+class _Provision:
+    claim: PersistentVolumeClaim
+    listed: Mask  # slots where the claim is in the provision list
+    capacity: Ints  # NodeCapacity.capacity in bytes per slot, or -1 when none
+
+
+@dataclass
+class _PodVolumes:
+    bound: list[PersistentVolumeClaim]
+    delayed: list[PersistentVolumeClaim]
+    static: list[_Static] = field(default_factory=list)
+    provisions: list[_Provision] = field(default_factory=list)
+    passed: Mask | None = None
+
+
+def pod_claims(pod: Pod, state: ClusterState) -> tuple[list[PersistentVolumeClaim], Status]:
+    """The pod's claims in volume order, or the PreFilter rejection kube would give."""
+    claims: list[PersistentVolumeClaim] = []
+    seen: set[str] = set()
+    for vol in pod.volumes:
+        key = f"{pod.namespace}/{vol.claim_name}"
+        pvc = state.pvcs.get(key)
+        if pvc is None:
+            msg = (
+                f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{vol.claim_name}"'
+                if vol.ephemeral
+                else f'persistentvolumeclaim "{vol.claim_name}" not found'
+            )
+            return [], Status(Code.UNRESOLVABLE, msg)
+        if pvc.phase == "Lost":
+            msg = f'persistentvolumeclaim "{pvc.name}" bound to non-existent persistentvolume "{pvc.volume_name}"'
+            return [], Status(Code.UNRESOLVABLE, msg)
+        if pvc.deleting:
+            return [], Status(Code.UNRESOLVABLE, f'persistentvolumeclaim "{pvc.name}" is being deleted')
+        if vol.ephemeral and not any(o.controller and o.uid == pod.uid for o in pvc.owner_refs):
+            msg = (
+                f"PVC {pvc.namespace}/{pvc.name} was not created for pod {pod.namespace}/{pod.name} (pod is not owner)"
+            )
+            return [], Status(Code.UNRESOLVABLE, msg)
+        if key not in seen:
+            seen.add(key)
+            claims.append(pvc)
+    return claims, OK
+
+
+class VolumeBinding:
+    name: ClassVar[str] = "VolumeBinding"
+
+    def __init__(self, args: VolumeBindingArgs | None = None) -> None:
+        self.args = args or VolumeBindingArgs()
+        self._weights = dict(self.args.storage_class_weights)
+
+    # ---- PreFilter ---------------------------------------------------------
+    def pre_filter(self, cycle: Cycle) -> Status:
+        claims, status = pod_claims(cycle.pod, cycle.state)
+        if status.rejects:
+            return status
+        if not claims:
+            return SKIP
+        bound: list[PersistentVolumeClaim] = []
+        delayed: list[PersistentVolumeClaim] = []
+        immediate: list[PersistentVolumeClaim] = []
+        for pvc in claims:
+            if pvc.bound:
+                bound.append(pvc)
+                continue
+            sc = cycle.state.classes.get(pvc.storage_class) if pvc.storage_class else None
+            if sc is not None and sc.binding_mode is None:
+                return Status(Code.ERROR, f'VolumeBindingMode not set for StorageClass "{sc.name}"')
+            wait = sc is not None and sc.binding_mode == "WaitForFirstConsumer"
+            (delayed if wait and not pvc.volume_name else immediate).append(pvc)
+        if immediate:
+            return Status(Code.UNRESOLVABLE, UNBOUND_IMMEDIATE)
+        cycle.data[self.name] = _PodVolumes(bound=bound, delayed=delayed)
+        return OK
+
+    # ---- Filter ------------------------------------------------------------
+    def filter(self, cycle: Cycle) -> list[Failure]:
+        pv: _PodVolumes = cycle.data[self.name]
+        nodes = cycle.state.nodes
+        valid = nodes.valid
+        bound_fail, missing_pv = self._check_bound(cycle, pv.bound)
+        unbound_ok = np.ones(len(valid), dtype=bool)
+        storage_ok = np.ones(len(valid), dtype=bool)
+        if pv.delayed:
+            unbound_ok, storage_ok = self._check_delayed(cycle, pv)
+        pv.passed = valid & ~bound_fail & ~missing_pv & unbound_ok & storage_ok
+        return [
+            Failure(valid & bound_fail, NODE_CONFLICT),
+            Failure(valid & ~unbound_ok, BIND_CONFLICT),
+            Failure(valid & ~storage_ok, NOT_ENOUGH_SPACE),
+            Failure(valid & missing_pv, PV_NOT_EXIST),
+        ]
+
+    def _check_bound(self, cycle: Cycle, claims: list[PersistentVolumeClaim]) -> tuple[Mask, Mask]:
+        nodes = cycle.state.nodes
+        conflict = np.zeros(len(nodes.valid), dtype=bool)
+        missing = np.zeros(len(nodes.valid), dtype=bool)
+        active = nodes.valid.copy()
+        for claim in claims:
+            pv = cycle.state.pvs.get(claim.volume_name)
+            if pv is None:
+                missing |= active
+                break
+            fits = nodes.selector_mask(pv.node_affinity)
+            conflict |= active & ~fits
+            active &= fits
+        return conflict, missing
+
+    def _check_delayed(self, cycle: Cycle, pv: _PodVolumes) -> tuple[Mask, Mask]:
+        nodes, state = cycle.state.nodes, cycle.state
+        n = len(nodes.valid)
+        fast_fail = np.zeros(n, dtype=bool)
+        selected = [c for c in pv.delayed if c.selected_node is not None]
+        for c in selected:
+            slot = nodes.slot.get(c.selected_node or "")
+            elsewhere = np.ones(n, dtype=bool)
+            if slot is not None:
+                elsewhere[slot] = False
+            fast_fail |= elsewhere
+        to_match = sorted((c for c in pv.delayed if c.selected_node is None), key=lambda c: c.request or 0)
+        chosen: dict[str, list[Ints]] = {}
+        for claim in to_match:
+            pv.static.append(self._match(state, claim, n, chosen))
+        order = [(c, np.ones(n, dtype=bool)) for c in selected]
+        order += [(s.claim, ~s.matched()) for s in pv.static]
+        unbound_ok = np.ones(n, dtype=bool)
+        storage_ok = np.ones(n, dtype=bool)
+        decided = np.zeros(n, dtype=bool)
+        for claim, listed in order:
+            if not listed.any():
+                continue
+            no_topology, no_space, capacity = self._provision(cycle, claim)
+            undecided = listed & ~decided
+            unbound_ok &= ~(undecided & no_topology)
+            storage_ok &= ~(undecided & ~no_topology & no_space)
+            decided |= undecided & (no_topology | no_space)
+            pv.provisions.append(_Provision(claim, listed, capacity))
+        unbound_ok &= ~fast_fail
+        storage_ok |= fast_fail
+        return unbound_ok, storage_ok
+
+    def _match(
+        self,
+        state: ClusterState,
+        claim: PersistentVolumeClaim,
+        n: int,
+        chosen: dict[str, list[Ints]],
+    ) -> _Static:
+        """FindMatchingVolume for one claim on every node."""
+        for name in sorted(state.pvs_by_claim.get(claim.key, ())):
+            p = state.pvs[name]
+            if p.claim_ref is None or not p.claim_ref.names(claim) or p.storage_class != claim.storage_class:
+                continue
+            if (
+                p.capacity >= (claim.request or 0)
+                and p.volume_mode == claim.volume_mode
+                and p.attributes_class == claim.attributes_class
+                and not p.deleting
+            ):
+                fits = state.nodes.selector_mask(p.node_affinity) & state.nodes.valid
+                return _Static(claim, None, np.full(n, -1, dtype=np.int64), prebound=p, prebound_ok=fits)
+        index = state.class_index(claim.storage_class)
+        earlier = chosen.setdefault(claim.storage_class, [])
+        best = index.best(claim, n, earlier)
+        earlier.append(best)
+        return _Static(claim, index, best)
+
+    def _provision(self, cycle: Cycle, claim: PersistentVolumeClaim) -> tuple[Mask, Mask, Ints]:
+        """(topology or provisioner fails, capacity fails, NodeCapacity bytes or -1) per slot."""
+        state, nodes = cycle.state, cycle.state.nodes
+        n = len(nodes.valid)
+        none = np.full(n, -1, dtype=np.int64)
+        if not claim.storage_class:
+            raise FilterError(f'no class for claim "{claim.key}"')
+        sc = state.classes.get(claim.storage_class)
+        if sc is None:
+            raise FilterError(f'failed to find storage class "{claim.storage_class}"')
+        if not sc.can_provision:
+            return np.ones(n, dtype=bool), np.zeros(n, dtype=bool), none
+        no_topology = ~nodes.topology_mask(sc.allowed_topologies)
+        driver = state.drivers.get(sc.provisioner)
+        if claim.request is None or driver is None or not driver.storage_capacity:
+            return no_topology, np.zeros(n, dtype=bool), none
+        index = state.cap_index.get(sc.name)
+        if index is None:
+            return no_topology, np.ones(n, dtype=bool), none
+        first = index.first_fit(ceil_units(claim.request), nodes)
+        caps = np.array([ceil_units(o.capacity) if o.capacity is not None else -1 for o in index.order] or [0])
+        capacity = np.where(first >= 0, caps[np.maximum(first, 0)], -1)
+        return no_topology, first < 0, capacity
+
+    # ---- Score -------------------------------------------------------------
+    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+        n = len(cycle.state.nodes.valid)
+        pv: _PodVolumes | None = cycle.data.get(self.name)
+        if pv is None or (not pv.static and not pv.provisions):
+            return np.zeros(n, dtype=np.int64)
+        has_static = np.zeros(n, dtype=bool)
+        static: dict[str, list[Ints]] = {}
+        for s in pv.static:
+            m = s.matched()
+            has_static |= m
+            req = np.where(m, ceil_units(s.claim.request or 0), 0)
+            cap = np.where(m, s.capacity_bytes(), 0)
+            acc = static.setdefault(
+                s.claim.storage_class,
+                [np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool)],
+            )
+            acc[0] += req
+            acc[1] += cap
+            acc[2] |= m
+        dynamic: dict[str, list[Ints]] = {}
+        for p in pv.provisions:
+            m = p.listed & (p.capacity >= 0) & ~has_static
+            acc = dynamic.setdefault(
+                p.claim.storage_class,
+                [np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool)],
+            )
+            acc[0] += np.where(m, ceil_units(p.claim.request or 0), 0)
+            acc[1] = np.where(m, p.capacity, acc[1])
+            acc[2] |= m
+        scores, weights, present = [], [], []
+        for group in (static, dynamic):
+            for cls, (req, cap, here) in sorted(group.items()):
+                scores.append(class_score(self.args.shape, req, cap))
+                weights.append(self.weight(cycle.state, cls))
+                present.append(here.astype(bool))
+        return weighted_node_score(scores, weights, present)
+
+    def weight(self, state: ClusterState, storage_class: str) -> int:
+        if storage_class in self._weights:
+            return self._weights[storage_class]
+        sc = state.classes.get(storage_class)
+        return sc.weight if sc is not None and sc.weight is not None else 1
+
+    # ---- what a decision on a node takes ---------------------------------------
+    def volumes_on(self, cycle: Cycle, slot: int) -> tuple[list[tuple[str, str]], list[str]]:
+        """(claim key, PV name) static bindings and provisioned claim keys on one node."""
+        pv: _PodVolumes | None = cycle.data.get(self.name)
+        if pv is None:
+            return [], []
+        bindings = []
+        for s in pv.static:
+            chosen = s.pv_on(slot)
+            if chosen is not None:
+                bindings.append((s.claim.key, chosen.name))
+        provisions = [p.claim.key for p in pv.provisions if p.listed[slot]]
+        return bindings, provisions

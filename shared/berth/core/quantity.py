@@ -1,0 +1,108 @@
+"""Kubernetes resource quantities, parsed exactly.
+
+A quantity is held as an integer count of nano-units (10^-9), which is exactly
+what the API server keeps: finer precision is rounded up to 1n, and values are
+capped at 2^63-1 units. Comparisons on nano-units are therefore exact.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+NANO = 10**9
+_MAX_UNITS = 2**63 - 1
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_BINARY_DESC = sorted(_BINARY.items(), key=lambda kv: -kv[1])
+_RE = re.compile(r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
+
+
+class QuantityError(ValueError):
+    pass
+
+
+def parse_nanos(value: object) -> int:
+    """Parse a quantity (string or number) to exact nano-units, rounding up like the API server."""
+    if isinstance(value, bool):
+        raise QuantityError(f"quantities must match the regular expression: got {value!r}")
+    if isinstance(value, int):
+        return _to_nanos(Fraction(value))
+    if isinstance(value, float):
+        return _to_nanos(Fraction(str(value)))
+    if not isinstance(value, str):
+        raise QuantityError(f"expected a quantity string, got {type(value).__name__}")
+    m = _RE.match(value)
+    if m is None:
+        raise QuantityError(
+            f"quantities must match the regular expression "
+            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': got {value!r}"
+        )
+    sign, number, exponent, suffix = m.groups()
+    amount = Fraction(number)
+    if exponent:
+        exp = int(exponent[1:])
+        if abs(exp) > 400:
+            raise QuantityError(f"exponent out of range in {value!r}")
+        amount *= Fraction(10) ** exp
+    elif suffix in _BINARY:
+        amount *= _BINARY[suffix]
+    else:
+        amount *= _DECIMAL[suffix or ""]
+    if sign == "-":
+        amount = -amount
+    return _to_nanos(amount)
+
+
+def _to_nanos(amount: Fraction) -> int:
+    amount = _cap(amount)
+    scaled = amount * NANO
+    # Round away from zero to the next nano, as the API server does (inf.RoundUp).
+    whole = scaled.numerator // scaled.denominator  # floor: already away from zero below 0
+    if scaled > 0 and whole * scaled.denominator != scaled.numerator:
+        whole += 1
+    return whole
+
+
+def _cap(amount: Fraction) -> Fraction:
+    if amount > _MAX_UNITS:
+        return Fraction(_MAX_UNITS)
+    if amount < -_MAX_UNITS:
+        return Fraction(-_MAX_UNITS)
+    return amount
+
+
+def ceil_units(nanos: int) -> int:
+    """Whole units, rounded up (kube's Quantity.Value)."""
+    return -((-nanos) // NANO)
+
+
+def ceil_milli(nanos: int) -> int:
+    """Milli-units, rounded up (kube's Quantity.MilliValue)."""
+    return -((-nanos) // 10**6)
+
+
+def from_units(units: int) -> int:
+    return units * NANO
+
+
+def format_bytes(value: int) -> str:
+    """A short human form for whole byte counts: 10Gi, 1500M, 123."""
+    if value == 0:
+        return "0"
+    for suffix, size in _BINARY_DESC:
+        if value % size == 0:
+            return f"{value // size}{suffix}"
+    return str(value)

@@ -1,0 +1,63 @@
+"""Resource lists and a pod's effective requests, computed as kube does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from berth.core.model import ResourceList
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+EPHEMERAL = "ephemeral-storage"
+
+
+def pod_level_supported(name: str) -> bool:
+    return name in (CPU, MEMORY) or name.startswith("hugepages-")
+
+
+def add(a: Mapping[str, int], b: Mapping[str, int]) -> ResourceList:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+def maximum(a: Mapping[str, int], b: Mapping[str, int]) -> ResourceList:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = max(out.get(k, 0), v)
+    return out
+
+
+def effective(
+    containers: Iterable[Mapping[str, int]],
+    init_containers: Iterable[tuple[Mapping[str, int], bool]],
+    overhead: Mapping[str, int],
+    pod_level: Mapping[str, int],
+) -> ResourceList:
+    """kube's PodRequests/PodLimits.
+
+    Regular containers and sidecars (restartable init containers) add up. Each
+    regular init container needs its own amount plus the sidecars started before
+    it; the pod needs the larger of the two. Pod-level values, where set,
+    replace the aggregate for the resources that support them. Overhead is added last.
+    """
+    total: ResourceList = {}
+    for c in containers:
+        total = add(total, c)
+    sidecars: ResourceList = {}
+    init_peak: ResourceList = {}
+    for amounts, restartable in init_containers:
+        if restartable:
+            total = add(total, amounts)
+            sidecars = add(sidecars, amounts)
+            need = sidecars
+        else:
+            need = add(amounts, sidecars)
+        init_peak = maximum(init_peak, need)
+    total = maximum(total, init_peak)
+    for k, v in pod_level.items():
+        if pod_level_supported(k):
+            total[k] = v
+    return add(total, overhead)

@@ -1,0 +1,131 @@
+"""One scheduling cycle per pod: PreFilter, Filter, Score over all nodes, then pick the best."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from berth.core.decision import Decision, NodeResult, Provision, VolumeBindingOut, fit_error
+from berth.core.framework import Code, Cycle, Failure, FilterError, FilterPlugin, Mask, ScorePlugin
+from berth.core.model import Pod
+from berth.core.plugins.volumebinding import VolumeBinding
+from berth.core.state import ClusterState, Reservation
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The enabled plugins: filters in run order, scorers with their weights."""
+
+    filters: tuple[FilterPlugin, ...]
+    scorers: tuple[tuple[ScorePlugin, int], ...]
+
+
+@dataclass
+class Outcome:
+    decision: Decision
+    reservation: Reservation | None
+
+
+class Scheduler:
+    def __init__(self, state: ClusterState, profile: Profile) -> None:
+        self.state = state
+        self.profile = profile
+
+    def decide(self, pod: Pod, now: datetime) -> Outcome:
+        cycle = Cycle(pod=pod, state=self.state, now=now)
+        nodes = self.state.nodes
+        total_nodes = len(nodes)
+        active: list[FilterPlugin] = []
+        for plugin in self.profile.filters:
+            status = plugin.pre_filter(cycle)
+            if status.code is Code.ERROR:
+                return self._error(pod, status.message)
+            if status.rejects:
+                message = f"0/{total_nodes} nodes are available: {status.message}."
+                every = {n: NodeResult(feasible=False, reasons=[status.message]) for n in sorted(nodes.slot)}
+                return Outcome(Decision(pod.key, "Unschedulable", None, message, nodes=every), None)
+            if status.code is not Code.SKIP:
+                active.append(plugin)
+        failures: list[Failure] = []
+        try:
+            for plugin in active:
+                failures.extend(f for f in plugin.filter(cycle) if f.mask.any())
+        except FilterError as e:
+            return self._error(pod, str(e))
+        feasible = nodes.valid.copy()
+        for f in failures:
+            feasible &= ~f.mask
+        scores = {p.name: p.score(cycle, feasible) for p, _ in self.profile.scorers} if feasible.any() else {}
+        total = np.zeros(len(nodes.valid), dtype=np.int64)
+        for p, weight in self.profile.scorers:
+            if p.name in scores:
+                total += weight * scores[p.name]
+        results = self._node_results(failures, feasible, scores, total)
+        if not feasible.any():
+            counts: dict[str, int] = {}
+            for f in failures:
+                counts[f.reason] = counts.get(f.reason, 0) + int(f.mask.sum())
+            message = fit_error(total_nodes, counts)
+            return Outcome(Decision(pod.key, "Unschedulable", None, message, nodes=results), None)
+        slot = self._winner(feasible, total)
+        node = nodes.names[slot] or ""
+        bindings, provisions = self._volumes(cycle, slot)
+        out = [VolumeBindingOut(claim=c, pv=v) for c, v in bindings]
+        out += [
+            VolumeBindingOut(claim=c, provision=Provision(self.state.pvcs[c].storage_class, node)) for c in provisions
+        ]
+        order = {f"{pod.namespace}/{v.claim_name}": i for i, v in enumerate(pod.volumes)}
+        out.sort(key=lambda b: order.get(b.claim, 0))
+        message = f"Successfully assigned {pod.key} to {node}"
+        decision = Decision(pod.key, "Scheduled", node, message, volume_bindings=out, nodes=results)
+        return Outcome(decision, Reservation(pod, node, tuple(bindings), tuple(provisions)))
+
+    def _error(self, pod: Pod, message: str) -> Outcome:
+        return Outcome(Decision(pod.key, "Error", None, message), None)
+
+    def _winner(self, feasible: Mask, total: np.ndarray) -> int:
+        best = total[feasible].max()
+        names = self.state.nodes.names
+        return min(
+            (int(s) for s in np.flatnonzero(feasible & (total == best))),
+            key=lambda s: names[s] or "",
+        )
+
+    def _volumes(self, cycle: Cycle, slot: int) -> tuple[list[tuple[str, str]], list[str]]:
+        vb = next((p for p in self.profile.filters if isinstance(p, VolumeBinding)), None)
+        return ([], []) if vb is None else vb.volumes_on(cycle, slot)
+
+    def _node_results(
+        self,
+        failures: list[Failure],
+        feasible: Mask,
+        scores: dict[str, np.ndarray],
+        total: np.ndarray,
+    ) -> dict[str, NodeResult]:
+        names = self.state.nodes.names
+        reasons: dict[int, list[str]] = {}
+        for f in failures:
+            for s in np.flatnonzero(f.mask).tolist():
+                reasons.setdefault(s, []).append(f.reason)
+        out: dict[str, NodeResult] = {}
+        columns = {k: v.tolist() for k, v in scores.items()}
+        totals = total.tolist()
+        for s in np.flatnonzero(self.state.nodes.valid).tolist():
+            name = names[s] or ""
+            if feasible[s]:
+                out[name] = NodeResult(True, [], {k: col[s] for k, col in columns.items()}, totals[s])
+            else:
+                out[name] = NodeResult(False, reasons.get(s, []))
+        return dict(sorted(out.items()))
+
+    def run(self, pods: list[Pod], now: datetime) -> list[Decision]:
+        """Decide pods one after another; each Scheduled decision is reserved before the next."""
+        decisions = []
+        for pod in pods:
+            outcome = self.decide(pod, now)
+            if outcome.reservation is not None:
+                self.state.reserve(outcome.reservation)
+            decisions.append(outcome.decision)
+        return decisions

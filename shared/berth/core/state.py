@@ -1,0 +1,269 @@
+"""Cluster state: the objects, the node table, the PV and capacity indexes, and reservations.
+
+Applying a change is idempotent: an object whose resourceVersion is not newer
+than the stored one is ignored (so are late events for deleted objects). PVs and
+PVCs follow kube's assume cache: a reservation overlays an assumed copy that
+stays until the API server sends a newer version or the reservation is released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import msgspec
+
+from berth.core.capindex import CapacityIndex
+from berth.core.model import (
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_SELECTED_NODE,
+    ClaimRef,
+    CSIDriver,
+    CSIStorageCapacity,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    StorageClass,
+)
+from berth.core.nodes import NodeTable
+from berth.core.pvindex import ClassIndex, available
+from berth.core.resources import PODS
+
+
+class Extension(Protocol):
+    """State for kinds the core does not know (NodeMetrics, CapacityBuffers, ...)."""
+
+    kinds: tuple[type, ...]
+
+    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None: ...
+
+    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None: ...
+
+    def nodes_changed(self, state: ClusterState) -> None: ...
+
+
+def newer(new: str, old: str) -> bool:
+    """kube resourceVersions are opaque; berth compares them as integers when both are."""
+    if not new or not old:
+        return True
+    if new.isdigit() and old.isdigit():
+        return int(new) > int(old)
+    return new != old
+
+
+def key_of(obj: Any) -> tuple[str, str]:
+    ns = getattr(obj, "namespace", None)
+    name = obj.name
+    return type(obj).__name__, f"{ns}/{name}" if ns is not None else name
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """What a Scheduled decision takes: the node's resources, chosen PVs, provisioned claims."""
+
+    pod: Pod
+    node: str
+    bindings: tuple[tuple[str, str], ...] = ()  # (claim key, PV name)
+    provisions: tuple[str, ...] = ()  # claim keys
+
+
+@dataclass
+class _Held:
+    reservation: Reservation
+    pvs: list[str] = field(default_factory=list)
+    pvcs: list[str] = field(default_factory=list)
+
+
+class ClusterState:
+    def __init__(self, extensions: Iterable[Extension] = ()) -> None:
+        self.nodes = NodeTable()
+        self.pods: dict[str, Pod] = {}
+        self.pvs: dict[str, PersistentVolume] = {}
+        self.pvcs: dict[str, PersistentVolumeClaim] = {}
+        self.classes: dict[str, StorageClass] = {}
+        self.drivers: dict[str, CSIDriver] = {}
+        self.capacities: dict[str, CSIStorageCapacity] = {}
+        self.pv_index: dict[str, ClassIndex] = {}
+        self.cap_index: dict[str, CapacityIndex] = {}
+        self.pvs_by_claim: dict[str, set[str]] = {}
+        self.extensions = list(extensions)
+        self._rv: dict[Hashable, str] = {}
+        self._informer_pvs: dict[str, PersistentVolume] = {}
+        self._informer_pvcs: dict[str, PersistentVolumeClaim] = {}
+        self._usage: dict[str, tuple[str, dict[str, int]]] = {}
+        self._held: dict[str, _Held] = {}
+
+    # ---- applying changes --------------------------------------------------
+    def apply(self, obj: Any, deleted: bool = False) -> bool:
+        """Apply one object change; returns False when it was stale and ignored."""
+        k = key_of(obj)
+        rv = getattr(obj, "resource_version", "")
+        if k in self._rv and not newer(rv, self._rv[k]):
+            return False
+        if rv:
+            self._rv[k] = rv
+        if isinstance(obj, Pod):
+            self._apply_pod(obj, deleted)
+        elif isinstance(obj, Node):
+            self._apply_node(obj, deleted)
+        elif isinstance(obj, PersistentVolume):
+            self._informer_pvs.pop(obj.name, None)
+            if not deleted:
+                self._informer_pvs[obj.name] = obj
+            self._set_pv(obj.name, None if deleted else obj)
+        elif isinstance(obj, PersistentVolumeClaim):
+            self._informer_pvcs.pop(obj.key, None)
+            if not deleted:
+                self._informer_pvcs[obj.key] = obj
+            self._set_pvc(obj.key, None if deleted else obj)
+        elif isinstance(obj, StorageClass):
+            self._put(self.classes, obj.name, obj, deleted)
+        elif isinstance(obj, CSIDriver):
+            self._put(self.drivers, obj.name, obj, deleted)
+        elif isinstance(obj, CSIStorageCapacity):
+            self._apply_capacity(obj, deleted)
+        else:
+            for ext in self.extensions:
+                if isinstance(obj, ext.kinds):
+                    ext.apply(self, obj, deleted)
+                    break
+            else:
+                return False
+        return True
+
+    @staticmethod
+    def _put(store: dict[str, Any], key: str, obj: Any, deleted: bool) -> None:
+        if deleted:
+            store.pop(key, None)
+        else:
+            store[key] = obj
+
+    def _apply_node(self, node: Node, deleted: bool) -> None:
+        before = self.nodes.label_version
+        if deleted:
+            self.nodes.remove(node.name)
+        else:
+            self.nodes.upsert(node)
+        if self.nodes.label_version != before:
+            for ext in self.extensions:
+                ext.nodes_changed(self)
+
+    def _apply_capacity(self, obj: CSIStorageCapacity, deleted: bool) -> None:
+        old = self.capacities.get(obj.key)
+        if old is not None:
+            self.cap_index.get(old.storage_class, CapacityIndex()).drop(old.key)
+        self._put(self.capacities, obj.key, obj, deleted)
+        if not deleted:
+            self.cap_index.setdefault(obj.storage_class, CapacityIndex()).put(obj)
+
+    def _set_pv(self, name: str, pv: PersistentVolume | None) -> None:
+        old = self.pvs.pop(name, None)
+        if old is not None:
+            self.pv_index.get(old.storage_class, ClassIndex()).drop(name)
+            if old.claim_ref is not None:
+                self.pvs_by_claim.get(_ref_key(old.claim_ref), set()).discard(name)
+        if pv is None:
+            return
+        self.pvs[name] = pv
+        if available(pv):
+            self.pv_index.setdefault(pv.storage_class, ClassIndex()).put(pv)
+        if pv.claim_ref is not None:
+            self.pvs_by_claim.setdefault(_ref_key(pv.claim_ref), set()).add(name)
+
+    def _set_pvc(self, key: str, pvc: PersistentVolumeClaim | None) -> None:
+        if pvc is None:
+            self.pvcs.pop(key, None)
+        else:
+            self.pvcs[key] = pvc
+
+    def _apply_pod(self, pod: Pod, deleted: bool) -> None:
+        held = self._held.get(pod.key)
+        if held is not None:
+            if deleted or pod.terminated or (pod.node_name and pod.node_name != held.reservation.node):
+                self.release(pod.key)
+            elif pod.node_name:
+                del self._held[pod.key]  # confirmed: the API server agrees with the decision
+            else:
+                return  # still in flight: keep the assumed pod
+        old = self.pods.get(pod.key)
+        new = None if deleted else pod
+        self._put(self.pods, pod.key, pod, deleted)
+        self._account(pod.key, new)
+        for ext in self.extensions:
+            ext.pod_changed(self, old, new)
+
+    def _account(self, key: str, pod: Pod | None) -> None:
+        prev = self._usage.pop(key, None)
+        if prev is not None:
+            self.nodes.add_usage(prev[0], prev[1], -1)
+        if pod is not None and pod.node_name and not pod.terminated:
+            amounts = {**pod.requests, PODS: 1}
+            self._usage[key] = (pod.node_name, amounts)
+            self.nodes.add_usage(pod.node_name, amounts)
+
+    # ---- reservations (kube's Reserve / Unreserve) --------------------------
+    def reserve(self, r: Reservation) -> None:
+        """Take the node's resources and the chosen PVs for a decided pod."""
+        held = _Held(r)
+        for claim_key, pv_name in r.bindings:
+            pv, pvc = self.pvs.get(pv_name), self.pvcs.get(claim_key)
+            if pv is None or pvc is None:
+                continue
+            ref = ClaimRef(namespace=pvc.namespace, name=pvc.name, uid=pvc.uid)
+            if pv.claim_ref is None or not pv.claim_ref.names(pvc):
+                annotations = {**pv.annotations, ANN_BOUND_BY_CONTROLLER: "yes"}
+                self._set_pv(pv_name, msgspec.structs.replace(pv, claim_ref=ref, annotations=annotations))
+                held.pvs.append(pv_name)
+        for claim_key in r.provisions:
+            pvc = self.pvcs.get(claim_key)
+            if pvc is not None:
+                annotations = {**pvc.annotations, ANN_SELECTED_NODE: r.node}
+                self._set_pvc(claim_key, msgspec.structs.replace(pvc, annotations=annotations))
+                held.pvcs.append(claim_key)
+        assumed = msgspec.structs.replace(r.pod, node_name=r.node)
+        old = self.pods.get(r.pod.key)
+        self.pods[r.pod.key] = assumed
+        self._account(r.pod.key, assumed)
+        self._held[r.pod.key] = held
+        for ext in self.extensions:
+            ext.pod_changed(self, old, assumed)
+
+    def release(self, pod_key: str) -> None:
+        """Undo a reservation: restore PVs and claims to the API server's versions."""
+        held = self._held.pop(pod_key, None)
+        if held is None:
+            return
+        for name in held.pvs:
+            self._set_pv(name, self._informer_pvs.get(name))
+        for key in held.pvcs:
+            self._set_pvc(key, self._informer_pvcs.get(key))
+        assumed = self.pods.get(pod_key)
+        pod = held.reservation.pod
+        self.pods[pod_key] = pod
+        self._account(pod_key, pod)
+        for ext in self.extensions:
+            ext.pod_changed(self, assumed, pod)
+
+    def reserved(self, pod_key: str) -> Reservation | None:
+        held = self._held.get(pod_key)
+        return None if held is None else held.reservation
+
+    # ---- reads -------------------------------------------------------------
+    def class_index(self, storage_class: str) -> ClassIndex:
+        idx = self.pv_index.setdefault(storage_class, ClassIndex())
+        idx.ensure(self.nodes)
+        return idx
+
+    def pending_pods(self) -> list[Pod]:
+        """Pods waiting for a node, oldest first (ties by namespace/name)."""
+        pods = [p for p in self.pods.values() if p.pending]
+        return sorted(pods, key=lambda p: (p.creation.timestamp() if p.creation else _LAST, p.key))
+
+
+_LAST = float("inf")
+
+
+def _ref_key(ref: ClaimRef) -> str:
+    return f"{ref.namespace}/{ref.name}"
