@@ -304,7 +304,7 @@ def storage_class_from_raw(raw: Mapping[str, Any]) -> StorageClass:
         at = f"allowedTopologies[{i}].matchLabelExpressions"
         exprs = []
         for j, e in enumerate(f.list("matchLabelExpressions", t, at)):
-            exprs.append((f.str("key", e, f"{at}[{j}].key"), f.str_list("values", e, f"{at}[{j}].values")))
+            exprs.append((f.str("key", base=e, at=f"{at}[{j}].key"), f.str_list("values", e, f"{at}[{j}].values")))
         terms.append(TopologyTerm(expressions=tuple(exprs)))
     mode = f.str("volumeBindingMode") or None
     if mode not in (None, "Immediate", "WaitForFirstConsumer"):

@@ -56,4 +56,5 @@ def round_half_away_array(x: Floats) -> Floats:
     """Elementwise math.Round, exact (x - trunc(x) is exact in float64)."""
     whole = np.trunc(x)
     frac = x - whole
-    return whole + np.sign(x) * (np.abs(frac) >= 0.5)
+    out: Floats = whole + np.sign(x) * (np.abs(frac) >= 0.5)
+    return out

@@ -1,0 +1,394 @@
+"""Per-node load state, kept incrementally and mirrored into arrays over node slots.
+
+A ClusterState extension: NodeMetrics arrive through `apply`, assigned pods
+through `pod_changed`. Per node we keep upstream's sums (nodeDelta, prodDelta,
+nodeEstimated, prodUsage), so a pod event costs O(R) and a NodeMetric update
+O(pods on that node x R). `sync` mirrors node-derived data (allocatable,
+threshold profile) into the slot arrays when node objects change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from berth.core.loadaware.args import LoadAwareSchedulingArgs
+from berth.core.loadaware.estimator import PROD, Estimator, node_allocatable, priority_class
+from berth.core.loadaware.model import ANN_RESERVE_POD, ANN_USAGE_THRESHOLDS, NodeMetric
+from berth.core.loadaware.profile import Profile, global_profile, node_profile
+from berth.core.loadaware.vectors import Resources, Vec
+from berth.core.model import Node, Pod
+from berth.core.state import ClusterState
+
+if TYPE_CHECKING:
+    from berth.core.state import Extension
+
+Mask = npt.NDArray[np.bool_]
+Rows = npt.NDArray[np.int64]
+
+US = 1_000_000  # microseconds per second
+ZERO_TIME = -(2**62)  # Go's zero time: before everything
+RECENT = 2**62  # a pod assigned "now" (no PodScheduled time): after everything
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_PROFILE_CACHE = 4096
+
+
+def to_us(t: datetime) -> int:
+    """Microseconds since the epoch, exactly (naive times are taken as UTC)."""
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return (t - _EPOCH) // timedelta(microseconds=1)
+
+
+def _condition_time(pod: Pod, kind: str) -> datetime | None:
+    for c in pod.conditions:
+        if c.type == kind and c.status == "True" and c.last_transition_time is not None:
+            return c.last_transition_time
+    return None
+
+
+def _spec(p: Pod) -> tuple[Any, ...]:
+    """What upstream compares to decide whether a cached pod is re-evaluated."""
+    return (
+        p.node_name, p.requests, p.limits, p.priority, p.priority_class_name, p.conditions,
+        p.scheduler_name, p.node_selector, p.affinity, p.tolerations, p.volumes,
+    )  # fmt: skip
+
+
+@dataclass(slots=True, eq=False)
+class PodEntry:
+    """An assigned pod in the cache, and what it currently adds to its node's sums."""
+
+    key: str
+    node: str
+    est: Vec | None  # None: the estimate is all zeros, never estimated
+    prod: bool
+    ts: int  # PodScheduled time in us, RECENT when unknown
+    deadline: int | None  # forced-estimation deadline in us
+    pu: Vec | None = None  # added to prodUsage
+    nd: Vec | None = None  # added to nodeDelta
+    pd: Vec | None = None  # added to prodDelta
+
+
+@dataclass(slots=True, eq=False)
+class NodeLoad:
+    """Upstream's per-node record, keyed by node name."""
+
+    zero: Vec
+    metric: NodeMetric | None = None
+    window: int = ZERO_TIME  # updateTime in us, kept when a NodeMetric has none
+    interval: int = 60 * US
+    node_usage: Vec | None = None  # None: no status.nodeMetric
+    agg: dict[tuple[str, int], Vec] = field(default_factory=dict)
+    usage: dict[str, Vec] = field(default_factory=dict)
+    prod_pods: set[str] = field(default_factory=set)
+    pods: dict[str, PodEntry] = field(default_factory=dict)
+    prod_usage: Vec = field(init=False)
+    node_delta: Vec = field(init=False)
+    prod_delta: Vec = field(init=False)
+    node_est: Vec = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reset(self.zero)
+
+    def reset(self, prod_base: Vec) -> None:
+        self.prod_usage = prod_base.copy()
+        self.node_delta = self.zero.copy()
+        self.prod_delta = self.zero.copy()
+        self.node_est = self.zero.copy()
+
+    def add(self, e: PodEntry) -> None:
+        """Add one pod's contribution (upstream's assign arithmetic)."""
+        u = self.usage.get(e.key)
+        active = e.prod and e.key in self.prod_pods
+        e.pu = u if active else None
+        e.nd = e.pd = None
+        if e.pu is not None:
+            self.prod_usage += e.pu
+        if e.est is None:
+            return
+        should = (
+            u is None or self.window - self.interval < e.ts or (e.deadline is not None and e.deadline > self.window)
+        )
+        if should:
+            e.nd = e.est if u is None else np.maximum(e.est - u, 0)
+            self.node_delta += e.nd
+        self.node_est += e.est
+        if e.prod:
+            pu = u if active else None  # reported but not counted in prodUsage: full estimate
+            if should or pu is None:
+                e.pd = e.est if pu is None else np.maximum(e.est - pu, 0)
+                self.prod_delta += e.pd
+
+    def remove(self, e: PodEntry) -> None:
+        """Take back exactly what `add` added."""
+        if e.pu is not None:
+            self.prod_usage -= e.pu
+        if e.nd is not None:
+            self.node_delta -= e.nd
+        if e.pd is not None:
+            self.prod_delta -= e.pd
+        if e.est is not None:
+            self.node_est -= e.est
+
+    def agg_base(self, kind: str, duration: int) -> Vec | None:
+        """Aggregated usage (kind, duration); duration 0 falls back to nodeUsage when missing."""
+        if self.node_usage is None:
+            return None
+        v = self.agg.get((kind, duration))
+        return self.node_usage if v is None and duration == 0 else v
+
+    @property
+    def empty(self) -> bool:
+        return self.metric is None and not self.pods
+
+
+class NodeMetricStore:
+    """The ClusterState extension for NodeMetrics and the assigned-pod cache."""
+
+    kinds: tuple[type, ...] = (NodeMetric,)
+
+    def __init__(self, args: LoadAwareSchedulingArgs, resources: Resources | None = None) -> None:
+        self.args = args
+        self.res = resources or Resources.of(args)
+        self.estimator = Estimator(args, self.res)
+        self.profile = global_profile(args, self.res)
+        a = args.aggregated
+        self.score_agg = (
+            (a.score_aggregation_type, a.score_aggregated_duration)
+            if a is not None and a.score_aggregation_type
+            else None
+        )
+        self.records: dict[str, NodeLoad] = {}
+        self.pods: dict[str, PodEntry] = {}
+        self._profiles: dict[str, Profile] = {}
+        self._objs: list[Node | None] = []
+        self.cap = 0
+        self._alloc_arrays(0)
+
+    # ---- slot arrays ------------------------------------------------------
+    def _alloc_arrays(self, cap: int) -> None:
+        r = self.res.size
+
+        def rows() -> Rows:
+            return np.zeros((cap, r), dtype=np.int64)
+
+        def flags() -> Mask:
+            return np.zeros(cap, dtype=bool)
+
+        self.has_metric, self.has_nm, self.has_time = flags(), flags(), flags()
+        self.time_us = np.zeros(cap, dtype=np.int64)
+        self.usage, self.delta, self.est, self.prod = rows(), rows(), rows(), rows()
+        self.agg_f, self.agg_s = rows(), rows()
+        self.agg_f_ok, self.agg_s_ok = flags(), flags()
+        self.alloc, self.thr_usage, self.thr_prod, self.thr_agg = rows(), rows(), rows(), rows()
+        self.prod_on, self.agg_on = flags(), flags()
+        self.agg_key: list[tuple[str, int]] = [("", 0)] * cap
+
+    def _grow(self, cap: int) -> None:
+        old = {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray)}
+        keys = self.agg_key
+        self._alloc_arrays(cap)
+        for k, v in old.items():
+            getattr(self, k)[: len(v)] = v
+        self.agg_key[: len(keys)] = keys
+        self._objs.extend([None] * (cap - len(self._objs)))
+        self.cap = cap
+
+    def sync(self, state: ClusterState) -> None:
+        """Bring node-derived slot data up to date; O(nodes) identity checks."""
+        nodes = state.nodes
+        if len(nodes.valid) > self.cap:
+            self._grow(len(nodes.valid))
+        objs = self._objs
+        for s in range(nodes.size):
+            n = nodes.node(s)
+            if n is not objs[s]:
+                objs[s] = n
+                self._write_slot(s, n)
+
+    def _profile_of(self, node: Node) -> Profile:
+        text = node.annotations.get(ANN_USAGE_THRESHOLDS)
+        if text is None:
+            return self.profile
+        p = self._profiles.get(text)
+        if p is None:
+            if len(self._profiles) >= _PROFILE_CACHE:
+                self._profiles.clear()
+            p = node_profile(node.annotations, self.profile, self.res, ANN_USAGE_THRESHOLDS)
+            self._profiles[text] = p
+        return p
+
+    def _write_slot(self, s: int, node: Node | None) -> None:
+        if node is None:
+            self.alloc[s] = self.thr_usage[s] = self.thr_prod[s] = self.thr_agg[s] = 0
+            self.prod_on[s] = self.agg_on[s] = False
+            self._write_metric(s, None)
+            return
+        self.alloc[s] = self.res.vec(node_allocatable(node))
+        p = self._profile_of(node)
+        self.thr_usage[s] = p.usage
+        self.thr_prod[s] = 0 if p.prod is None else p.prod
+        self.prod_on[s] = p.prod_on
+        self.agg_on[s] = p.agg is not None
+        self.thr_agg[s] = 0 if p.agg is None else p.agg
+        self.agg_key[s] = (p.agg_type, p.agg_duration)
+        self._write_metric(s, self.records.get(node.name))
+
+    def _write_metric(self, s: int, rec: NodeLoad | None) -> None:
+        m = None if rec is None else rec.metric
+        self.has_metric[s] = m is not None
+        self.has_nm[s] = m is not None and m.has_node_metric
+        self.has_time[s] = m is not None and m.update_time is not None
+        self.time_us[s] = to_us(m.update_time) if m is not None and m.update_time is not None else 0
+        if rec is None or rec.node_usage is None:
+            self.usage[s] = self.agg_f[s] = self.agg_s[s] = 0
+            self.agg_f_ok[s] = self.agg_s_ok[s] = False
+        else:
+            self.usage[s] = rec.node_usage
+            f = rec.agg_base(*self.agg_key[s]) if self.agg_on[s] else None
+            self.agg_f_ok[s] = f is not None
+            self.agg_f[s] = 0 if f is None else f
+            g = None if self.score_agg is None else rec.agg_base(*self.score_agg)
+            self.agg_s_ok[s] = g is not None
+            self.agg_s[s] = 0 if g is None else g
+        self._write_pods(s, rec)
+
+    def _write_pods(self, s: int, rec: NodeLoad | None) -> None:
+        if rec is None:
+            self.delta[s] = self.est[s] = self.prod[s] = 0
+        else:
+            self.delta[s] = rec.node_delta
+            self.est[s] = rec.node_est
+            self.prod[s] = rec.prod_usage + rec.prod_delta
+
+    def _slot(self, state: ClusterState, name: str) -> int | None:
+        s = state.nodes.slot.get(name)
+        return s if s is not None and s < self.cap and self._objs[s] is not None else None
+
+    # ---- Extension hooks --------------------------------------------------
+    def nodes_changed(self, state: ClusterState) -> None:
+        self.sync(state)
+
+    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
+        if not isinstance(obj, NodeMetric):
+            return
+        rec = self.records.get(obj.name)
+        if deleted:
+            if rec is None:
+                return
+            rec.metric, rec.node_usage = None, None
+            rec.agg, rec.usage, rec.prod_pods = {}, {}, set()
+            if rec.empty:
+                del self.records[obj.name]
+                rec = None
+        else:
+            if rec is None:
+                rec = self.records[obj.name] = NodeLoad(self.res.zeros())
+            self._load_metric(rec, obj)
+        s = self._slot(state, obj.name)
+        if s is not None:
+            self._write_metric(s, rec)
+
+    def _load_metric(self, rec: NodeLoad, m: NodeMetric) -> None:
+        vec = self.res.vec
+        rec.metric = m
+        if m.update_time is not None:
+            rec.window = to_us(m.update_time)
+        interval = m.report_interval_seconds
+        rec.interval = (60 if interval is None else interval) * US
+        rec.node_usage = vec(m.node_usage) if m.has_node_metric else None
+        rec.agg = {}
+        longest: dict[str, int] = {}
+        if m.has_node_metric:
+            for a in m.aggregated:
+                for kind, rl in a.usage.items():
+                    if rl:
+                        rec.agg[(kind, a.duration)] = vec(rl)
+                        if a.duration >= longest.get(kind, -1):
+                            longest[kind] = a.duration
+        for kind, d in longest.items():
+            rec.agg[(kind, 0)] = rec.agg[(kind, d)]
+        rec.usage = {p.key: vec(p.usage) for p in m.pods if p.usage}
+        rec.prod_pods = {p.key for p in m.pods if p.usage and p.priority == PROD}
+        include_sys = self.args.prod_usage_include_sys and m.has_node_metric
+        rec.reset(vec(m.system_usage) if include_sys else rec.zero)
+        for e in rec.pods.values():
+            rec.add(e)
+
+    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
+        pod = new if new is not None else old
+        if pod is None:
+            return
+        entry = self.pods.get(pod.key)
+        if new is None or not new.node_name or new.terminated or new.annotations.get(ANN_RESERVE_POD) == "true":
+            if entry is not None:
+                self._unassign(state, entry)
+            return
+        if entry is not None and entry.node == new.node_name and old is not None and _spec(old) == _spec(new):
+            return  # label- or annotation-only change: upstream keeps the cached evaluation
+        if entry is not None:
+            self._unassign(state, entry)
+        self._assign(state, new)
+
+    # ---- the assigned-pod cache ------------------------------------------
+    def entry_for(self, pod: Pod) -> PodEntry:
+        est = self.estimator.estimate(pod)
+        scheduled = _condition_time(pod, "PodScheduled")
+        ts = RECENT if scheduled is None else to_us(scheduled)
+        after_scheduled, after_init = self.estimator.seconds(pod)
+        initialized = _condition_time(pod, "Initialized")
+        deadline = None
+        if after_init > 0 and initialized is not None:
+            deadline = to_us(initialized) + after_init * US
+        elif after_scheduled > 0:
+            deadline = ts + after_scheduled * US
+        return PodEntry(
+            key=pod.key,
+            node=pod.node_name,
+            est=est if est.any() else None,
+            prod=priority_class(pod) == PROD,
+            ts=ts,
+            deadline=deadline,
+        )
+
+    def _assign(self, state: ClusterState, pod: Pod) -> None:
+        e = self.entry_for(pod)
+        rec = self.records.get(e.node)
+        if rec is None:
+            rec = self.records[e.node] = NodeLoad(self.res.zeros())
+        rec.pods[e.key] = e
+        self.pods[e.key] = e
+        rec.add(e)
+        s = self._slot(state, e.node)
+        if s is not None:
+            self._write_pods(s, rec)
+
+    def _unassign(self, state: ClusterState, e: PodEntry) -> None:
+        del self.pods[e.key]
+        rec = self.records[e.node]
+        rec.remove(e)
+        del rec.pods[e.key]
+        if rec.empty:
+            del self.records[e.node]
+        s = self._slot(state, e.node)
+        if s is not None:
+            self._write_pods(s, self.records.get(e.node))
+
+    # ---- reads for Filter and Score --------------------------------------
+    def existing_node(self) -> Rows:
+        return self.usage + self.delta
+
+    def existing_agg(self, ok: Mask, base: Rows) -> Rows:
+        """base + nodeDelta where the aggregate exists, else the sum of full estimates."""
+        return np.where(ok[:, None], base + self.delta, self.est)
+
+
+if TYPE_CHECKING:
+
+    def _is_extension(store: NodeMetricStore) -> Extension:
+        return store

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from berth.core.convert import convert
+from berth.core.errors import InputError
+from berth.core.quantity import parse_nanos
+from tests.builders import pod, pv, pvc
+
+
+def with_containers(containers: list[dict[str, Any]], init: list[dict[str, Any]] | None = None, **spec: Any) -> Any:
+    raw = pod("p")
+    raw["spec"]["containers"] = containers
+    if init is not None:
+        raw["spec"]["initContainers"] = init
+    raw["spec"].update(spec)
+    return convert(raw)
+
+
+def c(cpu: str | None = None, mem: str | None = None, limits: dict[str, str] | None = None, **kw: Any) -> dict[str, Any]:
+    req = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v is not None}
+    return {"name": "c", "resources": {"requests": req, "limits": limits or {}}, **kw}
+
+
+@pytest.mark.parametrize(
+    ("containers", "init", "spec", "expected"),
+    [
+        ([c("100m", "1Gi"), c("200m")], None, {}, {"cpu": 300, "memory": 2**30}),
+        # a regular init container bigger than the app: the peak wins
+        ([c("100m")], [c("1")], {}, {"cpu": 1000}),
+        # a sidecar adds to the app, and to every init container that starts after it
+        ([c("100m")], [c("50m", restartPolicy="Always"), c("500m")], {}, {"cpu": 550}),
+        ([c("1")], [c("50m", restartPolicy="Always"), c("500m")], {}, {"cpu": 1050}),
+        # overhead is added last
+        ([c("100m")], None, {"overhead": {"cpu": "10m"}}, {"cpu": 110}),
+        # pod-level requests replace the aggregate for cpu and memory only
+        ([c("100m", "1Gi", limits={"nvidia.com/gpu": "1"})], None, {"resources": {"requests": {"cpu": "2"}}}, {"cpu": 2000, "memory": 2**30, "nvidia.com/gpu": 1}),
+        # requests default to limits, as the API server does
+        ([c(limits={"cpu": "1", "memory": "1Gi"})], None, {}, {"cpu": 1000, "memory": 2**30}),
+        ([c("1500m", limits={"cpu": "2"})], None, {}, {"cpu": 1500}),
+    ],
+)
+def test_effective_requests(containers: Any, init: Any, spec: Any, expected: dict[str, int]) -> None:
+    got = with_containers(containers, init, **spec).requests
+    assert got == expected
+
+
+def test_ephemeral_volume_claim_name() -> None:
+    raw = pod("web-0")
+    raw["spec"]["volumes"] = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}, {"name": "cfg", "configMap": {"name": "x"}}]
+    vols = convert(raw).volumes
+    assert [(v.claim_name, v.ephemeral) for v in vols] == [("web-0-scratch", True)]
+
+
+@pytest.mark.parametrize(
+    ("annotations", "spec_class", "expected"),
+    [
+        ({}, "fast", "fast"),
+        ({"volume.beta.kubernetes.io/storage-class": "beta"}, "fast", "beta"),
+        ({"volume.beta.kubernetes.io/storage-class": ""}, "fast", ""),
+        ({}, None, ""),
+    ],
+)
+def test_claim_class(annotations: dict[str, str], spec_class: str | None, expected: str) -> None:
+    assert convert(pvc("c", cls=spec_class, annotations=annotations)).storage_class == expected
+
+
+def test_bound_needs_bind_completed() -> None:
+    assert convert(pvc("c", volume="pv1", bound=True)).bound
+    assert not convert(pvc("c", volume="pv1")).bound
+
+
+def test_pv_defaults() -> None:
+    v = convert(pv("pv1", "10Gi"))
+    assert v.capacity == parse_nanos("10Gi")
+    assert v.volume_mode == "Filesystem"
+    assert v.node_affinity is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (pv("pv1", "ten gigs"), "PersistentVolume pv1: spec.capacity.storage: quantities must match"),
+        (pvc("c", size="1X"), "PersistentVolumeClaim default/c: spec.resources.requests.storage:"),
+        ({**pod("p"), "spec": {"containers": [c("lots")]}}, "Pod default/p: spec.containers[0].resources.requests.cpu:"),
+        ({**pod("p"), "spec": {"containers": "x"}}, "Pod default/p: spec.containers: expected a list"),
+        ({"kind": "Node", "apiVersion": "v1", "metadata": {}}, "Node <unnamed>: metadata.name: is required"),
+        ({"apiVersion": "v1", "metadata": {"name": "x"}}, "object x: kind: is required"),
+        ({**pod("p"), "metadata": {"name": "p", "namespace": "default", "labels": {"a": 1}}}, "Pod default/p: metadata.labels[a]: expected a string"),
+    ],
+)
+def test_errors_name_object_and_field(raw: Any, message: str) -> None:
+    with pytest.raises(InputError) as e:
+        convert(raw)
+    assert str(e.value).startswith(message)
+    assert "\n" not in str(e.value)
+
+
+def test_unknown_kind_is_none() -> None:
+    assert convert({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}) is None
