@@ -42,6 +42,8 @@ def load_state(path: str, state: ClusterState | None = None) -> ClusterState:
     try:
         state, warnings = build_state(load_objects(path), state)
     except InputError as e:
+        if e.obj == source:
+            raise
         raise InputError(source, e.obj, f"{e.field}: {e.problem}" if e.field else e.problem) from None
     for w in warnings:
         print(f"warning: {source}: {w}", file=sys.stderr)

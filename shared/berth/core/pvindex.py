@@ -56,7 +56,7 @@ class ClassIndex:
 
     def put(self, pv: PersistentVolume) -> None:
         old = self.pvs.get(pv.name)
-        if old is not None and old.node_affinity != pv.node_affinity:
+        if old is None or old.node_affinity != pv.node_affinity:
             self._slots.pop(pv.name, None)
         self.pvs[pv.name] = pv
         self._pending[pv.name] = pv

@@ -41,6 +41,9 @@ FALLBACK = {
 }
 
 
+NO_SCALE = "failed to get scale sub resource: the server could not find the requested resource"
+
+
 class ShapeError(Exception):
     """Resolution failed; str() is the text after `Buffer not ready for provisioning: `."""
 
@@ -187,13 +190,9 @@ def spec_from_pod(pod: Pod) -> dict[str, Any]:
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
         }
     if pod.tolerations:
-        spec["tolerations"] = [
-            {k: v for k, v in msgspec.to_builtins(t).items() if v} for t in pod.tolerations
-        ]
+        spec["tolerations"] = [{k: v for k, v in msgspec.to_builtins(t).items() if v} for t in pod.tolerations]
     volumes = [
-        {"name": v.name, "persistentVolumeClaim": {"claimName": v.claim_name}}
-        for v in pod.volumes
-        if not v.ephemeral
+        {"name": v.name, "persistentVolumeClaim": {"claimName": v.claim_name}} for v in pod.volumes if not v.ephemeral
     ]
     if volumes:
         spec["volumes"] = volumes
@@ -251,13 +250,15 @@ def _live(
         raise ShapeError(f'failed to get scale object: no matches for kind "{ref.kind}" in group "{ref.api_group}"')
     w = workloads.get((ref.api_group, ref.kind, f"{namespace}/{ref.name}"))
     if w is None:
-        raise ShapeError(f'failed to get scale object: failed to get scale sub resource: {resource} "{ref.name}" not found')
-    if not w.has_scale:
         raise ShapeError(
-            "failed to get scale object: failed to get scale sub resource: the server could not find the requested resource"
+            f'failed to get scale object: failed to get scale sub resource: {resource} "{ref.name}" not found'
         )
+    if not w.has_scale:
+        raise ShapeError(f"failed to get scale object: {NO_SCALE}")
     if not w.selector.valid:
-        raise ShapeError("failed to get existing pod for scale object: failed to parse label selector: invalid selector")
+        raise ShapeError(
+            "failed to get existing pod for scale object: failed to parse label selector: invalid selector"
+        )
     matched = [p for p in pods if w.selector.matches(p.labels)]
     if not matched:
         return None
@@ -296,7 +297,9 @@ def resolve_scalable(
         w, replicas = _fallback(buffer, ref, workloads)
     except ShapeError as e:
         if live_error is not None:
-            raise ShapeError(f"failed to resolve live pod: {live_error}, failed to resolve scalable object: {e}") from None
+            raise ShapeError(
+                f"failed to resolve live pod: {live_error}, failed to resolve scalable object: {e}"
+            ) from None
         raise ShapeError(f"failed to resolve scalable object: {e}") from None
     try:
         chunk = chunk_from_template(buffer.namespace, managed_name(buffer.name), w.template)

@@ -1,0 +1,125 @@
+"""`berth buffers`: CapacityBuffer statuses, readyReplicas and fake pods for a snapshot."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from berth.adapters.snapshot import load_objects
+from berth.core import convert as core_convert
+from berth.core.buffers import convert as buffer_convert
+from berth.core.buffers import fakepods
+from berth.core.buffers.controller import BufferResult, reconcile
+from berth.core.buffers.status import status_json
+from berth.core.buffers.store import BufferStore
+from berth.core.errors import InputError
+from berth.core.scheduler import Scheduler
+from berth.core.state import ClusterState
+from berth_cli.common import load_config, now_or, print_json, rfc3339
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "buffers",
+        help="compute CapacityBuffer statuses, readyReplicas and fake pods",
+        description="Compute every CapacityBuffer's status as the Cluster Autoscaler buffer controller "
+        "would write it, how many chunks fit in the free capacity now (readyReplicas), and the fake pods "
+        "an autoscaler would inject.",
+    )
+    p.add_argument(
+        "--snapshot", required=True, metavar="FILE", help="objects as kubectl get -o yaml|json prints them; - for stdin"
+    )
+    p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration-style YAML used for readyReplicas")
+    p.add_argument("--now", type=rfc3339, metavar="RFC3339", help="the clock for schedules and conditions (default: now)")
+    p.add_argument(
+        "--max-chunks",
+        type=_positive,
+        default=fakepods.DEFAULT_LIMIT,
+        metavar="N",
+        help=f"fake pods listed and tried per buffer (default {fakepods.DEFAULT_LIMIT})",
+    )
+    p.add_argument("-o", "--output", choices=("json", "table"), default="json")
+    p.set_defaults(run=run)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"want a positive integer, got {text!r}")
+    return int(text)
+
+
+def load(path: str, store: BufferStore) -> ClusterState:
+    """The snapshot applied to a state that carries the buffer store."""
+    source = "<stdin>" if path == "-" else path
+    converters = {**core_convert.CONVERTERS, **buffer_convert.CONVERTERS}
+    state = ClusterState(extensions=[store])
+    unknown: dict[str, int] = {}
+    try:
+        for raw in load_objects(path):
+            key = core_convert.kind_key(raw)
+            fn = converters.get(key)
+            if fn is None:
+                label = f"{key[1]} ({key[0] or 'core'})"
+                unknown[label] = unknown.get(label, 0) + 1
+                continue
+            state.apply(fn(raw))
+    except InputError as e:
+        raise InputError(source, e.obj, f"{e.field}: {e.problem}" if e.field else e.problem) from None
+    for kind, n in sorted(unknown.items()):
+        print(f"warning: {source}: skipped {n} object(s) of kind {kind}: berth does not read it", file=sys.stderr)
+    return state
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    store = BufferStore()
+    state = load(args.snapshot, store)
+    now = now_or(args.now)
+    results = reconcile(store, now)
+    place, release = fakepods.scheduler_placer(Scheduler(state, config.profile()), now)
+    ready = fakepods.count_ready(results, place, release, args.max_chunks)
+    if args.output == "json":
+        print_json({"buffers": [entry(r, ready.get(r.buffer.key, 0), args.max_chunks) for r in results]})
+    else:
+        render_table(results, ready)
+    return 0
+
+
+def entry(r: BufferResult, ready: int, limit: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "buffer": r.buffer.key,
+        "status": status_json(r.status),
+        "readyReplicas": ready,
+        "fakePods": fakepods.manifests(r, limit),
+    }
+    omitted = fakepods.wanted(r) - len(out["fakePods"])
+    if omitted > 0:
+        out["fakePodsOmitted"] = omitted
+    return out
+
+
+def render_table(results: list[BufferResult], ready: dict[str, int]) -> None:
+    table = Table(title=f"berth buffers: {len(results)} buffer(s)")
+    for col in ("buffer", "strategy", "pod template", "replicas", "ready", "conditions", "message"):
+        table.add_column(col, overflow="fold")
+    for r in results:
+        s = r.status
+        conditions = "\n".join(f"{c.type}={c.status} ({c.reason})" for c in s.conditions)
+        messages = "\n".join(c.message for c in s.conditions if c.message and c.message != "ready")
+        table.add_row(
+            r.buffer.key,
+            s.provisioning_strategy or "-",
+            s.pod_template_ref or "-",
+            "-" if s.replicas is None else str(s.replicas),
+            str(ready.get(r.buffer.key, 0)),
+            conditions,
+            messages if r.processed else "not processed: provisioning strategy " + r.buffer.spec.provisioning_strategy,
+        )
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    console.print(table)

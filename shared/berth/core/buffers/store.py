@@ -1,0 +1,82 @@
+"""The ClusterState extension that keeps buffers and the objects they read.
+
+Register it with `ClusterState(extensions=[store])`; objects converted by
+`berth.core.buffers.convert.CONVERTERS` then land here through `state.apply`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from berth.core.buffers.model import CapacityBuffer, PodTemplate, ResourceQuota, Workload
+from berth.core.model import Pod
+
+FAKE_POD_TYPE = ("podType", "capacityBufferFakePod")
+
+
+def is_fake(pod: Pod) -> bool:
+    return pod.annotations.get(FAKE_POD_TYPE[0]) == FAKE_POD_TYPE[1]
+
+
+class BufferStore:
+    kinds: tuple[type, ...] = (CapacityBuffer, PodTemplate, Workload, ResourceQuota)
+
+    def __init__(self) -> None:
+        self.buffers: dict[str, CapacityBuffer] = {}
+        self.templates: dict[str, PodTemplate] = {}
+        self.workloads: dict[tuple[str, str, str], Workload] = {}  # (group, kind, ns/name)
+        self.quotas: dict[str, ResourceQuota] = {}
+        self.pods: dict[str, dict[str, Pod]] = {}  # namespace -> name -> pod
+        self.dirty: set[str] = set()  # namespaces changed since the last take_dirty()
+
+    # ---- the extension hooks ------------------------------------------------
+    def apply(self, state: Any, obj: Any, deleted: bool) -> None:
+        if isinstance(obj, CapacityBuffer):
+            _put(self.buffers, obj.key, obj, deleted)
+        elif isinstance(obj, PodTemplate):
+            _put(self.templates, obj.key, obj, deleted)
+        elif isinstance(obj, Workload):
+            _put(self.workloads, (obj.group, obj.kind, obj.key), obj, deleted)
+        elif isinstance(obj, ResourceQuota):
+            _put(self.quotas, obj.key, obj, deleted)
+        else:
+            return
+        self.dirty.add(obj.namespace)
+
+    def pod_changed(self, state: Any, old: Pod | None, new: Pod | None) -> None:
+        for pod, present in ((old, False), (new, True)):
+            if pod is None or is_fake(pod):
+                continue
+            in_ns = self.pods.setdefault(pod.namespace, {})
+            if present:
+                in_ns[pod.name] = pod
+            else:
+                in_ns.pop(pod.name, None)
+            self.dirty.add(pod.namespace)
+
+    def nodes_changed(self, state: Any) -> None:
+        """Node changes only move readyReplicas, which is computed on demand."""
+
+    # ---- reads ------------------------------------------------------------
+    def namespaces(self) -> list[str]:
+        return sorted({b.namespace for b in self.buffers.values()})
+
+    def buffers_in(self, namespace: str) -> list[CapacityBuffer]:
+        return [b for b in self.buffers.values() if b.namespace == namespace]
+
+    def quotas_in(self, namespace: str) -> list[ResourceQuota]:
+        return [q for q in self.quotas.values() if q.namespace == namespace]
+
+    def pods_in(self, namespace: str) -> list[Pod]:
+        return list(self.pods.get(namespace, {}).values())
+
+    def take_dirty(self) -> set[str]:
+        out, self.dirty = self.dirty, set()
+        return out
+
+
+def _put(store: dict[Any, Any], key: Any, obj: Any, deleted: bool) -> None:
+    if deleted:
+        store.pop(key, None)
+    else:
+        store[key] = obj

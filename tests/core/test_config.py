@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from berth.core.config import parse_config
+from berth.core.errors import ConfigError
+
+
+def profile(**p: Any) -> dict[str, Any]:
+    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "profiles": [p]}
+
+
+def test_defaults() -> None:
+    cfg = parse_config(None)
+    assert dict(cfg.scores) == {"VolumeBinding": 1}
+    assert "VolumeBinding" in cfg.filters and "NodeResourcesFit" in cfg.filters
+
+
+def test_score_weights_and_disable() -> None:
+    cfg = parse_config(profile(plugins={"score": {"enabled": [{"name": "VolumeBinding", "weight": 5}]}}))
+    assert dict(cfg.scores) == {"VolumeBinding": 5}
+    cfg = parse_config(profile(plugins={"score": {"disabled": [{"name": "*"}]}}))
+    assert cfg.scores == ()
+    cfg = parse_config(profile(plugins={"filter": {"disabled": [{"name": "TaintToleration"}]}}))
+    assert "TaintToleration" not in cfg.filters
+
+
+def test_weight_zero_means_one() -> None:
+    cfg = parse_config(profile(plugins={"score": {"enabled": [{"name": "VolumeBinding", "weight": 0}]}}))
+    assert dict(cfg.scores) == {"VolumeBinding": 1}
+
+
+def test_all_problems_reported_at_once() -> None:
+    doc = profile(
+        plugins={"score": {"enabled": [{"name": "NoSuch"}, {"name": "VolumeBinding", "weight": -1}]}},
+        pluginConfig=[
+            {
+                "name": "VolumeBinding",
+                "args": {
+                    "bindTimeoutSeconds": -1,
+                    "shape": [{"utilization": 50, "score": 11}, {"utilization": 40, "score": 1}, {"utilization": 101, "score": 2}],
+                    "storageClassWeights": {"ssd": 0},
+                    "typo": 1,
+                },
+            },
+            {"name": "Mystery", "args": {}},
+        ],
+    )
+    with pytest.raises(ConfigError) as e:
+        parse_config(doc)
+    problems = e.value.problems
+    expected = [
+        "profiles[0].plugins.score.enabled[0].name: Invalid value: 'NoSuch': unknown score plugin",
+        "profiles[0].plugins.score.enabled[1].weight: Invalid value: -1: must be a non-negative integer",
+        'profiles[0].pluginConfig[0].args: unknown field "typo"',
+        "profiles[0].pluginConfig[0].args.bindTimeoutSeconds: Invalid value: -1: invalid BindTimeoutSeconds, should not be a negative value",
+        "profiles[0].pluginConfig[0].args.shape[0].score: Invalid value: 11: not in valid range [0, 10]",
+        "profiles[0].pluginConfig[0].args.shape[2].utilization: Invalid value: 101: not in valid range [0, 100]",
+        "profiles[0].pluginConfig[0].args.shape[1].utilization: Invalid value: 40: values must be sorted in increasing order",
+        "profiles[0].pluginConfig[0].args.storageClassWeights[ssd]: Invalid value: 0: must be a positive integer",
+        "profiles[0].pluginConfig[1].name: Invalid value: 'Mystery': no plugin with configurable args by that name",
+    ]
+    assert problems == expected
+
+
+def test_empty_shape_is_required() -> None:
+    with pytest.raises(ConfigError) as e:
+        parse_config(profile(pluginConfig=[{"name": "VolumeBinding", "args": {"shape": []}}]))
+    assert e.value.problems == ["profiles[0].pluginConfig[0].args.shape: Required value: at least one point must be specified"]
+
+
+def test_wrong_kind() -> None:
+    with pytest.raises(ConfigError) as e:
+        parse_config({"kind": "Deployment"})
+    assert e.value.problems == ["kind: Invalid value: 'Deployment': want KubeSchedulerConfiguration"]

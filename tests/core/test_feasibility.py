@@ -1,0 +1,111 @@
+"""Basic feasibility, the winner rule, the FitError text and reservations."""
+
+from __future__ import annotations
+
+import pytest
+
+from berth.core.config import parse_config
+from berth.core.scheduler import Scheduler
+from tests.builders import NOW, cluster, node, pod, pv, pvc, storage_class
+from tests.core.vb_helpers import bindings, decide, reasons
+
+
+@pytest.mark.parametrize(
+    ("n", "p", "reason"),
+    [
+        (node("n1", unschedulable=True), pod("p"), "node(s) were unschedulable"),
+        (node("n1"), pod("p", nodeSelector={"disk": "ssd"}), "node(s) didn't match Pod's node affinity/selector"),
+        (
+            node("n1"),
+            pod("p", affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "Exists"}]}]}}}),
+            "node(s) didn't match Pod's node affinity/selector",
+        ),
+        (node("n1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]), pod("p"), "node(s) had untolerated taint {gpu: yes}"),
+        (node("n1", taints=[{"key": "drain", "effect": "NoExecute"}]), pod("p"), "node(s) had untolerated taint {drain: }"),
+        (node("n1", cpu="1"), pod("p", cpu="2"), "Insufficient cpu"),
+        (node("n1", memory="1Gi"), pod("p", memory="2Gi"), "Insufficient memory"),
+        (node("n1", extra={"nvidia.com/gpu": "1"}), pod("p", containers=[{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "2"}}}]), "Insufficient nvidia.com/gpu"),
+        (node("n1", pods="0"), pod("p"), "Too many pods"),
+    ],
+)
+def test_filters_reject_with_kube_reasons(n: dict, p: dict, reason: str) -> None:
+    d = decide(n, p)
+    assert d.status == "Unschedulable"
+    assert reasons(d) == {"n1": [reason]}
+    assert d.message == f"0/1 nodes are available: 1 {reason}."
+
+
+@pytest.mark.parametrize(
+    ("n", "p"),
+    [
+        (node("n1", unschedulable=True), pod("p", tolerations=[{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}])),
+        (node("n1", labels={"disk": "ssd"}), pod("p", nodeSelector={"disk": "ssd"})),
+        (node("n1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]), pod("p", tolerations=[{"key": "gpu", "operator": "Equal", "value": "yes"}])),
+        (node("n1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]), pod("p", tolerations=[{"operator": "Exists"}])),
+        (node("n1", taints=[{"key": "soft", "effect": "PreferNoSchedule"}]), pod("p")),
+        (node("n1", cpu="1"), pod("p", cpu="1")),
+        (
+            node("n1"),
+            pod("p", affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}),
+        ),
+    ],
+)
+def test_filters_pass(n: dict, p: dict) -> None:
+    assert decide(n, p).status == "Scheduled"
+
+
+def test_running_pods_use_up_the_node() -> None:
+    d = decide(node("n1", cpu="2"), node("n2", cpu="2"), pod("busy", node_name="n1", cpu="1500m"), pod("p", cpu="1"))
+    assert d.node == "n2"
+    assert reasons(d)["n1"] == ["Insufficient cpu"]
+
+
+def test_finished_pods_free_the_node() -> None:
+    done = pod("done", node_name="n1", cpu="2", status={"phase": "Succeeded"})
+    assert decide(node("n1", cpu="2"), done, pod("p", cpu="1")).node == "n1"
+
+
+def test_fit_error_sorts_count_and_reason_as_strings() -> None:
+    nodes = [node(f"n{i}", cpu="1") for i in range(12)] + [node("x", cpu="1", unschedulable=True)]
+    d = decide(*nodes, pod("p", cpu="2"))
+    assert d.message == "0/13 nodes are available: 1 node(s) were unschedulable, 13 Insufficient cpu."
+
+
+def test_every_failing_filter_is_listed() -> None:
+    d = decide(node("n1", cpu="1", unschedulable=True), pod("p", cpu="2"))
+    assert reasons(d) == {"n1": ["node(s) were unschedulable", "Insufficient cpu"]}
+
+
+def test_reservation_is_seen_by_the_next_pod() -> None:
+    state = cluster(
+        node("n1", cpu="2"), node("n2", cpu="2"), storage_class(),
+        pv("only", "10Gi", on="n1"), pv("other", "10Gi", on="n2"),
+        pvc("a", "10Gi"), pvc("b", "10Gi"), pvc("c", "10Gi"),
+        pod("pa", ("a",), created="2026-11-01T10:00:00Z"),
+        pod("pb", ("b",), created="2026-11-01T10:00:01Z"),
+        pod("pc", ("c",), created="2026-11-01T10:00:02Z"),
+    )
+    decisions = Scheduler(state, parse_config(None).profile()).run(state.pending_pods(), NOW)
+    assert [(d.pod, d.status, d.node) for d in decisions] == [
+        ("default/pa", "Scheduled", "n1"),
+        ("default/pb", "Scheduled", "n2"),
+        ("default/pc", "Unschedulable", None),
+    ]
+    assert {b for d in decisions for b in bindings(d)} == {("default/a", "only"), ("default/b", "other")}
+    assert state.pvs["only"].claim_ref is not None and state.pvs["only"].claim_ref.name == "a"
+
+
+def test_release_gives_everything_back() -> None:
+    state = cluster(node("n1", cpu="1"), storage_class(), pv("only", "10Gi", on="n1"), pvc("a"), pod("pa", ("a",), cpu="1"))
+    sched = Scheduler(state, parse_config(None).profile())
+    outcome = sched.decide(state.pods["default/pa"], NOW)
+    assert outcome.reservation is not None
+    state.reserve(outcome.reservation)
+    assert sched.decide(state.pods["default/pa"], NOW).decision.status == "Unschedulable"
+    state.release("default/pa")
+    assert sched.decide(state.pods["default/pa"], NOW).decision.node == "n1"
+
+
+def test_pending_pods_in_creation_order() -> None:
+    state = cluster(pod("late", created="2026-11-01T10:00:05Z"), pod("early", created="2026-11-01T10:00:01Z"), pod("done", node_name="n1"))
+    assert [p.name for p in state.pending_pods()] == ["early", "late"]

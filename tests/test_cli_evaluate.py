@@ -1,0 +1,124 @@
+"""`berth evaluate` run the way users run it, on snapshot files checked into tests/data."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from berth_cli.main import main
+
+DATA = Path(__file__).parent / "data" / "snapshots"
+LOCAL = str(DATA / "local-pvs.yaml")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def placements(out: str) -> list[tuple[str, str, str | None, list[tuple[str, str]]]]:
+    return [
+        (d["pod"], d["status"], d["node"], [(b["claim"], b.get("pv")) for b in d["volumeBindings"]])
+        for d in json.loads(out)["decisions"]
+    ]
+
+
+EXPECTED = [
+    ("db/small-0", "Scheduled", "node-b", [("db/small-0", "pv-b-10g")]),
+    ("db/small-1", "Scheduled", "node-c", [("db/small-1", "pv-c-10g")]),
+    ("db/large-0", "Scheduled", "node-a", [("db/large-0", "pv-a-1t")]),
+    ("db/medium-0", "Scheduled", "node-a", [("db/medium-0", "pv-a-100g")]),
+]
+
+
+def test_small_claims_take_small_pvs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "evaluate", "--snapshot", LOCAL)
+    assert (code, err) == (0, "")
+    assert placements(out) == EXPECTED
+    first = json.loads(out)["decisions"][0]
+    assert first["nodes"]["node-b"] == {"feasible": True, "reasons": [], "scores": {"VolumeBinding": 100}, "total": 100}
+
+
+@pytest.mark.parametrize("name", ["local-pvs.json", "typed-lists.yaml"])
+def test_json_and_api_server_lists_read_the_same(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    code, out, err = run(capsys, "evaluate", "--snapshot", str(DATA / name))
+    assert code == 0
+    assert placements(out) == EXPECTED
+    if name.endswith(".json"):
+        assert err == "warning: {}: skipped 2 object(s) of kind ConfigMap (core): berth does not read it\n".format(DATA / name)
+
+
+def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO((DATA / "local-pvs.yaml").read_text()))
+    code, out, _ = run(capsys, "evaluate", "--snapshot", "-")
+    assert code == 0 and placements(out) == EXPECTED
+
+
+def test_pod_order_changes_the_outcome(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "evaluate", "--snapshot", LOCAL, "--pod", "db/large-0", "--pod", "db/small-0")
+    assert code == 0
+    assert [(p, n) for p, _, n, _ in placements(out)] == [("db/large-0", "node-a"), ("db/small-0", "node-b")]
+
+
+def test_config_changes_the_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cfg = tmp_path / "sched.yaml"
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+        "- pluginConfig:\n  - name: VolumeBinding\n    args:\n      shape: [{utilization: 0, score: 10}, {utilization: 100, score: 0}]\n"
+    )
+    code, out, _ = run(capsys, "evaluate", "--snapshot", LOCAL, "--config", str(cfg), "--pod", "db/small-0")
+    assert code == 0
+    # kube >= 1.33 default shape: the node with the most room left wins; per node the smallest PV is still taken
+    assert placements(out)[0][2:] == ("node-a", [("db/small-0", "pv-a-100g")])
+
+
+def test_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "evaluate", "--snapshot", LOCAL, "-o", "table")
+    assert code == 0
+    assert "db/small-0" in out and "pv-b-10g" in out and "Scheduled" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--snapshot", str(DATA / "bad-quantity.yaml")], "berth evaluate: error: {}: PersistentVolume pv-b-10g: spec.capacity.storage: quantities must match".format(DATA / "bad-quantity.yaml")),
+        (["--snapshot", str(DATA / "bad-yaml.yaml")], "berth evaluate: error: {}: line 5: invalid YAML".format(DATA / "bad-yaml.yaml")),
+        (["--snapshot", "/no/such/file.yaml"], "berth evaluate: error: /no/such/file.yaml: No such file or directory"),
+        (["--snapshot", LOCAL, "--pod", "db/nope"], "berth evaluate: error: {}: Pod db/nope: not found in the snapshot".format(LOCAL)),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    code, out, err = run(capsys, "evaluate", *argv)
+    assert code == 2 and out == ""
+    assert err.startswith(message)
+    assert err.count("\n") == 1
+
+
+def test_bad_config_lists_every_problem(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cfg = tmp_path / "sched.yaml"
+    cfg.write_text("profiles:\n- pluginConfig:\n  - name: VolumeBinding\n    args: {bindTimeoutSeconds: -1, shape: []}\n")
+    code, _, err = run(capsys, "evaluate", "--snapshot", LOCAL, "--config", str(cfg))
+    assert code == 2
+    assert err.splitlines() == [
+        "berth evaluate: config: profiles[0].pluginConfig[0].args.bindTimeoutSeconds: Invalid value: -1: invalid BindTimeoutSeconds, should not be a negative value",
+        "berth evaluate: config: profiles[0].pluginConfig[0].args.shape: Required value: at least one point must be specified",
+    ]
+
+
+def test_console_script_has_help_on_every_command() -> None:
+    berth = Path(sys.executable).parent / "berth"
+    for argv in ([], ["evaluate"]):
+        res = subprocess.run([str(berth), *argv, "--help"], capture_output=True, text=True, check=False)
+        assert res.returncode == 0 and "usage: berth" in res.stdout
+
+
+def test_console_script_bad_input_has_no_traceback() -> None:
+    berth = Path(sys.executable).parent / "berth"
+    res = subprocess.run([str(berth), "evaluate", "--snapshot", str(DATA / "bad-quantity.yaml")], capture_output=True, text=True, check=False)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
