@@ -110,14 +110,14 @@ class Scheduler:
             for s in np.flatnonzero(f.mask).tolist():
                 reasons.setdefault(s, []).append(f.reason)
         out: dict[str, NodeResult] = {}
-        columns = {k: v.tolist() for k, v in scores.items()}
+        columns = [(k, v.tolist()) for k, v in scores.items()]
         totals = total.tolist()
+        ok = feasible.tolist()
         for s in np.flatnonzero(self.state.nodes.valid).tolist():
-            name = names[s] or ""
-            if feasible[s]:
-                out[name] = NodeResult(True, [], {k: col[s] for k, col in columns.items()}, totals[s])
+            if ok[s]:
+                out[names[s] or ""] = NodeResult(True, [], {k: col[s] for k, col in columns}, totals[s])
             else:
-                out[name] = NodeResult(False, reasons.get(s, []))
+                out[names[s] or ""] = NodeResult(False, reasons.get(s, []))
         return dict(sorted(out.items()))
 
     def run(self, pods: list[Pod], now: datetime) -> list[Decision]:

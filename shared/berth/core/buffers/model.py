@@ -111,10 +111,6 @@ class Workload(msgspec.Struct, frozen=True):
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    @property
-    def has_scale(self) -> bool:
-        return self.kind != "Job"
-
 
 class Deployment(Workload, frozen=True):
     group: str = "apps"

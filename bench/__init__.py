@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` runs them all and prints their figures. Timings are never test assertions."""
