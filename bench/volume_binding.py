@@ -4,8 +4,8 @@ one pending pod with two WaitForFirstConsumer claims."""
 from __future__ import annotations
 
 import gc
-from datetime import UTC, datetime
 import time
+from datetime import UTC, datetime
 
 import msgspec
 

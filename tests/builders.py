@@ -13,7 +13,9 @@ HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 
 
-def node(name: str, zone: str = "z1", cpu: str = "8", memory: str = "32Gi", pods: str = "110", **spec: Any) -> dict[str, Any]:
+def node(
+    name: str, zone: str = "z1", cpu: str = "8", memory: str = "32Gi", pods: str = "110", **spec: Any
+) -> dict[str, Any]:
     labels = {HOST: name, ZONE: zone, **spec.pop("labels", {})}
     alloc = {"cpu": cpu, "memory": memory, "pods": pods, **spec.pop("extra", {})}
     return {
@@ -26,11 +28,19 @@ def node(name: str, zone: str = "z1", cpu: str = "8", memory: str = "32Gi", pods
 
 
 def host_affinity(*nodes: str) -> dict[str, Any]:
-    return {"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": HOST, "operator": "In", "values": list(nodes)}]}]}}
+    return {
+        "required": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": HOST, "operator": "In", "values": list(nodes)}]}]
+        }
+    }
 
 
 def zone_affinity(*zones: str) -> dict[str, Any]:
-    return {"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": ZONE, "operator": "In", "values": list(zones)}]}]}}
+    return {
+        "required": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": ZONE, "operator": "In", "values": list(zones)}]}]
+        }
+    }
 
 
 def pv(
@@ -91,7 +101,12 @@ def storage_class(
     topologies: list[dict[str, list[str]]] | None = None,
     weight: str | None = None,
 ) -> dict[str, Any]:
-    sc: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name}, "provisioner": provisioner}
+    sc: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+    }
     if mode is not None:
         sc["volumeBindingMode"] = mode
     if topologies is not None:
@@ -104,11 +119,21 @@ def storage_class(
 
 
 def csi_driver(name: str, capacity: bool = True) -> dict[str, Any]:
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": name}, "spec": {"storageCapacity": capacity}}
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIDriver",
+        "metadata": {"name": name},
+        "spec": {"storageCapacity": capacity},
+    }
 
 
 def csi_capacity(
-    name: str, cls: str, capacity: str | None = None, max_size: str | None = None, on: str | None = None, topology: Any = "unset"
+    name: str,
+    cls: str,
+    capacity: str | None = None,
+    max_size: str | None = None,
+    on: str | None = None,
+    topology: Any = "unset",
 ) -> dict[str, Any]:
     obj: dict[str, Any] = {
         "apiVersion": "storage.k8s.io/v1",
@@ -144,7 +169,13 @@ def pod(
     }
     if node_name:
         body["nodeName"] = node_name
-    meta = {"name": name, "namespace": ns, "uid": f"uid-{name}", "creationTimestamp": created, **spec.pop("metadata", {})}
+    meta = {
+        "name": name,
+        "namespace": ns,
+        "uid": f"uid-{name}",
+        "creationTimestamp": created,
+        **spec.pop("metadata", {}),
+    }
     status = spec.pop("status", {"phase": "Running" if node_name else "Pending"})
     body.update(spec)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body, "status": status}

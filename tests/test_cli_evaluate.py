@@ -51,7 +51,7 @@ def test_json_and_api_server_lists_read_the_same(capsys: pytest.CaptureFixture[s
     assert code == 0
     assert placements(out) == EXPECTED
     if name.endswith(".json"):
-        assert err == "warning: {}: skipped 2 object(s) of kind ConfigMap (core): berth does not read it\n".format(DATA / name)
+        assert err == f"warning: {DATA / name}: skipped 2 object(s) of kind ConfigMap (core): berth does not read it\n"
 
 
 def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,10 +87,21 @@ def test_table(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--snapshot", str(DATA / "bad-quantity.yaml")], "berth evaluate: error: {}: PersistentVolume pv-b-10g: spec.capacity.storage: quantities must match".format(DATA / "bad-quantity.yaml")),
-        (["--snapshot", str(DATA / "bad-yaml.yaml")], "berth evaluate: error: {}: line 5: invalid YAML".format(DATA / "bad-yaml.yaml")),
+        (
+            ["--snapshot", str(DATA / "bad-quantity.yaml")],
+            "berth evaluate: error: {}: PersistentVolume pv-b-10g: spec.capacity.storage: quantities must match".format(
+                DATA / "bad-quantity.yaml"
+            ),
+        ),
+        (
+            ["--snapshot", str(DATA / "bad-yaml.yaml")],
+            "berth evaluate: error: {}: line 5: invalid YAML".format(DATA / "bad-yaml.yaml"),
+        ),
         (["--snapshot", "/no/such/file.yaml"], "berth evaluate: error: /no/such/file.yaml: No such file or directory"),
-        (["--snapshot", LOCAL, "--pod", "db/nope"], "berth evaluate: error: {}: Pod db/nope: not found in the snapshot".format(LOCAL)),
+        (
+            ["--snapshot", LOCAL, "--pod", "db/nope"],
+            f"berth evaluate: error: {LOCAL}: Pod db/nope: not found in the snapshot",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
@@ -102,7 +113,9 @@ def test_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: 
 
 def test_bad_config_lists_every_problem(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     cfg = tmp_path / "sched.yaml"
-    cfg.write_text("profiles:\n- pluginConfig:\n  - name: VolumeBinding\n    args: {bindTimeoutSeconds: -1, shape: []}\n")
+    cfg.write_text(
+        "profiles:\n- pluginConfig:\n  - name: VolumeBinding\n    args: {bindTimeoutSeconds: -1, shape: []}\n"
+    )
     code, _, err = run(capsys, "evaluate", "--snapshot", LOCAL, "--config", str(cfg))
     assert code == 2
     assert err.splitlines() == [
@@ -120,5 +133,10 @@ def test_console_script_has_help_on_every_command() -> None:
 
 def test_console_script_bad_input_has_no_traceback() -> None:
     berth = Path(sys.executable).parent / "berth"
-    res = subprocess.run([str(berth), "evaluate", "--snapshot", str(DATA / "bad-quantity.yaml")], capture_output=True, text=True, check=False)
+    res = subprocess.run(
+        [str(berth), "evaluate", "--snapshot", str(DATA / "bad-quantity.yaml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert res.returncode == 2 and "Traceback" not in res.stderr

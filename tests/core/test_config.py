@@ -40,7 +40,11 @@ def test_all_problems_reported_at_once() -> None:
                 "name": "VolumeBinding",
                 "args": {
                     "bindTimeoutSeconds": -1,
-                    "shape": [{"utilization": 50, "score": 11}, {"utilization": 40, "score": 1}, {"utilization": 101, "score": 2}],
+                    "shape": [
+                        {"utilization": 50, "score": 11},
+                        {"utilization": 40, "score": 1},
+                        {"utilization": 101, "score": 2},
+                    ],
                     "storageClassWeights": {"ssd": 0},
                     "typo": 1,
                 },
@@ -68,7 +72,9 @@ def test_all_problems_reported_at_once() -> None:
 def test_empty_shape_is_required() -> None:
     with pytest.raises(ConfigError) as e:
         parse_config(profile(pluginConfig=[{"name": "VolumeBinding", "args": {"shape": []}}]))
-    assert e.value.problems == ["profiles[0].pluginConfig[0].args.shape: Required value: at least one point must be specified"]
+    assert e.value.problems == [
+        "profiles[0].pluginConfig[0].args.shape: Required value: at least one point must be specified"
+    ]
 
 
 def test_wrong_kind() -> None:

@@ -19,7 +19,9 @@ def with_containers(containers: list[dict[str, Any]], init: list[dict[str, Any]]
     return convert(raw)
 
 
-def c(cpu: str | None = None, mem: str | None = None, limits: dict[str, str] | None = None, **kw: Any) -> dict[str, Any]:
+def c(
+    cpu: str | None = None, mem: str | None = None, limits: dict[str, str] | None = None, **kw: Any
+) -> dict[str, Any]:
     req = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v is not None}
     return {"name": "c", "resources": {"requests": req, "limits": limits or {}}, **kw}
 
@@ -36,7 +38,12 @@ def c(cpu: str | None = None, mem: str | None = None, limits: dict[str, str] | N
         # overhead is added last
         ([c("100m")], None, {"overhead": {"cpu": "10m"}}, {"cpu": 110}),
         # pod-level requests replace the aggregate for cpu and memory only
-        ([c("100m", "1Gi", limits={"nvidia.com/gpu": "1"})], None, {"resources": {"requests": {"cpu": "2"}}}, {"cpu": 2000, "memory": 2**30, "nvidia.com/gpu": 1}),
+        (
+            [c("100m", "1Gi", limits={"nvidia.com/gpu": "1"})],
+            None,
+            {"resources": {"requests": {"cpu": "2"}}},
+            {"cpu": 2000, "memory": 2**30, "nvidia.com/gpu": 1},
+        ),
         # requests default to limits, as the API server does
         ([c(limits={"cpu": "1", "memory": "1Gi"})], None, {}, {"cpu": 1000, "memory": 2**30}),
         ([c("1500m", limits={"cpu": "2"})], None, {}, {"cpu": 1500}),
@@ -49,7 +56,10 @@ def test_effective_requests(containers: Any, init: Any, spec: Any, expected: dic
 
 def test_ephemeral_volume_claim_name() -> None:
     raw = pod("web-0")
-    raw["spec"]["volumes"] = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}, {"name": "cfg", "configMap": {"name": "x"}}]
+    raw["spec"]["volumes"] = [
+        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+        {"name": "cfg", "configMap": {"name": "x"}},
+    ]
     vols = convert(raw).volumes
     assert [(v.claim_name, v.ephemeral) for v in vols] == [("web-0-scratch", True)]
 
@@ -84,11 +94,17 @@ def test_pv_defaults() -> None:
     [
         (pv("pv1", "ten gigs"), "PersistentVolume pv1: spec.capacity.storage: quantities must match"),
         (pvc("c", size="1X"), "PersistentVolumeClaim default/c: spec.resources.requests.storage:"),
-        ({**pod("p"), "spec": {"containers": [c("lots")]}}, "Pod default/p: spec.containers[0].resources.requests.cpu:"),
+        (
+            {**pod("p"), "spec": {"containers": [c("lots")]}},
+            "Pod default/p: spec.containers[0].resources.requests.cpu:",
+        ),
         ({**pod("p"), "spec": {"containers": "x"}}, "Pod default/p: spec.containers: expected a list"),
         ({"kind": "Node", "apiVersion": "v1", "metadata": {}}, "Node <unnamed>: metadata.name: is required"),
         ({"apiVersion": "v1", "metadata": {"name": "x"}}, "object x: kind: is required"),
-        ({**pod("p"), "metadata": {"name": "p", "namespace": "default", "labels": {"a": 1}}}, "Pod default/p: metadata.labels[a]: expected a string"),
+        (
+            {**pod("p"), "metadata": {"name": "p", "namespace": "default", "labels": {"a": 1}}},
+            "Pod default/p: metadata.labels[a]: expected a string",
+        ),
     ],
 )
 def test_errors_name_object_and_field(raw: Any, message: str) -> None:

@@ -17,14 +17,35 @@ from tests.core.vb_helpers import bindings, decide, reasons
         (node("n1"), pod("p", nodeSelector={"disk": "ssd"}), "node(s) didn't match Pod's node affinity/selector"),
         (
             node("n1"),
-            pod("p", affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "Exists"}]}]}}}),
+            pod(
+                "p",
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "Exists"}]}]
+                        }
+                    }
+                },
+            ),
             "node(s) didn't match Pod's node affinity/selector",
         ),
-        (node("n1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]), pod("p"), "node(s) had untolerated taint {gpu: yes}"),
-        (node("n1", taints=[{"key": "drain", "effect": "NoExecute"}]), pod("p"), "node(s) had untolerated taint {drain: }"),
+        (
+            node("n1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]),
+            pod("p"),
+            "node(s) had untolerated taint {gpu: yes}",
+        ),
+        (
+            node("n1", taints=[{"key": "drain", "effect": "NoExecute"}]),
+            pod("p"),
+            "node(s) had untolerated taint {drain: }",
+        ),
         (node("n1", cpu="1"), pod("p", cpu="2"), "Insufficient cpu"),
         (node("n1", memory="1Gi"), pod("p", memory="2Gi"), "Insufficient memory"),
-        (node("n1", extra={"nvidia.com/gpu": "1"}), pod("p", containers=[{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "2"}}}]), "Insufficient nvidia.com/gpu"),
+        (
+            node("n1", extra={"nvidia.com/gpu": "1"}),
+            pod("p", containers=[{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "2"}}}]),
+            "Insufficient nvidia.com/gpu",
+        ),
         (node("n1", pods="0"), pod("p"), "Too many pods"),
     ],
 )
@@ -38,15 +59,38 @@ def test_filters_reject_with_kube_reasons(n: dict, p: dict, reason: str) -> None
 @pytest.mark.parametrize(
     ("n", "p"),
     [
-        (node("n1", unschedulable=True), pod("p", tolerations=[{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}])),
+        (
+            node("n1", unschedulable=True),
+            pod(
+                "p",
+                tolerations=[{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}],
+            ),
+        ),
         (node("n1", labels={"disk": "ssd"}), pod("p", nodeSelector={"disk": "ssd"})),
-        (node("n1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]), pod("p", tolerations=[{"key": "gpu", "operator": "Equal", "value": "yes"}])),
-        (node("n1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]), pod("p", tolerations=[{"operator": "Exists"}])),
+        (
+            node("n1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]),
+            pod("p", tolerations=[{"key": "gpu", "operator": "Equal", "value": "yes"}]),
+        ),
+        (
+            node("n1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]),
+            pod("p", tolerations=[{"operator": "Exists"}]),
+        ),
         (node("n1", taints=[{"key": "soft", "effect": "PreferNoSchedule"}]), pod("p")),
         (node("n1", cpu="1"), pod("p", cpu="1")),
         (
             node("n1"),
-            pod("p", affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}),
+            pod(
+                "p",
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
+                            ]
+                        }
+                    }
+                },
+            ),
         ),
     ],
 )
@@ -78,9 +122,14 @@ def test_every_failing_filter_is_listed() -> None:
 
 def test_reservation_is_seen_by_the_next_pod() -> None:
     state = cluster(
-        node("n1", cpu="2"), node("n2", cpu="2"), storage_class(),
-        pv("only", "10Gi", on="n1"), pv("other", "10Gi", on="n2"),
-        pvc("a", "10Gi"), pvc("b", "10Gi"), pvc("c", "10Gi"),
+        node("n1", cpu="2"),
+        node("n2", cpu="2"),
+        storage_class(),
+        pv("only", "10Gi", on="n1"),
+        pv("other", "10Gi", on="n2"),
+        pvc("a", "10Gi"),
+        pvc("b", "10Gi"),
+        pvc("c", "10Gi"),
         pod("pa", ("a",), created="2026-11-01T10:00:00Z"),
         pod("pb", ("b",), created="2026-11-01T10:00:01Z"),
         pod("pc", ("c",), created="2026-11-01T10:00:02Z"),
@@ -96,7 +145,9 @@ def test_reservation_is_seen_by_the_next_pod() -> None:
 
 
 def test_release_gives_everything_back() -> None:
-    state = cluster(node("n1", cpu="1"), storage_class(), pv("only", "10Gi", on="n1"), pvc("a"), pod("pa", ("a",), cpu="1"))
+    state = cluster(
+        node("n1", cpu="1"), storage_class(), pv("only", "10Gi", on="n1"), pvc("a"), pod("pa", ("a",), cpu="1")
+    )
     sched = Scheduler(state, parse_config(None).profile())
     outcome = sched.decide(state.pods["default/pa"], NOW)
     assert outcome.reservation is not None
@@ -107,5 +158,9 @@ def test_release_gives_everything_back() -> None:
 
 
 def test_pending_pods_in_creation_order() -> None:
-    state = cluster(pod("late", created="2026-11-01T10:00:05Z"), pod("early", created="2026-11-01T10:00:01Z"), pod("done", node_name="n1"))
+    state = cluster(
+        pod("late", created="2026-11-01T10:00:05Z"),
+        pod("early", created="2026-11-01T10:00:01Z"),
+        pod("done", node_name="n1"),
+    )
     assert [p.name for p in state.pending_pods()] == ["early", "late"]

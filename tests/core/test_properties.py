@@ -43,7 +43,14 @@ def clusters(draw: Any) -> list[dict[str, Any]]:
         names = []
         for _ in range(draw(st.integers(1, 3))):
             names.append(f"c{claim}")
-            objs.append(pvc(f"c{claim}", draw(st.sampled_from(SIZES)), cls=draw(st.sampled_from("ab")), modes=draw(st.sampled_from(MODES[:2]))))
+            objs.append(
+                pvc(
+                    f"c{claim}",
+                    draw(st.sampled_from(SIZES)),
+                    cls=draw(st.sampled_from("ab")),
+                    modes=draw(st.sampled_from(MODES[:2])),
+                )
+            )
             claim += 1
         objs.append(pod(f"p{p}", tuple(names), cpu="1", created=f"2026-11-01T10:00:{p:02d}Z"))
     return objs
@@ -65,7 +72,10 @@ def oracle(state: ClusterState, claims: list[PersistentVolumeClaim], node_name: 
     """FindMatchingVolume by brute force: smallest request first, smallest PV first, ties by name."""
     chosen: dict[str, str] = {}
     for c in sorted(claims, key=lambda c: c.request or 0):
-        pool = sorted((v for v in state.pvs.values() if available(v) and v.name not in chosen.values()), key=lambda v: (v.capacity, v.name))
+        pool = sorted(
+            (v for v in state.pvs.values() if available(v) and v.name not in chosen.values()),
+            key=lambda v: (v.capacity, v.name),
+        )
         match = next((v for v in pool if fits(v, c, node_name, state)), None)
         if match is None:
             return None

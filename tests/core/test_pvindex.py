@@ -51,12 +51,24 @@ def test_incremental_equals_rebuilt(steps: list[Any], request: str) -> None:
         n = len(state.nodes.valid)
         got = live.best(claim, n, [])
         want = fresh.best(claim, n, [])
-        assert [live.order[e].name if e >= 0 else None for e in got] == [fresh.order[e].name if e >= 0 else None for e in want]
+        assert [live.order[e].name if e >= 0 else None for e in got] == [
+            fresh.order[e].name if e >= 0 else None for e in want
+        ]
 
 
 def test_node_label_change_moves_pvs() -> None:
     state = nodes_state()
-    state.apply(convert(pv("zonal", "10Gi", affinity={"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "Exists"}]}]}})))
+    state.apply(
+        convert(
+            pv(
+                "zonal",
+                "10Gi",
+                affinity={
+                    "required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "Exists"}]}]}
+                },
+            )
+        )
+    )
     idx = state.class_index("local")
     assert not (idx.best(convert(pvc("c")), len(state.nodes.valid), []) >= 0).any()
     state.apply(convert(node("n2", labels={"disk": "ssd"})))

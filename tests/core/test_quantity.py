@@ -58,7 +58,9 @@ def test_capped_at_int64_units() -> None:
     assert parse_nanos("100Ei") == (2**63 - 1) * NANO
 
 
-@pytest.mark.parametrize(("text", "units", "milli"), [("1500m", 2, 1500), ("0.1", 1, 100), ("1n", 1, 1), ("2", 2, 2000)])
+@pytest.mark.parametrize(
+    ("text", "units", "milli"), [("1500m", 2, 1500), ("0.1", 1, 100), ("1n", 1, 1), ("2", 2, 2000)]
+)
 def test_rounding_up(text: str, units: int, milli: int) -> None:
     assert ceil_units(parse_nanos(text)) == units
     assert ceil_milli(parse_nanos(text)) == milli

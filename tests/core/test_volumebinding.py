@@ -23,15 +23,47 @@ def _owned_ephemeral() -> dict:
     ("objs", "status", "message"),
     [
         ((pod("p", ("c",)),), "Unschedulable", 'persistentvolumeclaim "c" not found'),
-        ((_owned_ephemeral(),), "Unschedulable", 'waiting for ephemeral volume controller to create the persistentvolumeclaim "p-scratch"'),
-        ((_owned_ephemeral(), pvc("p-scratch")), "Unschedulable", "PVC default/p-scratch was not created for pod default/p (pod is not owner)"),
-        ((pod("p", ("c",)), pvc("c", volume="gone", status={"phase": "Lost"})), "Unschedulable", 'persistentvolumeclaim "c" bound to non-existent persistentvolume "gone"'),
-        ((pod("p", ("c",)), pvc("c", metadata={"deletionTimestamp": "2026-11-01T00:00:00Z"})), "Unschedulable", 'persistentvolumeclaim "c" is being deleted'),
-        ((pod("p", ("c",)), pvc("c"), storage_class(mode="Immediate")), "Unschedulable", "pod has unbound immediate PersistentVolumeClaims"),
+        (
+            (_owned_ephemeral(),),
+            "Unschedulable",
+            'waiting for ephemeral volume controller to create the persistentvolumeclaim "p-scratch"',
+        ),
+        (
+            (_owned_ephemeral(), pvc("p-scratch")),
+            "Unschedulable",
+            "PVC default/p-scratch was not created for pod default/p (pod is not owner)",
+        ),
+        (
+            (pod("p", ("c",)), pvc("c", volume="gone", status={"phase": "Lost"})),
+            "Unschedulable",
+            'persistentvolumeclaim "c" bound to non-existent persistentvolume "gone"',
+        ),
+        (
+            (pod("p", ("c",)), pvc("c", metadata={"deletionTimestamp": "2026-11-01T00:00:00Z"})),
+            "Unschedulable",
+            'persistentvolumeclaim "c" is being deleted',
+        ),
+        (
+            (pod("p", ("c",)), pvc("c"), storage_class(mode="Immediate")),
+            "Unschedulable",
+            "pod has unbound immediate PersistentVolumeClaims",
+        ),
         ((pod("p", ("c",)), pvc("c", cls="")), "Unschedulable", "pod has unbound immediate PersistentVolumeClaims"),
-        ((pod("p", ("c",)), pvc("c", cls="nowhere")), "Unschedulable", "pod has unbound immediate PersistentVolumeClaims"),
-        ((pod("p", ("c",)), pvc("c", volume="pv1"), SC, pv("pv1", "10Gi")), "Unschedulable", "pod has unbound immediate PersistentVolumeClaims"),
-        ((pod("p", ("c",)), pvc("c"), storage_class(mode=None)), "Error", 'VolumeBindingMode not set for StorageClass "local"'),
+        (
+            (pod("p", ("c",)), pvc("c", cls="nowhere")),
+            "Unschedulable",
+            "pod has unbound immediate PersistentVolumeClaims",
+        ),
+        (
+            (pod("p", ("c",)), pvc("c", volume="pv1"), SC, pv("pv1", "10Gi")),
+            "Unschedulable",
+            "pod has unbound immediate PersistentVolumeClaims",
+        ),
+        (
+            (pod("p", ("c",)), pvc("c"), storage_class(mode=None)),
+            "Error",
+            'VolumeBindingMode not set for StorageClass "local"',
+        ),
     ],
 )
 def test_prefilter(objs: tuple, status: str, message: str) -> None:
@@ -44,7 +76,9 @@ def test_prefilter(objs: tuple, status: str, message: str) -> None:
 
 
 def test_owned_ephemeral_claim_is_used() -> None:
-    claim = pvc("p-scratch", metadata={"ownerReferences": [{"kind": "Pod", "name": "p", "uid": "uid-p", "controller": True}]})
+    claim = pvc(
+        "p-scratch", metadata={"ownerReferences": [{"kind": "Pod", "name": "p", "uid": "uid-p", "controller": True}]}
+    )
     d = decide(*N2, SC, _owned_ephemeral(), claim, pv("pv1", "10Gi", on="n2"))
     assert (d.status, d.node) == ("Scheduled", "n2")
 
@@ -58,7 +92,12 @@ def test_pod_without_claims_skips_volume_binding() -> None:
 
 # ---- bound claims ----------------------------------------------------------------
 def test_bound_claim_follows_pv_affinity() -> None:
-    d = decide(*N2, pod("p", ("c",)), pvc("c", volume="pv1", bound=True), pv("pv1", "10Gi", on="n2", phase="Bound", claim="default/c"))
+    d = decide(
+        *N2,
+        pod("p", ("c",)),
+        pvc("c", volume="pv1", bound=True),
+        pv("pv1", "10Gi", on="n2", phase="Bound", claim="default/c"),
+    )
     assert d.node == "n2"
     assert reasons(d)["n1"] == [NODE_CONFLICT]
 
@@ -83,7 +122,14 @@ def test_conflict_stops_before_missing_pv() -> None:
 # ---- WaitForFirstConsumer static matching -----------------------------------------------
 def test_smallest_fitting_pv_per_node_and_tightest_fit_wins() -> None:
     # The upstream scorer test: 50Gi claim, node-a best PV 200Gi (25), node-b 100Gi (50).
-    objs = (SC, pod("p", ("c",)), pvc("c", "50Gi"), pv("a-200", "200Gi", on="n1"), pv("a-500", "500Gi", on="n1"), pv("b-100", "100Gi", on="n2"))
+    objs = (
+        SC,
+        pod("p", ("c",)),
+        pvc("c", "50Gi"),
+        pv("a-200", "200Gi", on="n1"),
+        pv("a-500", "500Gi", on="n1"),
+        pv("b-100", "100Gi", on="n2"),
+    )
     d = decide(*N2, *objs)
     assert vb_scores(d) == {"n1": 25, "n2": 50}
     assert (d.node, bindings(d)) == ("n2", [("default/c", "b-100")])
@@ -91,21 +137,40 @@ def test_smallest_fitting_pv_per_node_and_tightest_fit_wins() -> None:
 
 def test_two_classes_average_with_half_rounded_away() -> None:
     objs = (
-        SC, storage_class("ssd"), pod("p", ("a", "b")),
-        pvc("a", "50Gi"), pvc("b", "100Gi", cls="ssd"),
-        pv("n1-local", "200Gi", on="n1"), pv("n1-ssd", "200Gi", on="n1", cls="ssd"),
-        pv("n2-local", "100Gi", on="n2"), pv("n2-ssd", "100Gi", on="n2", cls="ssd"),
+        SC,
+        storage_class("ssd"),
+        pod("p", ("a", "b")),
+        pvc("a", "50Gi"),
+        pvc("b", "100Gi", cls="ssd"),
+        pv("n1-local", "200Gi", on="n1"),
+        pv("n1-ssd", "200Gi", on="n1", cls="ssd"),
+        pv("n2-local", "100Gi", on="n2"),
+        pv("n2-ssd", "100Gi", on="n2", cls="ssd"),
     )
     assert vb_scores(decide(*N2, *objs)) == {"n1": 38, "n2": 75}
 
 
 def test_equal_capacity_ties_go_to_pv_name() -> None:
-    objs = (SC, pod("p", ("c",)), pvc("c", "10Gi"), pv("pv-b", "10Gi", on="n1"), pv("pv-a", "10Gi", on="n1"), pv("pv-c", "10Gi", on="n1"))
+    objs = (
+        SC,
+        pod("p", ("c",)),
+        pvc("c", "10Gi"),
+        pv("pv-b", "10Gi", on="n1"),
+        pv("pv-a", "10Gi", on="n1"),
+        pv("pv-c", "10Gi", on="n1"),
+    )
     assert bindings(decide(node("n1"), *objs)) == [("default/c", "pv-a")]
 
 
 def test_claims_are_matched_smallest_request_first() -> None:
-    objs = (SC, pod("p", ("big", "small")), pvc("big", "50Gi"), pvc("small", "10Gi"), pv("pv-60", "60Gi", on="n1"), pv("pv-100", "100Gi", on="n1"))
+    objs = (
+        SC,
+        pod("p", ("big", "small")),
+        pvc("big", "50Gi"),
+        pvc("small", "10Gi"),
+        pv("pv-60", "60Gi", on="n1"),
+        pv("pv-100", "100Gi", on="n1"),
+    )
     assert bindings(decide(node("n1"), *objs)) == [("default/big", "pv-100"), ("default/small", "pv-60")]
 
 
@@ -125,10 +190,23 @@ def test_a_pv_is_not_taken_twice_by_one_pod() -> None:
         (pv("x", "10Gi", on="n1", metadata={"deletionTimestamp": "2026-11-01T00:00:00Z"}), pvc("c")),
         (pv("x", "9Gi", on="n1"), pvc("c")),
         (pv("x", "10Gi", on="n1", cls="other"), pvc("c")),
-        (pv("x", "10Gi", on="n1", metadata={"labels": {"tier": "hdd"}}), pvc("c", spec={"selector": {"matchLabels": {"tier": "ssd"}}})),
+        (
+            pv("x", "10Gi", on="n1", metadata={"labels": {"tier": "hdd"}}),
+            pvc("c", spec={"selector": {"matchLabels": {"tier": "ssd"}}}),
+        ),
         (pv("x", "10Gi", on="n1"), pvc("c", modes=("ReadWriteOnce", "ReadWriteMany"))),
     ],
-    ids=["access-mode", "volume-mode", "phase", "claimed-by-other", "deleting", "too-small", "class", "selector", "modes-superset"],
+    ids=[
+        "access-mode",
+        "volume-mode",
+        "phase",
+        "claimed-by-other",
+        "deleting",
+        "too-small",
+        "class",
+        "selector",
+        "modes-superset",
+    ],
 )
 def test_pv_that_does_not_match(volume: dict, claim: dict) -> None:
     d = decide(node("n1"), SC, pod("p", ("c",)), claim, volume)
@@ -137,12 +215,22 @@ def test_pv_that_does_not_match(volume: dict, claim: dict) -> None:
 
 def test_matching_selector_and_modes() -> None:
     volume = pv("x", "10Gi", on="n1", modes=("ReadWriteOnce", "ReadOnlyMany"), metadata={"labels": {"tier": "ssd"}})
-    claim = pvc("c", modes=("ReadOnlyMany",), spec={"selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["ssd"]}]}})
+    claim = pvc(
+        "c",
+        modes=("ReadOnlyMany",),
+        spec={"selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["ssd"]}]}},
+    )
     assert bindings(decide(node("n1"), SC, pod("p", ("c",)), claim, volume)) == [("default/c", "x")]
 
 
 def test_prebound_pv_wins_where_it_fits_and_blocks_elsewhere() -> None:
-    objs = (SC, pod("p", ("c",)), pvc("c", "10Gi"), pv("mine", "100Gi", on="n1", claim="default/c"), pv("free", "10Gi", on="n2"))
+    objs = (
+        SC,
+        pod("p", ("c",)),
+        pvc("c", "10Gi"),
+        pv("mine", "100Gi", on="n1", claim="default/c"),
+        pv("free", "10Gi", on="n2"),
+    )
     d = decide(*N2, *objs)
     assert bindings(d) == [("default/c", "mine")]
     assert reasons(d)["n2"] == [BIND_CONFLICT]  # kube's fail-prebound-node-affinity
@@ -157,7 +245,13 @@ def test_zonal_pv_matches_every_node_in_its_zone() -> None:
 
 
 def test_reasons_keep_kube_order() -> None:
-    objs = (SC, pod("p", ("bound", "new")), pvc("bound", volume="pv-b", bound=True), pv("pv-b", "1Gi", on="n2", phase="Bound"), pvc("new", "10Gi"))
+    objs = (
+        SC,
+        pod("p", ("bound", "new")),
+        pvc("bound", volume="pv-b", bound=True),
+        pv("pv-b", "1Gi", on="n2", phase="Bound"),
+        pvc("new", "10Gi"),
+    )
     assert reasons(decide(*N2, *objs))["n1"] == [NODE_CONFLICT, BIND_CONFLICT]
 
 
@@ -186,8 +280,12 @@ def test_allowed_topologies() -> None:
 
 def test_capacity_tracking() -> None:
     objs = (
-        PROV, csi_driver("topolvm.io"), pod("p", ("c",)), pvc("c", "10Gi", cls="topo"),
-        csi_capacity("cap-n1", "topo", capacity="100Gi", on="n1"), csi_capacity("cap-n2", "topo", capacity="5Gi", on="n2"),
+        PROV,
+        csi_driver("topolvm.io"),
+        pod("p", ("c",)),
+        pvc("c", "10Gi", cls="topo"),
+        csi_capacity("cap-n1", "topo", capacity="100Gi", on="n1"),
+        csi_capacity("cap-n2", "topo", capacity="5Gi", on="n2"),
     )
     d = decide(*N2, *objs)
     assert reasons(d)["n2"] == [NOT_ENOUGH_SPACE]
@@ -220,8 +318,13 @@ def test_driver_without_capacity_tracking_always_fits() -> None:
 
 def test_static_and_dynamic_on_one_node_scores_only_static() -> None:
     objs = (
-        PROV, csi_driver("topolvm.io"), pod("p", ("a", "b")), pvc("a", "10Gi", cls="topo"), pvc("b", "50Gi", cls="topo"),
-        pv("n1-20", "20Gi", on="n1", cls="topo"), csi_capacity("cap", "topo", capacity="1Ti", on="n1"),
+        PROV,
+        csi_driver("topolvm.io"),
+        pod("p", ("a", "b")),
+        pvc("a", "10Gi", cls="topo"),
+        pvc("b", "50Gi", cls="topo"),
+        pv("n1-20", "20Gi", on="n1", cls="topo"),
+        csi_capacity("cap", "topo", capacity="1Ti", on="n1"),
     )
     d = decide(node("n1"), *objs)
     assert bindings(d) == [("default/a", "n1-20"), ("default/b", "provision:n1")]
@@ -230,7 +333,11 @@ def test_static_and_dynamic_on_one_node_scores_only_static() -> None:
 
 def test_two_claims_share_one_pool_when_scored() -> None:
     objs = (
-        PROV, csi_driver("topolvm.io"), pod("p", ("a", "b")), pvc("a", "50Gi", cls="topo"), pvc("b", "50Gi", cls="topo"),
+        PROV,
+        csi_driver("topolvm.io"),
+        pod("p", ("a", "b")),
+        pvc("a", "50Gi", cls="topo"),
+        pvc("b", "50Gi", cls="topo"),
         csi_capacity("cap", "topo", capacity="100Gi", on="n1"),
     )
     assert vb_scores(decide(node("n1"), *objs)) == {"n1": 100}
@@ -239,8 +346,13 @@ def test_two_claims_share_one_pool_when_scored() -> None:
 # ---- scoring args --------------------------------------------------------------------------
 def _scored_pair(config: dict | None = None, weight: str | None = None) -> dict[str, int]:
     objs = (
-        SC, storage_class("ssd", weight=weight), pod("p", ("a", "b")), pvc("a", "50Gi"), pvc("b", "100Gi", cls="ssd"),
-        pv("n1-local", "200Gi", on="n1"), pv("n1-ssd", "100Gi", on="n1", cls="ssd"),
+        SC,
+        storage_class("ssd", weight=weight),
+        pod("p", ("a", "b")),
+        pvc("a", "50Gi"),
+        pvc("b", "100Gi", cls="ssd"),
+        pv("n1-local", "200Gi", on="n1"),
+        pv("n1-ssd", "100Gi", on="n1", cls="ssd"),
     )
     return vb_scores(decide(node("n1"), *objs, config=config))
 
@@ -252,15 +364,25 @@ def args(**a: object) -> dict:
 def test_class_weights_from_args_and_annotation() -> None:
     assert _scored_pair() == {"n1": 63}  # (25 + 100) / 2 = 62.5 -> 63
     assert _scored_pair(weight="3") == {"n1": 81}  # (25 + 3*100) / 4 = 81.25
-    assert _scored_pair(args(storageClassWeights={"local": 3}), weight="3") == {"n1": 63}  # args win: (3*25 + 3*100) / 6 = 62.5
+    assert _scored_pair(args(storageClassWeights={"local": 3}), weight="3") == {
+        "n1": 63
+    }  # args win: (3*25 + 3*100) / 6 = 62.5
     assert _scored_pair(args(storageClassWeights={"ssd": 1}), weight="3") == {"n1": 63}
 
 
 @pytest.mark.parametrize(
     ("shape", "size", "expected"),
     [
-        ([{"utilization": 0, "score": 0}, {"utilization": 50, "score": 3}, {"utilization": 100, "score": 5}], "200Gi", 15),
-        ([{"utilization": 0, "score": 0}, {"utilization": 50, "score": 3}, {"utilization": 100, "score": 5}], "100Gi", 30),
+        (
+            [{"utilization": 0, "score": 0}, {"utilization": 50, "score": 3}, {"utilization": 100, "score": 5}],
+            "200Gi",
+            15,
+        ),
+        (
+            [{"utilization": 0, "score": 0}, {"utilization": 50, "score": 3}, {"utilization": 100, "score": 5}],
+            "100Gi",
+            30,
+        ),
         ([{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}], "200Gi", 75),
         ([{"utilization": 0, "score": 10}, {"utilization": 30, "score": 0}], "500Gi", 67),  # Go truncation, not floor
         ([{"utilization": 50, "score": 5}], "500Gi", 50),
