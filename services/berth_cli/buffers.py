@@ -34,7 +34,9 @@ def add_parser(sub: Any) -> None:
         "--snapshot", required=True, metavar="FILE", help="objects as kubectl get -o yaml|json prints them; - for stdin"
     )
     p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration-style YAML used for readyReplicas")
-    p.add_argument("--now", type=rfc3339, metavar="RFC3339", help="the clock for schedules and conditions (default: now)")
+    p.add_argument(
+        "--now", type=rfc3339, metavar="RFC3339", help="the clock for schedules and conditions (default: now)"
+    )
     p.add_argument(
         "--max-chunks",
         type=_positive,

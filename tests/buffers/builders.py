@@ -60,7 +60,12 @@ def buffer(
         meta["creationTimestamp"] = created
     if annotations:
         meta["annotations"] = annotations
-    obj: dict[str, Any] = {"apiVersion": version, "kind": "CapacityBuffer", "metadata": meta, "spec": body if spec is None else spec}
+    obj: dict[str, Any] = {
+        "apiVersion": version,
+        "kind": "CapacityBuffer",
+        "metadata": meta,
+        "spec": body if spec is None else spec,
+    }
     if status is not None:
         obj["status"] = status
     return obj
@@ -100,7 +105,11 @@ def workload(
 
 
 def live_pod(
-    name: str, ns: str = "default", labels: dict[str, str] | None = None, created: str = "2026-11-01T09:00:00Z", **spec: Any
+    name: str,
+    ns: str = "default",
+    labels: dict[str, str] | None = None,
+    created: str = "2026-11-01T09:00:00Z",
+    **spec: Any,
 ) -> dict[str, Any]:
     return {
         "apiVersion": "v1",

@@ -89,16 +89,27 @@ def test_every_quota_below_desired_is_named() -> None:
     )
     r = rs["default/b"]
     assert r.status.replicas == 4
-    assert limited(r) == ("True", "ResourceQuotasAllocated", "Buffer replicas limited from 10 to 4 due to quotas: a-cpu, z-mem", 1)
+    assert limited(r) == (
+        "True",
+        "ResourceQuotasAllocated",
+        "Buffer replicas limited from 10 to 4 due to quotas: a-cpu, z-mem",
+        1,
+    )
 
 
 def test_other_namespaces_quotas_do_not_apply() -> None:
-    rs = results(pod_template("tpl", cpu="1"), buffer("b", template="tpl", replicas=3), quota("q", ns="other", hard={"cpu": "1"}))
+    rs = results(
+        pod_template("tpl", cpu="1"), buffer("b", template="tpl", replicas=3), quota("q", ns="other", hard={"cpu": "1"})
+    )
     assert rs["default/b"].status.replicas == 3
 
 
 def test_chunk_without_requests_is_skipped() -> None:
-    rs = results(pod_template("tpl", cpu=None, memory=None), buffer("b", template="tpl", replicas=3), quota("q", hard={"cpu": "1"}))
+    rs = results(
+        pod_template("tpl", cpu=None, memory=None),
+        buffer("b", template="tpl", replicas=3),
+        quota("q", hard={"cpu": "1"}),
+    )
     assert rs["default/b"].status.replicas == 3
     assert limited(rs["default/b"]) is None
 
@@ -115,8 +126,17 @@ def test_not_ready_buffer_is_skipped_and_takes_nothing() -> None:
 
 
 def test_observed_generation_is_the_buffers() -> None:
-    rs = results(pod_template("tpl", cpu="1"), buffer("b", template="tpl", replicas=3, generation=7), quota("q", hard={"cpu": "1"}))
-    assert limited(rs["default/b"]) == ("True", "ResourceQuotasAllocated", "Buffer replicas limited from 3 to 1 due to quotas: q", 7)
+    rs = results(
+        pod_template("tpl", cpu="1"),
+        buffer("b", template="tpl", replicas=3, generation=7),
+        quota("q", hard={"cpu": "1"}),
+    )
+    assert limited(rs["default/b"]) == (
+        "True",
+        "ResourceQuotasAllocated",
+        "Buffer replicas limited from 3 to 1 due to quotas: q",
+        7,
+    )
 
 
 # ---- scopes ------------------------------------------------------------------------------

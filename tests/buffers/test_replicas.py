@@ -49,17 +49,42 @@ CASES = [
         to_milli({"nvidia.com/gpu": 4, "memory": 16 * 2**30, "cpu": 1000}),
         2,
     ),
-    ("memory bound", None, None, None, milli({"memory": "5Gi", "cpu": "200m"}), to_milli({"memory": 4 * 2**30, "cpu": 100}), 1),
+    (
+        "memory bound",
+        None,
+        None,
+        None,
+        milli({"memory": "5Gi", "cpu": "200m"}),
+        to_milli({"memory": 4 * 2**30, "cpu": 100}),
+        1,
+    ),
     ("limit below one chunk", None, None, None, milli({"cpu": "500m"}), CPU1, 0),
     ("unrequested limit ignored", None, None, None, milli({"cpu": "3", "memory": "1Ki"}), CPU1, 3),
-    ("fractional limit stays exact", None, None, None, milli({"example.com/dongle": "1.5"}), to_milli({"example.com/dongle": 1}), 1),
+    (
+        "fractional limit stays exact",
+        None,
+        None,
+        None,
+        milli({"example.com/dongle": "1.5"}),
+        to_milli({"example.com/dongle": 1}),
+        1,
+    ),
     ("huge percentage clamps to int32", None, INT32_MAX, INT32_MAX, None, CPU1, INT32_MAX),
 ]
 
 
-@pytest.mark.parametrize(("replicas", "percentage", "scalable", "limits", "requests", "want"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("replicas", "percentage", "scalable", "limits", "requests", "want"),
+    [c[1:] for c in CASES],
+    ids=[c[0] for c in CASES],
+)
 def test_desired(
-    replicas: int | None, percentage: int | None, scalable: int | None, limits: dict[str, int] | None, requests: dict[str, int], want: int
+    replicas: int | None,
+    percentage: int | None,
+    scalable: int | None,
+    limits: dict[str, int] | None,
+    requests: dict[str, int],
+    want: int,
 ) -> None:
     assert desired(replicas, percentage, scalable, limits, requests) == want
 
@@ -68,19 +93,38 @@ ERRORS = [
     ("nothing set", None, None, None, None, CPU1, NOT_DEFINED),
     ("percentage with podTemplateRef only", None, 10, None, None, CPU1, NOT_DEFINED),
     ("limits share nothing", 3, None, None, milli({"mem": "5120Mi", "cpi": "40"}), CPU1, NO_OVERLAP),
-    ("only a zero request overlaps", None, None, None, milli({"memory": "1Gi"}), to_milli({"cpu": 1000, "memory": 0}), NO_OVERLAP),
+    (
+        "only a zero request overlaps",
+        None,
+        None,
+        None,
+        milli({"memory": "1Gi"}),
+        to_milli({"cpu": 1000, "memory": 0}),
+        NO_OVERLAP,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("replicas", "percentage", "scalable", "limits", "requests", "message"), [c[1:] for c in ERRORS], ids=[c[0] for c in ERRORS])
+@pytest.mark.parametrize(
+    ("replicas", "percentage", "scalable", "limits", "requests", "message"),
+    [c[1:] for c in ERRORS],
+    ids=[c[0] for c in ERRORS],
+)
 def test_errors(
-    replicas: int | None, percentage: int | None, scalable: int | None, limits: dict[str, int] | None, requests: dict[str, int], message: str
+    replicas: int | None,
+    percentage: int | None,
+    scalable: int | None,
+    limits: dict[str, int] | None,
+    requests: dict[str, int],
+    message: str,
 ) -> None:
     with pytest.raises(ReplicaError, match=message):
         desired(replicas, percentage, scalable, limits, requests)
 
 
-@pytest.mark.parametrize(("p", "s", "want"), [(10, 1, 1), (10, 10, 1), (10, 11, 2), (100, 7, 7), (150, 3, 5), (-5, 10, 0), (5, -1, 0)])
+@pytest.mark.parametrize(
+    ("p", "s", "want"), [(10, 1, 1), (10, 10, 1), (10, 11, 2), (100, 7, 7), (150, 3, 5), (-5, 10, 0), (5, -1, 0)]
+)
 def test_percent_of(p: int, s: int, want: int) -> None:
     assert percent_of(p, s) == want
 

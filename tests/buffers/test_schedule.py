@@ -107,7 +107,9 @@ def test_errors(text: str, message: str) -> None:
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize(("text", "want"), [("90m", timedelta(minutes=90)), ("1d12h", timedelta(hours=36)), ("4h30m", timedelta(hours=4.5))])
+@pytest.mark.parametrize(
+    ("text", "want"), [("90m", timedelta(minutes=90)), ("1d12h", timedelta(hours=36)), ("4h30m", timedelta(hours=4.5))]
+)
 def test_durations(text: str, want: timedelta) -> None:
     assert parse_duration(text) == want
 
@@ -116,7 +118,9 @@ def test_durations(text: str, want: timedelta) -> None:
 
 
 def scheduled(text: str, now: datetime, **extra: object) -> tuple[str, str, str, int | None]:
-    r = one(pod_template("tpl"), buffer("b", template="tpl", replicas=4, annotations={SCHEDULE_ANNOTATION: text}), now=now)
+    r = one(
+        pod_template("tpl"), buffer("b", template="tpl", replicas=4, annotations={SCHEDULE_ANNOTATION: text}), now=now
+    )
     c = r.status.condition("ScheduleActive")
     assert c is not None
     return c.status, c.reason, c.message, r.status.replicas
@@ -150,7 +154,10 @@ def test_outside_stays_ready() -> None:
 
 
 def test_invalid_schedule_is_not_ready() -> None:
-    r = one(pod_template("tpl"), buffer("b", template="tpl", replicas=4, annotations={SCHEDULE_ANNOTATION: "0 8 * * Mon-Fry 10h"}))
+    r = one(
+        pod_template("tpl"),
+        buffer("b", template="tpl", replicas=4, annotations={SCHEDULE_ANNOTATION: "0 8 * * Mon-Fry 10h"}),
+    )
     problem = f"invalid annotation {SCHEDULE_ANNOTATION}: window 1 ('0 8 * * Mon-Fry 10h'): day-of-week: 'Fry' is not a number or a name (sun..sat)"
     assert ready_message(r) == ("False", "error", "Buffer not ready for provisioning: " + problem)
     c = r.status.condition("ScheduleActive")
@@ -159,7 +166,17 @@ def test_invalid_schedule_is_not_ready() -> None:
 
 
 def test_removed_annotation_drops_the_condition() -> None:
-    old = {"conditions": [{"type": "ScheduleActive", "status": "False", "reason": "OutsideActiveWindows", "message": "x", "lastTransitionTime": "2026-11-01T00:00:00Z"}]}
+    old = {
+        "conditions": [
+            {
+                "type": "ScheduleActive",
+                "status": "False",
+                "reason": "OutsideActiveWindows",
+                "message": "x",
+                "lastTransitionTime": "2026-11-01T00:00:00Z",
+            }
+        ]
+    }
     r = one(pod_template("tpl"), buffer("b", template="tpl", replicas=4, status=old))
     assert r.status.condition("ScheduleActive") is None
     assert r.status.replicas == 4

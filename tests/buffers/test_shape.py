@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 
 from berth.core.buffers.model import PodTemplate
-from berth.core.buffers.shape import chunk_from_template, managed_generation, managed_name, managed_template, resolve_spec
+from berth.core.buffers.shape import (
+    chunk_from_template,
+    managed_generation,
+    managed_name,
+    managed_template,
+    resolve_spec,
+)
 from tests.buffers.builders import buffer, live_pod, one, pod_spec, pod_template, ready_message, workload
 
 PREFIX = "Buffer not ready for provisioning: "
@@ -33,7 +39,10 @@ def test_defaulting_resolver_copies_limits_and_drops_api_access_volumes() -> Non
             {
                 "name": "main",
                 "resources": {"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"cpu": "1"}},
-                "volumeMounts": [{"name": "kube-api-access-x1", "mountPath": "/var/run"}, {"name": "data", "mountPath": "/d"}],
+                "volumeMounts": [
+                    {"name": "kube-api-access-x1", "mountPath": "/var/run"},
+                    {"name": "data", "mountPath": "/d"},
+                ],
             }
         ],
         "volumes": [{"name": "kube-api-access-x1", "projected": {}}, {"name": "data", "emptyDir": {}}],

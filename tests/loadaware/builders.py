@@ -64,7 +64,13 @@ def node_metric(
     meta: dict[str, Any] = {"name": name}
     if rv:
         meta["resourceVersion"] = rv
-    return {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": meta, "spec": spec, "status": status}
+    return {
+        "apiVersion": "slo.koordinator.sh/v1alpha1",
+        "kind": "NodeMetric",
+        "metadata": meta,
+        "spec": spec,
+        "status": status,
+    }
 
 
 def node(

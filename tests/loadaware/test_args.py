@@ -62,9 +62,17 @@ def test_empty_args_get_upstream_defaults() -> None:
         ({"supportedResources": ["nvidia.com/gpu"]}, "supported_resources", ("nvidia.com/gpu",)),
         ({"estimator": "someOther"}, "estimator", "someOther"),
         (
-            {"aggregated": {"usageThresholds": {"cpu": 65}, "usageAggregationType": "p99", "usageAggregatedDuration": "5m"}},
+            {
+                "aggregated": {
+                    "usageThresholds": {"cpu": 65},
+                    "usageAggregationType": "p99",
+                    "usageAggregatedDuration": "5m",
+                }
+            },
             "aggregated",
-            AggregatedArgs(usage_thresholds={"cpu": 65}, usage_aggregation_type="p99", usage_aggregated_duration=300 * 10**9),
+            AggregatedArgs(
+                usage_thresholds={"cpu": 65}, usage_aggregation_type="p99", usage_aggregated_duration=300 * 10**9
+            ),
         ),
         ({"aggregated": {"scoreAggregationType": "p95"}}, "aggregated", AggregatedArgs(score_aggregation_type="p95")),
     ],
@@ -119,12 +127,18 @@ def test_full_example_from_the_reference_parses() -> None:
         ({"usageThresholds": {"cpu": -1}}, f"{AT}.usageThresholds[cpu]: must be in [0, 100], got -1"),
         ({"usageThresholds": {"memory": 101}}, f"{AT}.usageThresholds[memory]: must be in [0, 100], got 101"),
         ({"estimatedScalingFactors": {"cpu": 0}}, f"{AT}.estimatedScalingFactors[cpu]: must be in [1, 100], got 0"),
-        ({"estimatedScalingFactors": {"memory": 101}}, f"{AT}.estimatedScalingFactors[memory]: must be in [1, 100], got 101"),
+        (
+            {"estimatedScalingFactors": {"memory": 101}},
+            f"{AT}.estimatedScalingFactors[memory]: must be in [1, 100], got 101",
+        ),
         (
             {"resourceWeights": {"cpu": 1, "nvidia.com/gpu": 1}},
             f"{AT}.estimatedScalingFactors[nvidia.com/gpu]: not found: resourceWeights[nvidia.com/gpu] needs a scaling factor",
         ),
-        ({"aggregated": {"usageThresholds": {"cpu": 101}}}, f"{AT}.aggregated.usageThresholds[cpu]: must be in [0, 100], got 101"),
+        (
+            {"aggregated": {"usageThresholds": {"cpu": 101}}},
+            f"{AT}.aggregated.usageThresholds[cpu]: must be in [0, 100], got 101",
+        ),
         (
             {"aggregated": {"usageAggregationType": "p42"}},
             f"{AT}.aggregated.usageAggregationType: must be one of avg, p50, p90, p95, p99 or empty, got 'p42'",
@@ -133,8 +147,14 @@ def test_full_example_from_the_reference_parses() -> None:
             {"aggregated": {"scoreAggregationType": "max"}},
             f"{AT}.aggregated.scoreAggregationType: must be one of avg, p50, p90, p95, p99 or empty, got 'max'",
         ),
-        ({"aggregated": {"usageAggregatedDuration": "-5m"}}, f"{AT}.aggregated.usageAggregatedDuration: must not be negative"),
-        ({"aggregated": {"scoreAggregatedDuration": "-1s"}}, f"{AT}.aggregated.scoreAggregatedDuration: must not be negative"),
+        (
+            {"aggregated": {"usageAggregatedDuration": "-5m"}},
+            f"{AT}.aggregated.usageAggregatedDuration: must not be negative",
+        ),
+        (
+            {"aggregated": {"scoreAggregatedDuration": "-1s"}},
+            f"{AT}.aggregated.scoreAggregatedDuration: must not be negative",
+        ),
         # type problems
         ({"usageThresholds": "high"}, f"{AT}.usageThresholds: expected an object of resource name to integer"),
         ({"usageThresholds": {"cpu": 1.5}}, f"{AT}.usageThresholds[cpu]: expected an integer, got 1.5"),
@@ -142,8 +162,14 @@ def test_full_example_from_the_reference_parses() -> None:
         ({"filterExpiredNodeMetrics": "yes"}, f"{AT}.filterExpiredNodeMetrics: expected true or false, got 'yes'"),
         ({"dominantResourceWeight": True}, f"{AT}.dominantResourceWeight: expected an integer, got True"),
         ({"usageThreshold": {"cpu": 1}}, f"{AT}.usageThreshold: unknown field"),
-        ({"aggregated": {"usageAggregatedDuration": "5 minutes"}}, f"{AT}.aggregated.usageAggregatedDuration: time: unknown unit"),
-        ({"aggregated": {"usageAggregatedDuration": 300}}, f"{AT}.aggregated.usageAggregatedDuration: expected a duration"),
+        (
+            {"aggregated": {"usageAggregatedDuration": "5 minutes"}},
+            f"{AT}.aggregated.usageAggregatedDuration: time: unknown unit",
+        ),
+        (
+            {"aggregated": {"usageAggregatedDuration": 300}},
+            f"{AT}.aggregated.usageAggregatedDuration: expected a duration",
+        ),
         ({"aggregated": {"bogus": 1}}, f"{AT}.aggregated.bogus: unknown field"),
         ({"supportedResources": "gpu"}, f"{AT}.supportedResources: expected a list of resource names"),
     ],
@@ -187,7 +213,10 @@ def test_decode_defaults_validate_are_separate_steps() -> None:
 
 
 def test_from_plugin_config() -> None:
-    pc = [{"name": "Other", "args": {"x": 1}}, {"name": "LoadAwareScheduling", "args": {"usageThresholds": {"cpu": 50}}}]
+    pc = [
+        {"name": "Other", "args": {"x": 1}},
+        {"name": "LoadAwareScheduling", "args": {"usageThresholds": {"cpu": 50}}},
+    ]
     assert from_plugin_config(pc).usage_thresholds == {"cpu": 50}
     assert from_plugin_config([]) == LoadAwareSchedulingArgs()
     assert from_plugin_config([{"name": "LoadAwareScheduling"}]) == LoadAwareSchedulingArgs()

@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from berth.core.convert import CONVERTERS as CORE, kind_key
+from berth.core.convert import CONVERTERS as CORE
+from berth.core.convert import kind_key
 from berth.core.errors import InputError
 from berth.core.loadaware.convert import CONVERTERS, nodemetric_from_raw
 from berth.core.loadaware.durations import DurationError, format_duration, parse_duration
@@ -60,7 +61,10 @@ def test_reference_example() -> None:
         interval=60,
         system=("1200m", "6Gi"),
         agg={"5m0s": {"avg": ("11", "47Gi"), "p95": ("15", "49Gi")}, "30m0s": {"p95": ("16", "50Gi")}},
-        pods=[pod_usage("web-7c9d", "3", "8Gi"), pod_usage("spark-exec-1", "6", "20Gi", ns="batch", priority="koord-batch")],
+        pods=[
+            pod_usage("web-7c9d", "3", "8Gi"),
+            pod_usage("spark-exec-1", "6", "20Gi", ns="batch", priority="koord-batch"),
+        ],
     )
     m = nodemetric_from_raw(raw)
     assert m.name == "node-1" and m.update_time == T0 and m.report_interval_seconds == 60
@@ -95,13 +99,19 @@ def test_null_entries_are_skipped() -> None:
     [
         ({"metadata": {}}, "metadata.name"),
         ({"status": {"updateTime": "yesterday"}}, "status.updateTime"),
-        ({"status": {"nodeMetric": {"nodeUsage": {"resources": {"cpu": "lots"}}}}}, "status.nodeMetric.nodeUsage.resources.cpu"),
+        (
+            {"status": {"nodeMetric": {"nodeUsage": {"resources": {"cpu": "lots"}}}}},
+            "status.nodeMetric.nodeUsage.resources.cpu",
+        ),
         (
             {"status": {"nodeMetric": {"aggregatedNodeUsages": [{"duration": "5 min"}]}}},
             "status.nodeMetric.aggregatedNodeUsages[0].duration",
         ),
         ({"status": {"podsMetric": [{"name": 5}]}}, "status.podsMetric[0].name"),
-        ({"spec": {"metricCollectPolicy": {"reportIntervalSeconds": "60"}}}, "spec.metricCollectPolicy.reportIntervalSeconds"),
+        (
+            {"spec": {"metricCollectPolicy": {"reportIntervalSeconds": "60"}}},
+            "spec.metricCollectPolicy.reportIntervalSeconds",
+        ),
         ({"status": {"nodeMetric": []}}, "status.nodeMetric"),
     ],
 )

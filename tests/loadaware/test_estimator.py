@@ -34,7 +34,11 @@ def test_round_half_away(x: float, want: int) -> None:
     ("raw_pod", "args", "want"),
     [
         # upstream's worked values
-        (pod("g", cpu="4", memory="8Gi", limits={"cpu": "4", "memory": "8Gi"}), {}, {"cpu": 3400, "memory": 6012954214}),
+        (
+            pod("g", cpu="4", memory="8Gi", limits={"cpu": "4", "memory": "8Gi"}),
+            {},
+            {"cpu": 3400, "memory": 6012954214},
+        ),
         (pod("b", cpu="4", memory="8Gi", limits={"cpu": "8"}), {}, {"cpu": 6800, "memory": 6012954214}),
         (
             pod("r", cpu="4", memory="8Gi"),
@@ -47,14 +51,23 @@ def test_round_half_away(x: float, want: int) -> None:
         (pod("m", cpu=None, memory="1Gi"), {}, {"cpu": 250, "memory": round(GI * 0.7)}),
         # rounding half away from zero: 10m x 85% = 8.5 -> 9 (Python's round gives 8)
         (pod("h", cpu="10m", memory="1Gi"), {}, {"cpu": 9, "memory": 751619277}),
-        (pod("h2", cpu="30m", memory="1"), {"estimatedScalingFactors": {"cpu": 85, "memory": 50}}, {"cpu": 26, "memory": 1}),
+        (
+            pod("h2", cpu="30m", memory="1"),
+            {"estimatedScalingFactors": {"cpu": 85, "memory": 50}},
+            {"cpu": 26, "memory": 1},
+        ),
         # batch pods are estimated from batch resources, stored under cpu/memory
         (
-            pod("bt", cpu=None, memory=None, labels={"koordinator.sh/priority-class": "koord-batch"},
-                requests={"kubernetes.io/batch-cpu": "2000", "kubernetes.io/batch-memory": "4Gi"}),
+            pod(
+                "bt",
+                cpu=None,
+                memory=None,
+                labels={"koordinator.sh/priority-class": "koord-batch"},
+                requests={"kubernetes.io/batch-cpu": "2000", "kubernetes.io/batch-memory": "4Gi"},
+            ),
             {},
             {"cpu": 1700, "memory": round(4 * GI * 0.7)},
-        ),  # fmt: skip
+        ),
         # mid pods without mid resources, and free pods, estimate to 0
         (pod("md", labels={"koordinator.sh/priority-class": "koord-mid"}), {}, {"cpu": 0, "memory": 0}),
         (

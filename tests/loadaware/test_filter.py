@@ -134,7 +134,12 @@ def test_reasons_per_node_and_path() -> None:
     w.apply(node_metric("a", cpu="60", agg={"5m": {"p95": ("60", "1Gi")}}))
     w.apply(node_metric("b", memory="60Gi", agg={"5m": {"avg": ("1", "60Gi")}}))
     w.apply(node_metric("c", cpu="1"))
-    assert w.filter(PROD_POD) == {"a": CPU_AGG_OVER, "b": "node(s) memory aggregated usage exceed threshold", "c": None, "d": None}
+    assert w.filter(PROD_POD) == {
+        "a": CPU_AGG_OVER,
+        "b": "node(s) memory aggregated usage exceed threshold",
+        "c": None,
+        "d": None,
+    }
 
 
 def test_bursts_onto_a_cold_node_are_caught() -> None:

@@ -119,12 +119,18 @@ metric_ev = st.tuples(
     st.just("metric"),
     st.sampled_from(NODES),
     st.sampled_from(["1", "3"]),
-    st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.sampled_from(["koord-prod", "koord-batch"])), max_size=4),
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.sampled_from(["koord-prod", "koord-batch"])), max_size=4
+    ),
     st.sampled_from([30, 60, 120]),  # update, seconds ago
     st.booleans(),  # deleted
 )
 node_ev = st.tuples(st.just("node"), st.sampled_from(NODES), st.sampled_from(["16", "32"]), st.booleans())
-ARGS = {"estimatedSecondsAfterPodScheduled": 60, "prodUsageIncludeSys": True, "aggregated": {"scoreAggregationType": "p95"}}
+ARGS = {
+    "estimatedSecondsAfterPodScheduled": 60,
+    "prodUsageIncludeSys": True,
+    "aggregated": {"scoreAggregationType": "p95"},
+}
 
 
 def raw_of(ev: tuple[Any, ...]) -> tuple[dict[str, Any], bool]:
@@ -136,7 +142,9 @@ def raw_of(ev: tuple[Any, ...]) -> tuple[dict[str, Any], bool]:
         _, on, cpu, reported, ago_s, deleted = ev
         pods = [pod_usage(n, "1", "1Gi", priority=p) for n, p in dict(reported).items()]
         agg = {"5m": {"p95": (cpu, "2Gi")}}
-        return node_metric(on, cpu=cpu, memory="1Gi", update=ago(ago_s), pods=pods, system=("1", "1Gi"), agg=agg), deleted
+        return node_metric(
+            on, cpu=cpu, memory="1Gi", update=ago(ago_s), pods=pods, system=("1", "1Gi"), agg=agg
+        ), deleted
     _, name, cpu, deleted = ev
     return node(name, cpu=cpu), deleted
 

@@ -56,7 +56,9 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, list[dict[str, Any
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("args", "metric", "pods", "incoming", "want"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("args", "metric", "pods", "incoming", "want"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_score(
     args: dict[str, Any], metric: dict[str, Any] | None, pods: list[dict[str, Any]], incoming: dict[str, Any], want: int
 ) -> None:

@@ -238,3 +238,17 @@ def test_arrays_match_records() -> None:
         assert np.array_equal(st.delta[s], r.node_delta)
         assert np.array_equal(st.est[s], r.node_est)
         assert np.array_equal(st.prod[s], r.prod_usage + r.prod_delta)
+
+
+def test_deleted_metric_rebuilds_sums_from_pods() -> None:
+    w = World({**BASE, "prodUsageIncludeSys": True}, node("n"))
+    w.apply(pod("p", "n", scheduled=ago(3600)))
+    w.apply(node_metric("n", system=("1", "1Gi"), pods=[pod_usage("p", "500m", "1Gi")]))
+    assert sums(rec(w))["prod_usage"] == [1500, 2 * G]
+    w.apply(node_metric("n"), deleted=True)
+    assert sums(rec(w)) == {
+        "node_delta": [1000, G],
+        "node_est": [1000, G],
+        "prod_usage": [0, 0],
+        "prod_delta": [1000, G],
+    }

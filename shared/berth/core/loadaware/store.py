@@ -283,6 +283,9 @@ class NodeMetricStore:
                 return
             rec.metric, rec.node_usage = None, None
             rec.agg, rec.usage, rec.prod_pods = {}, {}, set()
+            rec.reset(rec.zero)
+            for e in rec.pods.values():
+                rec.add(e)
             if rec.empty:
                 del self.records[obj.name]
                 rec = None

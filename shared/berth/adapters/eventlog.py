@@ -1,0 +1,73 @@
+"""Event log files: JSON Lines, optionally gzip-compressed, read line by line with rejects kept."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import msgspec
+
+from berth.core.errors import InputError
+from berth.core.events import Event, encode_event, parse_event
+
+
+class Reject(msgspec.Struct, frozen=True):
+    source: str
+    line: int
+    reason: str
+    text: str
+
+
+def open_log(path: str, mode: str = "rb") -> IO[bytes]:
+    try:
+        if path.endswith(".gz"):
+            return gzip.open(path, mode)  # type: ignore[return-value]
+        return open(path, mode)  # noqa: SIM115 - the caller closes it
+    except OSError as e:
+        raise InputError(path, "", e.strerror or str(e)) from None
+
+
+def read_events(path: str, rejects: list[Reject] | None = None, strict: bool = False) -> Iterator[Event]:
+    """Events in log order. A bad line goes to `rejects` (or raises when strict) and reading goes on."""
+    with open_log(path) as f:
+        try:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield parse_event(line, number)
+                except InputError as e:
+                    if strict or rejects is None:
+                        raise InputError(path, f"line {number}", f"{e.field}: {e.problem}" if e.field else e.problem) from None
+                    rejects.append(Reject(path, number, e.line().removeprefix(f"line {number}: "), line.decode("utf-8", "replace").rstrip("\n")))
+        except (OSError, EOFError, gzip.BadGzipFile) as e:
+            raise InputError(path, "", f"cannot read: {e}") from None
+
+
+class EventWriter:
+    """Appends events in berth's canonical format; `.gz` paths are compressed."""
+
+    def __init__(self, path: str) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._f = open_log(path, "wb")
+
+    def write(self, ev: Event) -> None:
+        self._f.write(encode_event(ev) + b"\n")
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> EventWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_rejects(path: str, rejects: list[Reject]) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        for r in rejects:
+            f.write(msgspec.json.encode(r) + b"\n")
