@@ -42,7 +42,12 @@ def test_small_claims_take_small_pvs(capsys: pytest.CaptureFixture[str]) -> None
     assert (code, err) == (0, "")
     assert placements(out) == EXPECTED
     first = json.loads(out)["decisions"][0]
-    assert first["nodes"]["node-b"] == {"feasible": True, "reasons": [], "scores": {"VolumeBinding": 100}, "total": 100}
+    assert first["nodes"]["node-b"] == {
+        "feasible": True,
+        "reasons": [],
+        "scores": {"VolumeBinding": 100, "LoadAwareScheduling": 0},
+        "total": 100,
+    }
 
 
 @pytest.mark.parametrize("name", ["local-pvs.json", "typed-lists.yaml"])

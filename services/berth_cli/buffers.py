@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from berth.adapters.snapshot import load_objects
-from berth.core import convert as core_convert
-from berth.core.buffers import convert as buffer_convert
 from berth.core.buffers import fakepods
 from berth.core.buffers.controller import BufferResult, reconcile
 from berth.core.buffers.status import status_json
 from berth.core.buffers.store import BufferStore
-from berth.core.errors import InputError
 from berth.core.scheduler import Scheduler
 from berth.core.state import ClusterState
-from berth_cli.common import load_config, now_or, print_json, rfc3339
+from berth_cli.common import load_config, load_state, now_or, print_json, rfc3339
 
 
 def add_parser(sub: Any) -> None:
@@ -54,35 +49,13 @@ def _positive(text: str) -> int:
     return int(text)
 
 
-def load(path: str, store: BufferStore) -> ClusterState:
-    """The snapshot applied to a state that carries the buffer store."""
-    source = "<stdin>" if path == "-" else path
-    converters = {**core_convert.CONVERTERS, **buffer_convert.CONVERTERS}
-    state = ClusterState(extensions=[store])
-    unknown: dict[str, int] = {}
-    try:
-        for raw in load_objects(path):
-            key = core_convert.kind_key(raw)
-            fn = converters.get(key)
-            if fn is None:
-                label = f"{key[1]} ({key[0] or 'core'})"
-                unknown[label] = unknown.get(label, 0) + 1
-                continue
-            state.apply(fn(raw))
-    except InputError as e:
-        raise InputError(source, e.obj, f"{e.field}: {e.problem}" if e.field else e.problem) from None
-    for kind, n in sorted(unknown.items()):
-        print(f"warning: {source}: skipped {n} object(s) of kind {kind}: berth does not read it", file=sys.stderr)
-    return state
-
-
 def run(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    profile = load_config(args.config).profile()
     store = BufferStore()
-    state = load(args.snapshot, store)
+    state = load_state(args.snapshot, ClusterState(extensions=[store, *profile.extensions]))
     now = now_or(args.now)
     results = reconcile(store, now)
-    place, release = fakepods.scheduler_placer(Scheduler(state, config.profile()), now)
+    place, release = fakepods.scheduler_placer(Scheduler(state, profile), now)
     ready = fakepods.count_ready(results, place, release, args.max_chunks)
     if args.output == "json":
         print_json({"buffers": [entry(r, ready.get(r.buffer.key, 0), args.max_chunks) for r in results]})

@@ -11,6 +11,7 @@ from rich.table import Table
 from berth.core.decision import Decision
 from berth.core.errors import InputError
 from berth.core.scheduler import Scheduler
+from berth.core.state import ClusterState
 from berth_cli.common import load_config, load_state, now_or, print_json, rfc3339
 
 
@@ -46,8 +47,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    state = load_state(args.snapshot)
+    profile = load_config(args.config).profile()
+    state = load_state(args.snapshot, ClusterState(extensions=profile.extensions))
     if args.pod:
         pods = []
         for key in args.pod:
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             pods.append(pod)
     else:
         pods = state.pending_pods()
-    decisions = Scheduler(state, config.profile()).run(pods, now_or(args.now))
+    decisions = Scheduler(state, profile).run(pods, now_or(args.now))
     if args.output == "json":
         print_json({"decisions": decisions})
     else:

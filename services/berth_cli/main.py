@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from berth import __version__
 from berth.core.errors import ConfigError, InputError
-from berth_cli import evaluate
+from berth_cli import buffers, evaluate
 
-COMMANDS = (evaluate,)
+COMMANDS = (evaluate, buffers)
 
 
 def parser() -> argparse.ArgumentParser:

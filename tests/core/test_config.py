@@ -14,13 +14,13 @@ def profile(**p: Any) -> dict[str, Any]:
 
 def test_defaults() -> None:
     cfg = parse_config(None)
-    assert dict(cfg.scores) == {"VolumeBinding": 1}
-    assert "VolumeBinding" in cfg.filters and "NodeResourcesFit" in cfg.filters
+    assert dict(cfg.scores) == {"VolumeBinding": 1, "LoadAwareScheduling": 1}
+    assert "VolumeBinding" in cfg.filters and "LoadAwareScheduling" in cfg.filters and "NodeResourcesFit" in cfg.filters
 
 
 def test_score_weights_and_disable() -> None:
     cfg = parse_config(profile(plugins={"score": {"enabled": [{"name": "VolumeBinding", "weight": 5}]}}))
-    assert dict(cfg.scores) == {"VolumeBinding": 5}
+    assert dict(cfg.scores) == {"VolumeBinding": 5, "LoadAwareScheduling": 1}
     cfg = parse_config(profile(plugins={"score": {"disabled": [{"name": "*"}]}}))
     assert cfg.scores == ()
     cfg = parse_config(profile(plugins={"filter": {"disabled": [{"name": "TaintToleration"}]}}))
@@ -29,7 +29,7 @@ def test_score_weights_and_disable() -> None:
 
 def test_weight_zero_means_one() -> None:
     cfg = parse_config(profile(plugins={"score": {"enabled": [{"name": "VolumeBinding", "weight": 0}]}}))
-    assert dict(cfg.scores) == {"VolumeBinding": 1}
+    assert dict(cfg.scores)["VolumeBinding"] == 1
 
 
 def test_all_problems_reported_at_once() -> None:

@@ -162,8 +162,11 @@ def test_filter_without_registered_store_is_an_error() -> None:
     from berth.core.state import ClusterState
 
     w = World(BASE)
+    c = Cycle(pod=convert(PROD_POD), state=ClusterState(), now=T0)
+    status = w.plugin.pre_filter(c)
+    assert status.code == Code.ERROR and "extension" in status.message
     with pytest.raises(FilterError, match="extension"):
-        w.plugin.pre_filter(Cycle(pod=convert(PROD_POD), state=ClusterState(), now=T0))
+        w.plugin.filter(c)
 
 
 def test_pre_filter_never_fails() -> None:

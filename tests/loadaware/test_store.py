@@ -252,3 +252,19 @@ def test_deleted_metric_rebuilds_sums_from_pods() -> None:
         "prod_usage": [0, 0],
         "prod_delta": [1000, G],
     }
+
+
+def test_attach_to_a_state_that_already_has_pods() -> None:
+    from berth.core.loadaware import LoadAwareScheduling, parse_args
+    from berth.core.state import ClusterState
+
+    from .builders import obj
+
+    state = ClusterState()
+    for raw in (node("n", cpu="100", memory="100Gi"), pod("a", "n", cpu="60"), pod("b", "n", cpu="10")):
+        state.apply(obj(raw))
+    plugin = LoadAwareScheduling(parse_args(BASE))
+    plugin.store.attach(state)
+    plugin.store.attach(state)  # idempotent
+    state.apply(obj(node_metric("n", cpu="1")))
+    assert sums(plugin.store.records["n"])["node_est"] == [70_000, 2 * G]

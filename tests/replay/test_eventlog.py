@@ -45,9 +45,15 @@ def test_bookmark_needs_no_kind() -> None:
         ("{not json", "line 3: invalid JSON"),
         ('{"type": "ADDED"}', "line 3: object: is required"),
         ('{"type": "ADDED", "object": {"metadata": {"name": "x"}}}', "line 3: object x: kind: is required"),
-        ('{"type": "UPSERT", "object": {"kind": "Pod"}}', "line 3: type: want one of ADDED, MODIFIED, DELETED, BOOKMARK, got 'UPSERT'"),
+        (
+            '{"type": "UPSERT", "object": {"kind": "Pod"}}',
+            "line 3: type: want one of ADDED, MODIFIED, DELETED, BOOKMARK, got 'UPSERT'",
+        ),
         ('{"event": "Patch", "resource": {"kind": "Pod"}}', "line 3: event: want Add, Update or Delete, got 'Patch'"),
-        ('{"ts": "yesterday", "type": "ADDED", "object": {"kind": "Pod"}}', "line 3: ts: invalid RFC 3339 time 'yesterday'"),
+        (
+            '{"ts": "yesterday", "type": "ADDED", "object": {"kind": "Pod"}}',
+            "line 3: ts: invalid RFC 3339 time 'yesterday'",
+        ),
         ("[1, 2]", "line 3: not a watch event"),
     ],
 )
@@ -68,7 +74,8 @@ def test_round_trip(tmp_path: Path, suffix: str) -> None:
     assert [(e.type, e.object, e.ts) for e in back] == [(e.type, e.object, e.ts) for e in events]
     assert [e.position for e in back] == [1, 2, 3]
     if suffix.endswith(".gz"):
-        assert gzip.open(path).read().startswith(b'{"ts":"2026-11-01T10:00:00Z","type":"ADDED"')
+        with gzip.open(path) as f:
+            assert f.read().startswith(b'{"ts":"2026-11-01T10:00:00Z","type":"ADDED"')
 
 
 def test_rejects_keep_going(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ def open_log(path: str, mode: str = "rb") -> IO[bytes]:
     try:
         if path.endswith(".gz"):
             return gzip.open(path, mode)  # type: ignore[return-value]
-        return open(path, mode)  # noqa: SIM115 - the caller closes it
+        return open(path, mode)
     except OSError as e:
         raise InputError(path, "", e.strerror or str(e)) from None
 
@@ -40,8 +40,17 @@ def read_events(path: str, rejects: list[Reject] | None = None, strict: bool = F
                     yield parse_event(line, number)
                 except InputError as e:
                     if strict or rejects is None:
-                        raise InputError(path, f"line {number}", f"{e.field}: {e.problem}" if e.field else e.problem) from None
-                    rejects.append(Reject(path, number, e.line().removeprefix(f"line {number}: "), line.decode("utf-8", "replace").rstrip("\n")))
+                        raise InputError(
+                            path, f"line {number}", f"{e.field}: {e.problem}" if e.field else e.problem
+                        ) from None
+                    rejects.append(
+                        Reject(
+                            path,
+                            number,
+                            e.line().removeprefix(f"line {number}: "),
+                            line.decode("utf-8", "replace").rstrip("\n"),
+                        )
+                    )
         except (OSError, EOFError, gzip.BadGzipFile) as e:
             raise InputError(path, "", f"cannot read: {e}") from None
 

@@ -6,117 +6,18 @@ Only profiles[0] is read. Supported: plugins.{filter,score}.{enabled,disabled}
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from berth.core.errors import ConfigError
 from berth.core.framework import FilterPlugin, ScorePlugin
-from berth.core.plugins import FILTERS, PLUGIN_TYPES, SCORES
-from berth.core.plugins.volumebinding import VolumeBinding, VolumeBindingArgs
+from berth.core.plugins import FILTERS, REGISTRY, SCORES
 from berth.core.scheduler import Profile
+from berth.core.state import Extension
+from berth.core.validation import Problems, invalid, is_int, unknown_fields
 
-Problems = list[str]
-ArgsParser = Callable[[Mapping[str, Any], str, Problems], Any]
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
-
-
-def invalid(path: str, value: Any, detail: str) -> str:
-    return f"{path}: Invalid value: {value!r}: {detail}"
-
-
-def is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def unknown_fields(args: Mapping[str, Any], known: set[str], path: str, problems: Problems) -> None:
-    for k in args:
-        if k not in known:
-            problems.append(f'{path}: unknown field "{k}"')
-
-
-def parse_volume_binding_args(args: Mapping[str, Any], path: str, problems: Problems) -> VolumeBindingArgs:
-    unknown_fields(args, {"bindTimeoutSeconds", "shape", "storageClassWeights"}, path, problems)
-    timeout = args.get("bindTimeoutSeconds", 600)
-    if not is_int(timeout) or timeout < 0:
-        problems.append(
-            invalid(
-                f"{path}.bindTimeoutSeconds",
-                timeout,
-                "invalid BindTimeoutSeconds, should not be a negative value",
-            )
-        )
-        timeout = 600
-    shape = _shape(args.get("shape"), f"{path}.shape", problems)
-    weights = []
-    raw_weights = args.get("storageClassWeights", {})
-    if not isinstance(raw_weights, Mapping):
-        problems.append(
-            invalid(
-                f"{path}.storageClassWeights",
-                raw_weights,
-                "must be a map of storage class to weight",
-            )
-        )
-        raw_weights = {}
-    for cls, w in raw_weights.items():
-        if not is_int(w) or w < 1:
-            problems.append(invalid(f"{path}.storageClassWeights[{cls}]", w, "must be a positive integer"))
-        else:
-            weights.append((str(cls), w))
-    base = VolumeBindingArgs()
-    return VolumeBindingArgs(
-        bind_timeout_seconds=timeout,
-        shape=shape if shape is not None else base.shape,
-        storage_class_weights=tuple(sorted(weights)),
-    )
-
-
-def _shape(raw: Any, path: str, problems: Problems) -> tuple[tuple[int, int], ...] | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, list) or not raw:
-        problems.append(f"{path}: Required value: at least one point must be specified")
-        return None
-    points: list[tuple[int, int]] = []
-    ok = True
-    for i, p in enumerate(raw):
-        if not isinstance(p, Mapping):
-            problems.append(invalid(f"{path}[{i}]", p, "must be {utilization, score}"))
-            ok = False
-            continue
-        unknown_fields(p, {"utilization", "score"}, f"{path}[{i}]", problems)
-        u, s = p.get("utilization", 0), p.get("score", 0)
-        if not is_int(u) or not 0 <= u <= 100:
-            problems.append(invalid(f"{path}[{i}].utilization", u, "not in valid range [0, 100]"))
-            ok = False
-        if not is_int(s) or not 0 <= s <= 10:
-            problems.append(invalid(f"{path}[{i}].score", s, "not in valid range [0, 10]"))
-            ok = False
-        points.append((u, s) if is_int(u) and is_int(s) else (0, 0))
-    for i in range(1, len(points)):
-        if (
-            is_int(raw[i].get("utilization", 0) if isinstance(raw[i], Mapping) else None)
-            and points[i][0] <= points[i - 1][0]
-        ):
-            problems.append(
-                invalid(
-                    f"{path}[{i}].utilization",
-                    points[i][0],
-                    "values must be sorted in increasing order",
-                )
-            )
-            ok = False
-            break
-    return tuple(points) if ok else None
-
-
-# Plugin name -> parser of its pluginConfig args. Later policies register here.
-ARG_PARSERS: dict[str, ArgsParser] = {VolumeBinding.name: parse_volume_binding_args}
-# Plugin name -> factory from parsed args (None means defaults).
-FACTORIES: dict[str, Callable[[Any], Any]] = {
-    VolumeBinding.name: lambda a: VolumeBinding(a),
-}
 
 
 @dataclass(frozen=True)
@@ -130,13 +31,13 @@ class SchedulerConfig:
 
         def get(name: str) -> Any:
             if name not in instances:
-                make = FACTORIES.get(name)
-                instances[name] = make(self.args.get(name)) if make else PLUGIN_TYPES[name]()
+                instances[name] = REGISTRY[name].make(self.args.get(name))
             return instances[name]
 
         filters: tuple[FilterPlugin, ...] = tuple(get(n) for n in self.filters)
         scorers: tuple[tuple[ScorePlugin, int], ...] = tuple((get(n), w) for n, w in self.scores)
-        return Profile(filters=filters, scorers=scorers)
+        stores: tuple[Extension, ...] = tuple(p.store for p in instances.values() if hasattr(p, "store"))
+        return Profile(filters=filters, scorers=scorers, extensions=stores)
 
 
 def _plugin_set(
@@ -148,7 +49,7 @@ def _plugin_set(
         problems.append(invalid(path, section, "must be an object with enabled and disabled"))
         return defaults
     unknown_fields(section, {"enabled", "disabled"}, path, problems)
-    allowed = ALL_SCORES if kind == "score" else ALL_FILTERS
+    allowed = [n for n, spec in REGISTRY.items() if (spec.score_weight is not None if kind == "score" else spec.filter)]
     out = list(defaults)
     for i, item in enumerate(section.get("disabled") or []):
         name = item.get("name") if isinstance(item, Mapping) else None
@@ -169,11 +70,6 @@ def _plugin_set(
             continue
         out = [(n, w) for n, w in out if n != name] + [(name, weight or 1)]
     return out
-
-
-# Plugins that can be enabled at each extension point. Later policies register here.
-ALL_FILTERS: list[str] = list(FILTERS)
-ALL_SCORES: list[str] = list(SCORES)
 
 
 def parse_config(doc: Any) -> SchedulerConfig:
@@ -207,7 +103,8 @@ def parse_config(doc: Any) -> SchedulerConfig:
     for i, pc in enumerate(prof.get("pluginConfig") or []):
         path = f"profiles[0].pluginConfig[{i}]"
         name = pc.get("name") if isinstance(pc, Mapping) else None
-        parser = ARG_PARSERS.get(name or "")
+        spec = REGISTRY.get(name or "")
+        parser = spec.parse_args if spec is not None else None
         if parser is None:
             problems.append(invalid(f"{path}.name", name, "no plugin with configurable args by that name"))
             continue

@@ -130,10 +130,10 @@ def pod_spec_resources(f: Fields, spec: Any, at: str) -> tuple[dict[str, int], d
     overhead = f.resources("overhead", spec, f"{at}.overhead")
     pod_lim = f.resources("resources.limits", spec, f"{at}.resources.limits")
     pod_req = {**pod_lim, **f.resources("resources.requests", spec, f"{at}.resources.requests")}
-    return (
-        resources.effective(reqs, init_r, overhead, pod_req),
-        resources.effective(lims, init_l, overhead, pod_lim),
-    )
+    limits = resources.effective(lims, init_l, {}, pod_lim)
+    # kube adds overhead only to the limits that are set
+    limits = resources.add(limits, {k: v for k, v in overhead.items() if k in limits})
+    return resources.effective(reqs, init_r, overhead, pod_req), limits
 
 
 def pod_from_raw(raw: Mapping[str, Any]) -> Pod:

@@ -61,14 +61,15 @@ def parse_event(line: bytes | str, position: int = 0) -> Event:
         raise InputError(where, "", f"not a watch event: {e}") from None
     except msgspec.DecodeError as e:
         raise InputError(where, "", f"invalid JSON: {e}") from None
+    etype: str | None
     if raw.event is not None or raw.resource is not None:
-        kind = _SIMULATOR.get(raw.event or "")
-        if kind is None:
+        etype = _SIMULATOR.get(raw.event or "")
+        if etype is None:
             raise InputError(where, "event", f"want Add, Update or Delete, got {raw.event!r}")
-        etype, obj, stamp = kind, raw.resource, raw.time
+        obj, stamp = raw.resource, raw.time
     else:
         etype, obj, stamp = raw.type, raw.object, raw.ts
-    if etype not in TYPES:
+    if etype is None or etype not in TYPES:
         raise InputError(where, "type", f"want one of {', '.join(TYPES)}, got {etype!r}")
     if obj is None:
         raise InputError(where, "object", "is required")

@@ -11,7 +11,7 @@ from berth.core.decision import Decision, NodeResult, Provision, VolumeBindingOu
 from berth.core.framework import Code, Cycle, Failure, FilterError, FilterPlugin, Mask, ScorePlugin
 from berth.core.model import Pod
 from berth.core.plugins.volumebinding import VolumeBinding
-from berth.core.state import ClusterState, Reservation
+from berth.core.state import ClusterState, Extension, Reservation
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class Profile:
 
     filters: tuple[FilterPlugin, ...]
     scorers: tuple[tuple[ScorePlugin, int], ...]
+    extensions: tuple[Extension, ...] = ()  # state the plugins keep (e.g. NodeMetrics)
 
 
 @dataclass
@@ -32,6 +33,8 @@ class Scheduler:
     def __init__(self, state: ClusterState, profile: Profile) -> None:
         self.state = state
         self.profile = profile
+        for ext in profile.extensions:
+            state.attach(ext)
 
     def decide(self, pod: Pod, now: datetime) -> Outcome:
         cycle = Cycle(pod=pod, state=self.state, now=now)

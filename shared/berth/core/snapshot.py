@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from berth.core.convert import CONVERTERS, kind_key
+from berth.core.convert import kind_key
+from berth.core.kinds import CONVERTERS
 from berth.core.state import ClusterState
 
 

@@ -72,6 +72,7 @@ class Reservation:
 @dataclass
 class _Held:
     reservation: Reservation
+    prior: Pod | None = None  # the pod as it was before (None: never applied, e.g. a fake pod)
     pvs: list[str] = field(default_factory=list)
     pvcs: list[str] = field(default_factory=list)
 
@@ -94,6 +95,15 @@ class ClusterState:
         self._informer_pvcs: dict[str, PersistentVolumeClaim] = {}
         self._usage: dict[str, tuple[str, dict[str, int]]] = {}
         self._held: dict[str, _Held] = {}
+
+    def attach(self, ext: Extension) -> None:
+        """Register an extension late: it sees the nodes and pods already here (not earlier objects of its kinds)."""
+        if ext in self.extensions:
+            return
+        self.extensions.append(ext)
+        ext.nodes_changed(self)
+        for pod in self.pods.values():
+            ext.pod_changed(self, None, pod)
 
     # ---- applying changes --------------------------------------------------
     def apply(self, obj: Any, deleted: bool = False) -> bool:
@@ -141,14 +151,12 @@ class ClusterState:
             store[key] = obj
 
     def _apply_node(self, node: Node, deleted: bool) -> None:
-        before = self.nodes.label_version
         if deleted:
             self.nodes.remove(node.name)
         else:
             self.nodes.upsert(node)
-        if self.nodes.label_version != before:
-            for ext in self.extensions:
-                ext.nodes_changed(self)
+        for ext in self.extensions:
+            ext.nodes_changed(self)
 
     def _apply_capacity(self, obj: CSIStorageCapacity, deleted: bool) -> None:
         old = self.capacities.get(obj.key)
@@ -206,7 +214,7 @@ class ClusterState:
     # ---- reservations (kube's Reserve / Unreserve) --------------------------
     def reserve(self, r: Reservation) -> None:
         """Take the node's resources and the chosen PVs for a decided pod."""
-        held = _Held(r)
+        held = _Held(r, prior=self.pods.get(r.pod.key))
         for claim_key, pv_name in r.bindings:
             pv, pvc = self.pvs.get(pv_name), self.pvcs.get(claim_key)
             if pv is None or pvc is None:
@@ -240,8 +248,8 @@ class ClusterState:
         for key in held.pvcs:
             self._set_pvc(key, self._informer_pvcs.get(key))
         assumed = self.pods.get(pod_key)
-        pod = held.reservation.pod
-        self.pods[pod_key] = pod
+        pod = held.prior
+        self._put(self.pods, pod_key, pod, pod is None)
         self._account(pod_key, pod)
         for ext in self.extensions:
             ext.pod_changed(self, assumed, pod)

@@ -117,7 +117,6 @@ def count_ready(
 def scheduler_placer(scheduler: Scheduler, now: datetime) -> tuple[Place, Release]:
     """place/release over berth's scheduler, leaving the state as it was afterwards."""
     state = scheduler.state
-    added: dict[str, Pod] = {}
 
     def place(pod: Pod) -> bool:
         if pod.key in state.pods:
@@ -126,13 +125,6 @@ def scheduler_placer(scheduler: Scheduler, now: datetime) -> tuple[Place, Releas
         if outcome.reservation is None:
             return False
         state.reserve(outcome.reservation)
-        added[pod.key] = pod
         return True
 
-    def release(key: str) -> None:
-        state.release(key)
-        pod = added.pop(key, None)
-        if pod is not None:  # reserve() added it to the pods; take it out again
-            state.apply(pod, deleted=True)
-
-    return place, release
+    return place, state.release

@@ -23,6 +23,7 @@ class BufferStore:
 
     def __init__(self) -> None:
         self.buffers: dict[str, CapacityBuffer] = {}
+        self.by_namespace: dict[str, dict[str, CapacityBuffer]] = {}  # the same buffers, by namespace
         self.templates: dict[str, PodTemplate] = {}
         self.workloads: dict[tuple[str, str, str], Workload] = {}  # (group, kind, ns/name)
         self.quotas: dict[str, ResourceQuota] = {}
@@ -33,6 +34,7 @@ class BufferStore:
     def apply(self, state: Any, obj: Any, deleted: bool) -> None:
         if isinstance(obj, CapacityBuffer):
             _put(self.buffers, obj.key, obj, deleted)
+            _put(self.by_namespace.setdefault(obj.namespace, {}), obj.name, obj, deleted)
         elif isinstance(obj, PodTemplate):
             _put(self.templates, obj.key, obj, deleted)
         elif isinstance(obj, Workload):
@@ -59,10 +61,10 @@ class BufferStore:
 
     # ---- reads ------------------------------------------------------------
     def namespaces(self) -> list[str]:
-        return sorted({b.namespace for b in self.buffers.values()})
+        return sorted(ns for ns, found in self.by_namespace.items() if found)
 
     def buffers_in(self, namespace: str) -> list[CapacityBuffer]:
-        return [b for b in self.buffers.values() if b.namespace == namespace]
+        return list(self.by_namespace.get(namespace, {}).values())
 
     def quotas_in(self, namespace: str) -> list[ResourceQuota]:
         return [q for q in self.quotas.values() if q.namespace == namespace]

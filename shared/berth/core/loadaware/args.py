@@ -231,6 +231,15 @@ def parse_args(raw: Mapping[str, Any] | None, at: str = AT) -> LoadAwareScheduli
     return args
 
 
+def parse_into(raw: Mapping[str, Any], at: str, problems: list[str]) -> LoadAwareSchedulingArgs:
+    """The config loader's ArgsParser shape: problems are appended, defaults returned on error."""
+    fields, found = decode(raw, at)
+    args = defaults(fields)
+    found += validate(args, at)
+    problems += found
+    return args
+
+
 def from_plugin_config(
     plugin_config: Sequence[Mapping[str, Any]] | None,
 ) -> LoadAwareSchedulingArgs:

@@ -7,7 +7,7 @@ from typing import ClassVar
 import numpy as np
 
 from berth.core.errors import ConfigError
-from berth.core.framework import OK, SKIP, Cycle, Failure, FilterError, Mask, Scores, Status
+from berth.core.framework import OK, SKIP, Code, Cycle, Failure, FilterError, Mask, Scores, Status
 from berth.core.loadaware.args import LoadAwareSchedulingArgs, validate
 from berth.core.loadaware.estimator import PROD, priority_class
 from berth.core.loadaware.store import US, NodeMetricStore, to_us
@@ -63,7 +63,10 @@ class LoadAwareScheduling:
         return ~st.has_time | (to_us(cycle.now) - st.time_us >= limit)
 
     def pre_filter(self, cycle: Cycle) -> Status:
-        self._prepare(cycle)
+        try:
+            self._prepare(cycle)
+        except FilterError as e:
+            return Status(Code.ERROR, str(e))
         return SKIP if is_daemonset(cycle.pod) else OK
 
     # ---- Filter -------------------------------------------------------------

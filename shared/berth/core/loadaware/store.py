@@ -270,6 +270,10 @@ class NodeMetricStore:
         s = state.nodes.slot.get(name)
         return s if s is not None and s < self.cap and self._objs[s] is not None else None
 
+    def attach(self, state: ClusterState) -> None:
+        """Register with a state that already holds pods (NodeMetrics it dropped are not recovered)."""
+        state.attach(self)
+
     # ---- Extension hooks --------------------------------------------------
     def nodes_changed(self, state: ClusterState) -> None:
         self.sync(state)

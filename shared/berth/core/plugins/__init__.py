@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
-from berth.core.plugins.basic import (
-    NodeAffinity,
-    NodeResourcesFit,
-    NodeUnschedulable,
-    TaintToleration,
-)
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from berth.core.loadaware import LoadAwareScheduling, parse_into
+from berth.core.plugins.basic import NodeAffinity, NodeResourcesFit, NodeUnschedulable, TaintToleration
+from berth.core.plugins.vbargs import parse_volume_binding_args
 from berth.core.plugins.volumebinding import VolumeBinding
+from berth.core.validation import Problems
+
+ArgsParser = Callable[[Mapping[str, Any], str, Problems], Any]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A plugin: how to make it (from parsed args or None), how to parse its args, where it runs."""
+
+    make: Callable[[Any], Any]
+    parse_args: ArgsParser | None = None
+    filter: bool = True
+    score_weight: int | None = None  # default weight when enabled for scoring by default
+
+
+REGISTRY: dict[str, Spec] = {
+    NodeUnschedulable.name: Spec(lambda _: NodeUnschedulable()),
+    NodeAffinity.name: Spec(lambda _: NodeAffinity()),
+    TaintToleration.name: Spec(lambda _: TaintToleration()),
+    NodeResourcesFit.name: Spec(lambda _: NodeResourcesFit()),
+    VolumeBinding.name: Spec(VolumeBinding, parse_volume_binding_args, score_weight=1),
+    LoadAwareScheduling.name: Spec(LoadAwareScheduling, parse_into, score_weight=1),
+}
 
 # Filter plugins in the order they run; reasons are listed in this order too.
-FILTERS: tuple[str, ...] = (
-    NodeUnschedulable.name,
-    NodeAffinity.name,
-    TaintToleration.name,
-    NodeResourcesFit.name,
-    VolumeBinding.name,
-)
+FILTERS: tuple[str, ...] = tuple(n for n, s in REGISTRY.items() if s.filter)
 # Score plugins enabled by default, with their default weights.
-SCORES: dict[str, int] = {VolumeBinding.name: 1}
-
-PLUGIN_TYPES: dict[str, type] = {
-    p.name: p for p in (NodeUnschedulable, NodeAffinity, TaintToleration, NodeResourcesFit, VolumeBinding)
-}
+SCORES: dict[str, int] = {n: s.score_weight for n, s in REGISTRY.items() if s.score_weight is not None}

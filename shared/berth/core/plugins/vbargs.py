@@ -1,0 +1,85 @@
+"""VolumeBindingArgs: parsed and validated as kube does, plus berth's storageClassWeights."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from berth.core.plugins.volumebinding import VolumeBindingArgs
+from berth.core.validation import Problems, invalid, is_int, unknown_fields
+
+
+def parse_volume_binding_args(args: Mapping[str, Any], path: str, problems: Problems) -> VolumeBindingArgs:
+    unknown_fields(args, {"bindTimeoutSeconds", "shape", "storageClassWeights"}, path, problems)
+    timeout = args.get("bindTimeoutSeconds", 600)
+    if not is_int(timeout) or timeout < 0:
+        problems.append(
+            invalid(
+                f"{path}.bindTimeoutSeconds",
+                timeout,
+                "invalid BindTimeoutSeconds, should not be a negative value",
+            )
+        )
+        timeout = 600
+    shape = _shape(args.get("shape"), f"{path}.shape", problems)
+    weights = []
+    raw_weights = args.get("storageClassWeights", {})
+    if not isinstance(raw_weights, Mapping):
+        problems.append(
+            invalid(
+                f"{path}.storageClassWeights",
+                raw_weights,
+                "must be a map of storage class to weight",
+            )
+        )
+        raw_weights = {}
+    for cls, w in raw_weights.items():
+        if not is_int(w) or w < 1:
+            problems.append(invalid(f"{path}.storageClassWeights[{cls}]", w, "must be a positive integer"))
+        else:
+            weights.append((str(cls), w))
+    base = VolumeBindingArgs()
+    return VolumeBindingArgs(
+        bind_timeout_seconds=timeout,
+        shape=shape if shape is not None else base.shape,
+        storage_class_weights=tuple(sorted(weights)),
+    )
+
+
+def _shape(raw: Any, path: str, problems: Problems) -> tuple[tuple[int, int], ...] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not raw:
+        problems.append(f"{path}: Required value: at least one point must be specified")
+        return None
+    points: list[tuple[int, int]] = []
+    ok = True
+    for i, p in enumerate(raw):
+        if not isinstance(p, Mapping):
+            problems.append(invalid(f"{path}[{i}]", p, "must be {utilization, score}"))
+            ok = False
+            continue
+        unknown_fields(p, {"utilization", "score"}, f"{path}[{i}]", problems)
+        u, s = p.get("utilization", 0), p.get("score", 0)
+        if not is_int(u) or not 0 <= u <= 100:
+            problems.append(invalid(f"{path}[{i}].utilization", u, "not in valid range [0, 100]"))
+            ok = False
+        if not is_int(s) or not 0 <= s <= 10:
+            problems.append(invalid(f"{path}[{i}].score", s, "not in valid range [0, 10]"))
+            ok = False
+        points.append((u, s) if is_int(u) and is_int(s) else (0, 0))
+    for i in range(1, len(points)):
+        if (
+            is_int(raw[i].get("utilization", 0) if isinstance(raw[i], Mapping) else None)
+            and points[i][0] <= points[i - 1][0]
+        ):
+            problems.append(
+                invalid(
+                    f"{path}[{i}].utilization",
+                    points[i][0],
+                    "values must be sorted in increasing order",
+                )
+            )
+            ok = False
+            break
+    return tuple(points) if ok else None
