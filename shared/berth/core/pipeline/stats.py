@@ -1,0 +1,84 @@
+"""What a run measured, for the summary table and the report. Pure data plus the arithmetic."""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+
+class DecisionPoint(msgspec.Struct, frozen=True, array_like=True):
+    ts: str | None
+    position: int
+    status: str  # Scheduled | Unschedulable | Error
+    reason: str  # "" when scheduled; the most common node reason or the prefilter message otherwise
+
+
+class Binding(msgspec.Struct, frozen=True, array_like=True):
+    claim: str
+    pv: str
+    storage_class: str
+    request: int  # bytes, rounded up
+    capacity: int  # bytes, rounded up
+
+
+class NodeUse(msgspec.Struct, frozen=True, array_like=True):
+    node: str
+    cpu_requested: int  # millicores, including berth's reservations
+    cpu_allocatable: int
+    memory_requested: int  # bytes
+    memory_allocatable: int
+
+
+class BufferPoint(msgspec.Struct, frozen=True, array_like=True):
+    ts: str | None
+    position: int
+    buffer: str
+    replicas: int
+    ready_replicas: int
+
+
+class RunStats(msgspec.Struct, kw_only=True):
+    """Everything one replay under one config measured."""
+
+    label: str = "default"
+    events: int = 0
+    rejects: int = 0
+    seconds: float = 0.0
+    decisions: list[DecisionPoint] = []
+    bindings: list[Binding] = []  # PVs chosen by Scheduled decisions that still stand at the end
+    nodes: list[NodeUse] = []  # at the end of the run
+    buffers: list[BufferPoint] = []
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Final status per pod is not tracked here: this counts decisions by status, then by reason."""
+        out: dict[str, dict[str, int]] = {}
+        for d in self.decisions:
+            by = out.setdefault(d.status, {})
+            by[d.reason] = by.get(d.reason, 0) + 1
+        return out
+
+    def pv_waste(self) -> int:
+        """Σ(PV capacity − request) over the chosen PVs, in bytes."""
+        return sum(b.capacity - b.request for b in self.bindings)
+
+    def large_taken_by_small(self, small: int = 10 * 2**30, large: int = 2**40) -> tuple[int, int]:
+        """(large PVs taken by claims of at most `small` bytes, large PVs taken at all)."""
+        taken = [b for b in self.bindings if b.capacity >= large]
+        return sum(1 for b in taken if b.request <= small), len(taken)
+
+    def utilization(self) -> tuple[float, float, float]:
+        """(mean, stddev, max) of cpu requested / allocatable across nodes, as fractions."""
+        ratios = [n.cpu_requested / n.cpu_allocatable for n in self.nodes if n.cpu_allocatable > 0]
+        if not ratios:
+            return 0.0, 0.0, 0.0
+        mean = sum(ratios) / len(ratios)
+        std = math.sqrt(sum((r - mean) ** 2 for r in ratios) / len(ratios))
+        return mean, std, max(ratios)
+
+    def buffer_readiness(self) -> dict[str, tuple[int, int]]:
+        """Per buffer, the last (replicas, readyReplicas)."""
+        out: dict[str, tuple[int, int]] = {}
+        for b in self.buffers:
+            out[b.buffer] = (b.replicas, b.ready_replicas)
+        return out
