@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from berth import __version__
 from berth.core.errors import ConfigError, InputError
-from berth_cli import buffers, evaluate
+from berth_cli import buffers, evaluate, replay
 
-COMMANDS = (evaluate, buffers)
+COMMANDS = (evaluate, buffers, replay)
 
 
 def parser() -> argparse.ArgumentParser:

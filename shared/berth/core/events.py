@@ -35,6 +35,7 @@ class Event(msgspec.Struct, frozen=True):
 
 class _Line(msgspec.Struct):
     ts: str | None = None
+    position: int | None = None
     type: str | None = None
     object: dict[str, Any] | None = None
     time: str | None = None
@@ -46,6 +47,7 @@ class _Out(msgspec.Struct, omit_defaults=True, kw_only=True):
     ts: str | None = None
     type: str
     object: dict[str, Any]
+    position: int = 0
 
 
 _decoder = msgspec.json.Decoder(_Line)
@@ -81,13 +83,14 @@ def parse_event(line: bytes | str, position: int = 0) -> Event:
             ts = parse_time(stamp)
         except ValueError:
             raise InputError(where, "ts", f"invalid RFC 3339 time {stamp!r}") from None
-    return Event(type=etype, object=obj, ts=ts, position=position)
+    return Event(type=etype, object=obj, ts=ts, position=raw.position if raw.position is not None else position)
 
 
 def format_time(ts: datetime) -> str:
     return ts.isoformat().replace("+00:00", "Z")
 
 
-def encode_event(ev: Event) -> bytes:
-    """berth's canonical line (without the newline)."""
-    return _encoder.encode(_Out(type=ev.type, object=ev.object, ts=None if ev.ts is None else format_time(ev.ts)))
+def encode_event(ev: Event, with_position: bool = False) -> bytes:
+    """berth's canonical line (without the newline). On the bus the log position travels along."""
+    ts = None if ev.ts is None else format_time(ev.ts)
+    return _encoder.encode(_Out(type=ev.type, object=ev.object, ts=ts, position=ev.position if with_position else 0))

@@ -67,14 +67,24 @@ class RunStats(msgspec.Struct, kw_only=True):
         taken = [b for b in self.bindings if b.capacity >= large]
         return sum(1 for b in taken if b.request <= small), len(taken)
 
-    def utilization(self) -> tuple[float, float, float]:
-        """(mean, stddev, max) of cpu requested / allocatable across nodes, as fractions."""
-        ratios = [n.cpu_requested / n.cpu_allocatable for n in self.nodes if n.cpu_allocatable > 0]
+    def utilization(self, resource: str = "cpu") -> tuple[float, float, float]:
+        """(mean, stddev, max) of `resource` ("cpu" or "memory") requested / allocatable across nodes, as fractions."""
+        ratios = self.node_ratios(resource)
         if not ratios:
             return 0.0, 0.0, 0.0
         mean = sum(ratios) / len(ratios)
         std = math.sqrt(sum((r - mean) ** 2 for r in ratios) / len(ratios))
         return mean, std, max(ratios)
+
+    def node_ratios(self, resource: str = "cpu") -> list[float]:
+        """Per node, `resource` ("cpu" or "memory") requested / allocatable; nodes with none allocatable are left out."""
+        if resource == "cpu":
+            pairs = [(n.cpu_requested, n.cpu_allocatable) for n in self.nodes]
+        elif resource == "memory":
+            pairs = [(n.memory_requested, n.memory_allocatable) for n in self.nodes]
+        else:
+            raise ValueError(f"unknown resource {resource!r}")
+        return [req / alloc for req, alloc in pairs if alloc > 0]
 
     def buffer_readiness(self) -> dict[str, tuple[int, int]]:
         """Per buffer, the last (replicas, readyReplicas)."""

@@ -1,0 +1,1 @@
+"""The buffer-controller service: CapacityBuffer statuses."""

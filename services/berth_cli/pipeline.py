@@ -1,0 +1,117 @@
+"""The embedded pipeline: the services' own handlers wired through the in-memory bus and store."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import msgspec
+
+from berth.adapters import worker
+from berth.adapters.memory import MemoryBus, MemoryStore
+from berth.core.events import Event, encode_event
+from berth.core.pipeline.buffers import BufferEngine
+from berth.core.pipeline.records import BufferStatusRecord, DecisionRecord
+from berth.core.pipeline.scorer import ScorerEngine
+from berth.core.pipeline.stats import RunStats
+from berth.core.ports import BUFFER_STATUS, CLUSTER_EVENTS, DEAD_LETTER, DECISIONS, Message
+from berth.core.scheduler import Profile
+from berth_buffer_controller.service import BufferController
+from berth_scorer.service import Scorer
+
+
+@dataclass
+class Lane:
+    """One scheduler config's scorer and buffer controller, with their own groups and topics."""
+
+    label: str
+    profile: Profile
+    suffix: str = ""
+    scorer: ScorerEngine = field(init=False)
+    buffers: BufferEngine = field(init=False)
+    progress: worker.Progress = field(default_factory=worker.Progress)
+
+    def __post_init__(self) -> None:
+        self.scorer = ScorerEngine(self.profile, label=self.label)
+        self.buffers = BufferEngine(self.profile)
+
+    @property
+    def decisions_topic(self) -> str:
+        return DECISIONS + self.suffix
+
+    @property
+    def status_topic(self) -> str:
+        return BUFFER_STATUS + self.suffix
+
+
+class Pipeline:
+    def __init__(self, lanes: list[Lane], speed: float | None = None) -> None:
+        self.lanes = lanes
+        self.speed = speed
+        self.bus = MemoryBus()
+        self.store = MemoryStore()
+        self.published = 0
+        self.done = asyncio.Event()
+
+    async def publish(self, events: Iterable[Event]) -> None:
+        start = time.perf_counter()
+        first: datetime | None = None
+        for ev in events:
+            if self.speed and ev.ts is not None:
+                first = first or ev.ts
+                wait = (ev.ts - first).total_seconds() / self.speed - (time.perf_counter() - start)
+                if wait > 0:
+                    await asyncio.sleep(wait)
+            await self.bus.send(CLUSTER_EVENTS, encode_event(ev, with_position=True), _key(ev))
+            self.published += 1
+            if self.published % 1000 == 0:
+                await asyncio.sleep(0)  # let the workers run
+        self.done.set()
+
+    async def run(self, events: Iterable[Event]) -> None:
+        await self.bus.create_topics({CLUSTER_EVENTS: 1})
+        tasks = [asyncio.create_task(self.publish(events))]
+        for i, lane in enumerate(self.lanes):
+            scorer = Scorer(lane.scorer, self.bus, self.store if i == 0 else MemoryStore(), lane.decisions_topic)
+            controller = BufferController(lane.buffers, self.bus, lane.status_topic)
+            tasks.append(
+                asyncio.create_task(
+                    worker.run(self.bus, CLUSTER_EVENTS, f"berth-scorer{lane.suffix}", scorer.handle, self.done,
+                               lane.progress, dead_letter_topic=DEAD_LETTER + lane.suffix)
+                )
+            )  # fmt: skip
+            tasks.append(
+                asyncio.create_task(
+                    worker.run(self.bus, CLUSTER_EVENTS, f"berth-buffer-controller{lane.suffix}", controller.handle,
+                               self.done, dead_letter_topic=DEAD_LETTER + ".buffer-controller" + lane.suffix)
+                )
+            )  # fmt: skip
+        await asyncio.gather(*tasks)
+
+    def records(self, lane: Lane) -> list[DecisionRecord | BufferStatusRecord]:
+        """Decisions and buffer statuses in log order (decisions first at the same position)."""
+        decisions = [msgspec.json.decode(m.value, type=DecisionRecord) for m in self._all(lane.decisions_topic)]
+        statuses = [msgspec.json.decode(m.value, type=BufferStatusRecord) for m in self._all(lane.status_topic)]
+        merged: list[DecisionRecord | BufferStatusRecord] = [*decisions, *statuses]
+        return sorted(merged, key=lambda r: (r.position, isinstance(r, BufferStatusRecord)))
+
+    def dead_letters(self, lane: Lane) -> list[bytes]:
+        return [m.value for m in self._all(DEAD_LETTER + lane.suffix)]
+
+    def _all(self, topic: str) -> list[Message]:
+        return [m for part in self.bus.topics.get(topic, []) for m in part]
+
+    def stats(self, lane: Lane, seconds: float) -> RunStats:
+        stats = lane.scorer.finish()
+        stats.buffers = lane.buffers.stats.buffers
+        stats.seconds = seconds
+        return stats
+
+
+def _key(ev: Event) -> bytes:
+    """One object's events stay in order: key by kind, namespace and name."""
+    meta = ev.object.get("metadata") or {}
+    return f"{ev.object.get('kind', '')}/{meta.get('namespace', '')}/{meta.get('name', '')}".encode()

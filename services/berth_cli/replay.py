@@ -1,0 +1,137 @@
+"""`berth replay`: recorded cluster event logs through the embedded pipeline (no broker, no Redis)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from rich.console import Console
+
+from berth.adapters.eventlog import Reject, read_events, write_rejects
+from berth.core.errors import InputError
+from berth.core.events import Event
+from berth.core.pipeline.records import RejectRecord
+from berth_cli.common import load_config, rfc3339
+from berth_cli.pipeline import Lane, Pipeline
+from berth_cli.progress import watch
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="replay recorded event logs through the embedded pipeline",
+        description="Replay cluster event logs (JSON Lines, optionally .gz) in log order through berth's "
+        "scorer and buffer controller, wired in one process. Prints a summary; writes decisions and a report on request.",
+    )
+    p.add_argument("logs", nargs="+", metavar="LOG", help="event logs, replayed one after another")
+    p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration-style YAML")
+    pace = p.add_mutually_exclusive_group()
+    pace.add_argument("--speed", type=_positive_float, metavar="X", help="replay in log time divided by X")
+    pace.add_argument("--as-fast-as-possible", action="store_true", help="no pacing (the default)")
+    p.add_argument(
+        "--from", dest="start", type=rfc3339, metavar="TS", help="events before TS only build the starting state"
+    )
+    p.add_argument("--until", type=rfc3339, metavar="TS", help="stop at the first event after TS")
+    p.add_argument(
+        "--decisions", metavar="OUT.jsonl", help="write decisions and buffer status changes, one JSON line each"
+    )
+    p.add_argument("--report", metavar="DIR", help="write a self-contained HTML report with plots")
+    p.add_argument("--compare", metavar="OTHER_CONFIG", help="replay the same log under a second config, side by side")
+    p.add_argument(
+        "--rejects",
+        metavar="FILE",
+        help="where rejected lines go (default: next to --decisions, else ./berth-rejects.jsonl)",
+    )
+    p.add_argument("--strict", action="store_true", help="the first bad line is fatal")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(run=run)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"want a positive number, got {text!r}")
+    return value
+
+
+def events(paths: list[str], rejects: list[Reject], strict: bool, until: datetime | None) -> Iterator[Event]:
+    for path in paths:
+        for ev in read_events(path, rejects, strict):
+            if until is not None and ev.ts is not None and ev.ts > until:
+                return
+            yield ev
+
+
+def run(args: argparse.Namespace) -> int:
+    for path in args.logs:
+        if not Path(path).is_file():
+            raise InputError(path, "", "No such file")
+    lanes = [Lane(_label(args.config), load_config(args.config).profile())]
+    if args.compare:
+        lanes.append(Lane(_label(args.compare), load_config(args.compare).profile(), suffix=".compare"))
+    if args.start is not None:
+        for lane in lanes:
+            lane.scorer.hold_until(args.start)
+    rejects: list[Reject] = []
+    pipeline = Pipeline(lanes, args.speed)
+    console = Console(stderr=True)
+    started = time.perf_counter()
+    stream = events(args.logs, rejects, args.strict, args.until)
+    asyncio.run(watch(pipeline, stream, console, enabled=not args.no_progress))
+    seconds = time.perf_counter() - started
+    all_stats = []
+    for i, lane in enumerate(lanes):
+        stats = pipeline.stats(lane, seconds)
+        stats.rejects += len(rejects)
+        stats.events = pipeline.published
+        all_stats.append(stats)
+        if args.decisions:
+            out = args.decisions if i == 0 else _sibling(args.decisions, ".compare")
+            _write_records(out, pipeline, lane)
+    _write_rejects(args, rejects, [msgspec.json.decode(b, type=RejectRecord) for b in pipeline.dead_letters(lanes[0])])
+    from berth_cli.summary import render_summary
+
+    render_summary(all_stats, Console(width=max(120, Console().width)))
+    if args.report:
+        from berth.adapters.report import write_report
+
+        index = write_report(all_stats, args.report)
+        print(f"report: {index}", file=sys.stderr)
+    return 0
+
+
+def _label(path: str | None) -> str:
+    return Path(path).stem if path else "default"
+
+
+def _sibling(path: str, tag: str) -> str:
+    p = Path(path)
+    return str(p.with_name(p.name.removesuffix(".jsonl") + tag + ".jsonl"))
+
+
+def _write_records(path: str, pipeline: Pipeline, lane: Lane) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    encoder = msgspec.json.Encoder()
+    with open(path, "wb") as f:
+        for r in pipeline.records(lane):
+            f.write(encoder.encode(r) + b"\n")
+
+
+def _write_rejects(args: argparse.Namespace, read: list[Reject], applied: list[RejectRecord]) -> None:
+    if not read and not applied:
+        return
+    path = args.rejects or (_sibling(args.decisions, ".rejects") if args.decisions else "berth-rejects.jsonl")
+    records = [Reject(r.source, r.line, r.reason, r.text) for r in read]
+    records += [Reject(r.source, r.position, r.reason, r.text) for r in applied]
+    write_rejects(path, sorted(records, key=lambda r: (r.source, r.line)))
+    print(f"{len(records)} rejected line(s) written to {path}", file=sys.stderr)

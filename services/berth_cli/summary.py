@@ -1,0 +1,46 @@
+"""The table `berth replay` prints at the end: one column per run, metrics as rows."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from berth.core.pipeline.metrics import metric_sections, run_labels
+from berth.core.pipeline.stats import RunStats
+
+METRIC_WIDTH = 60  # the metric column at most; long reasons end in an ellipsis here, in full in the report
+METRIC_MIN = 24  # and at least
+LABEL_WIDTH = 40  # a run's column is as wide as its label up to this; longer labels fold
+
+
+def render_summary(runs: list[RunStats], console: Console) -> None:
+    """Print the metric table for one run, or for two (or more) side by side with --compare."""
+    labels = run_labels(runs)
+    sections = metric_sections(runs)
+    names = [("  " * (row.indent + 1) + row.name) for s in sections for row in s.rows]
+    widths = [
+        max(min(len(label), LABEL_WIDTH), *(len(row.values[i]) for s in sections for row in s.rows))
+        for i, label in enumerate(labels)
+    ]
+    # rich only shrinks columns that may wrap; the metric column must not wrap, so size it here:
+    # whatever the run columns and the borders (3 per column, plus 1) leave, within bounds.
+    room = console.width - 3 * (len(runs) + 1) - 1 - sum(widths)
+    metric_width = max(METRIC_MIN, min(METRIC_WIDTH, max(len(n) for n in names), room))
+    fits = room >= METRIC_MIN  # if not (many runs, long labels), let rich fold the run columns
+
+    table = Table(title="berth replay summary", title_justify="left", header_style="bold")
+    table.add_column("metric", width=metric_width, no_wrap=True, overflow="ellipsis")
+    for label, width in zip(labels, widths, strict=True):
+        table.add_column(Text(label), justify="right", overflow="fold", min_width=width if fits else None)
+    first = True
+    for section in sections:
+        if not first:
+            table.add_section()
+        first = False
+        table.add_row(Text(section.title, style="bold"), *[""] * len(runs))
+        for row in section.rows:
+            # Text, not str: reasons and buffer names must never be read as console markup.
+            name = Text("  " * (row.indent + 1) + row.name, no_wrap=True, overflow="ellipsis")
+            table.add_row(name, *[Text(v) for v in row.values])
+    console.print(table)

@@ -1,0 +1,170 @@
+"""In-memory twins of the Kafka bus and the Redis store, for the embedded pipeline and tests.
+
+They keep the same semantics as the real ones: partitions keyed by a hash of the key, per-group
+committed offsets, at-least-once delivery from the committed position, atomic reservations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections.abc import Mapping
+
+from berth.core.ports import Message
+
+
+class MemoryBus:
+    def __init__(self) -> None:
+        self.topics: dict[str, list[list[Message]]] = {}
+        self.committed: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> next offset
+        self._arrived = asyncio.Event()
+
+    async def start(self) -> None:
+        return None
+
+    async def create_topics(self, topics: Mapping[str, int]) -> None:
+        for name, partitions in topics.items():
+            self.topics.setdefault(name, [[] for _ in range(partitions)])
+
+    def partition_of(self, topic: str, key: bytes | None) -> int:
+        count = len(self.topics[topic])
+        return 0 if key is None or count == 1 else zlib.crc32(key) % count
+
+    async def send(self, topic: str, value: bytes, key: bytes | None = None) -> None:
+        if topic not in self.topics:
+            await self.create_topics({topic: 1})
+        p = self.partition_of(topic, key)
+        log = self.topics[topic][p]
+        log.append(Message(topic, p, len(log), key, value))
+        self._arrived.set()
+
+    async def flush(self) -> None:
+        return None
+
+    def consumer(self, topics: list[str], group: str) -> MemoryConsumer:
+        return MemoryConsumer(self, topics, group)
+
+    async def stop(self) -> None:
+        return None
+
+    async def wait(self, timeout: float) -> None:
+        self._arrived.clear()
+        try:
+            await asyncio.wait_for(self._arrived.wait(), timeout)
+        except TimeoutError:
+            return
+
+
+class MemoryConsumer:
+    def __init__(self, bus: MemoryBus, topics: list[str], group: str) -> None:
+        self.bus = bus
+        self.topics = topics
+        self.group = group
+        self.position: dict[tuple[str, int], int] = {}
+
+    async def start(self) -> None:
+        for t in self.topics:
+            if t not in self.bus.topics:
+                await self.bus.create_topics({t: 1})
+            for p in range(len(self.bus.topics[t])):
+                self.position[(t, p)] = self.bus.committed.get((self.group, t, p), 0)
+
+    def _pending(self) -> list[tuple[tuple[str, int], list[Message]]]:
+        return [
+            ((t, p), self.bus.topics[t][p])
+            for (t, p) in self.position
+            if self.position[(t, p)] < len(self.bus.topics[t][p])
+        ]
+
+    async def getmany(self, max_records: int = 500, timeout: float = 0.2) -> list[Message]:
+        if not self._pending():
+            await self.bus.wait(timeout)
+        out: list[Message] = []
+        for tp, log in self._pending():
+            start = self.position[tp]
+            chunk = log[start : start + max_records - len(out)]
+            self.position[tp] = start + len(chunk)
+            out.extend(chunk)
+            if len(out) >= max_records:
+                break
+        return out
+
+    async def commit(self) -> None:
+        for (t, p), offset in self.position.items():
+            self.bus.committed[(self.group, t, p)] = offset
+
+    async def lag(self) -> int:
+        return sum(len(self.bus.topics[t][p]) - pos for (t, p), pos in self.position.items())
+
+    async def stop(self) -> None:
+        return None
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.allocatable: dict[str, dict[str, int]] = {}
+        self.used: dict[str, dict[str, int]] = {}
+        self.usage: dict[str, tuple[str, dict[str, int]]] = {}
+        self.held: dict[str, tuple[str, list[str], dict[str, int]]] = {}
+        self.pv_owner: dict[str, str] = {}
+
+    async def first_time(self, decision_id: str) -> bool:
+        if decision_id in self.seen:
+            return False
+        self.seen.add(decision_id)
+        return True
+
+    async def set_node(self, node: str, allocatable: Mapping[str, int] | None) -> None:
+        if allocatable is None:
+            self.allocatable.pop(node, None)
+        else:
+            self.allocatable[node] = dict(allocatable)
+
+    def _add(self, node: str, amounts: Mapping[str, int], sign: int) -> None:
+        used = self.used.setdefault(node, {})
+        for k, v in amounts.items():
+            used[k] = used.get(k, 0) + sign * v
+
+    async def add_usage(self, pod: str, node: str | None, requests: Mapping[str, int]) -> None:
+        prev = self.usage.pop(pod, None)
+        if prev is not None:
+            self._add(prev[0], prev[1], -1)
+        if node is not None:
+            self.usage[pod] = (node, dict(requests))
+            self._add(node, requests, 1)
+
+    async def reserve(self, pod: str, node: str, pvs: list[str], requests: Mapping[str, int]) -> bool:
+        held = self.held.get(pod)
+        if held is not None:
+            return held[0] == node and sorted(held[1]) == sorted(pvs)
+        if any(self.pv_owner.get(pv, pod) != pod for pv in pvs):
+            return False
+        alloc = self.allocatable.get(node)
+        if alloc is not None:
+            used = self.used.get(node, {})
+            for k, v in requests.items():
+                if v > 0 and used.get(k, 0) + v > alloc.get(k, 0):
+                    return False
+        for pv in pvs:
+            self.pv_owner[pv] = pod
+        self.held[pod] = (node, list(pvs), dict(requests))
+        self._add(node, requests, 1)
+        return True
+
+    async def release(self, pod: str) -> None:
+        held = self.held.pop(pod, None)
+        if held is None:
+            return
+        node, pvs, requests = held
+        for pv in pvs:
+            if self.pv_owner.get(pv) == pod:
+                del self.pv_owner[pv]
+        self._add(node, requests, -1)
+
+    async def reservation(self, pod: str) -> tuple[str, list[str]] | None:
+        held = self.held.get(pod)
+        return None if held is None else (held[0], list(held[1]))
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,73 @@
+"""The loop every stream service runs: take a batch, handle each event, produce, then commit.
+
+Order of side effects per batch: store updates and produced records first, then the commit, so a
+crash redelivers a batch rather than losing it (at-least-once); handlers are idempotent.
+A message that cannot be read goes to the dead-letter topic with the reason and its bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import msgspec
+
+from berth.core.errors import InputError
+from berth.core.events import Event, parse_event
+from berth.core.pipeline.records import RejectRecord
+from berth.core.ports import DEAD_LETTER, Bus, Message
+
+Handler = Callable[[Event], Awaitable[RejectRecord | None]]
+
+
+@dataclass
+class Progress:
+    events: int = 0
+    rejects: int = 0
+
+
+def dead_letter(service: str, msg: Message, reason: str) -> bytes:
+    text = msg.value.decode("utf-8", "replace")
+    source = f"{service}:{msg.topic}/{msg.partition}"
+    return msgspec.json.encode(RejectRecord(source=source, position=msg.offset, reason=reason, text=text))
+
+
+async def run(
+    bus: Bus,
+    topic: str,
+    group: str,
+    handle: Handler,
+    done: asyncio.Event,
+    progress: Progress | None = None,
+    dead_letter_topic: str = DEAD_LETTER,
+    batch: int = 500,
+    service: str = "",
+) -> None:
+    """Consume until `done` is set and nothing is left (the embedded pipeline), or forever."""
+    consumer = bus.consumer([topic], group)
+    await consumer.start()
+    progress = progress or Progress()
+    try:
+        while True:
+            messages = await consumer.getmany(batch, timeout=0.05)
+            if not messages:
+                if done.is_set() and await consumer.lag() == 0:
+                    return
+                continue
+            for msg in messages:
+                try:
+                    ev = parse_event(msg.value, msg.offset + 1)
+                except InputError as e:
+                    progress.rejects += 1
+                    await bus.send(dead_letter_topic, dead_letter(service or group, msg, e.line()), msg.key)
+                    continue
+                reject = await handle(ev)
+                progress.events += 1
+                if reject is not None:
+                    progress.rejects += 1
+                    await bus.send(dead_letter_topic, dead_letter(service or group, msg, reject.reason), msg.key)
+            await bus.flush()
+            await consumer.commit()
+    finally:
+        await consumer.stop()

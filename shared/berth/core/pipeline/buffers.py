@@ -1,0 +1,78 @@
+"""The buffer controller: CapacityBuffer statuses and readiness as the cluster changes.
+
+Upstream fields are recomputed for a namespace whenever something in it changes. readyReplicas,
+which places fake pods through the scheduler, is recomputed when buffers change and otherwise once
+per resync period of log time, as a controller's periodic reconcile would. A record is emitted only
+when a buffer's status or readiness differs from what was last emitted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from berth.core.buffers import fakepods
+from berth.core.buffers.controller import BufferResult, reconcile
+from berth.core.buffers.status import status_json
+from berth.core.buffers.store import BufferStore
+from berth.core.events import Event
+from berth.core.pipeline.applier import Applier
+from berth.core.pipeline.records import BufferStatusRecord, RejectRecord
+from berth.core.pipeline.stats import BufferPoint, RunStats
+from berth.core.scheduler import Profile, Scheduler
+from berth.core.state import ClusterState
+
+RESYNC_SECONDS = 60.0
+
+
+class BufferEngine:
+    def __init__(
+        self, profile: Profile, source: str = "stream", resync: float = RESYNC_SECONDS, max_chunks: int = 1000
+    ) -> None:
+        self.store = BufferStore()
+        self.state = ClusterState(extensions=[self.store, *profile.extensions])
+        self.scheduler = Scheduler(self.state, profile)
+        self.applier = Applier(self.state, source)
+        self.resync = resync
+        self.max_chunks = max_chunks
+        self.stats = RunStats()
+        self._last: dict[str, tuple[dict[str, Any], int]] = {}
+        self._synced_at: float | None = None
+
+    def handle(self, ev: Event) -> tuple[list[BufferStatusRecord], RejectRecord | None]:
+        applied = self.applier.apply(ev)
+        if applied.reject is not None:
+            return [], applied.reject
+        dirty = self.store.take_dirty()
+        now = self.applier.now.timestamp()
+        due = self._synced_at is None or now - self._synced_at >= self.resync or not self.applier.has_clock
+        if not self.store.buffers or not (dirty or (due and applied.obj is not None)):
+            return [], None
+        self._synced_at = now
+        return self._emit(reconcile(self.store, self.applier.now), ev), None
+
+    def _emit(self, results: list[BufferResult], ev: Event) -> list[BufferStatusRecord]:
+        place, release = fakepods.scheduler_placer(self.scheduler, self.applier.now)
+        ready = fakepods.count_ready(results, place, release, self.max_chunks)
+        out = []
+        for r in results:
+            if not r.processed:
+                continue
+            status = status_json(r.status)
+            now = (status, ready.get(r.buffer.key, 0))
+            if self._last.get(r.buffer.key) == now:
+                continue
+            self._last[r.buffer.key] = now
+            ts = self.applier.ts
+            fake = min(fakepods.wanted(r), self.max_chunks)
+            out.append(
+                BufferStatusRecord(
+                    ts=ts,
+                    position=ev.position,
+                    buffer=r.buffer.key,
+                    status=status,
+                    ready_replicas=now[1],
+                    fake_pods=fake,
+                )
+            )
+            self.stats.buffers.append(BufferPoint(ts, ev.position, r.buffer.key, r.status.replicas or 0, now[1]))
+        return out

@@ -1,0 +1,212 @@
+"""The metric table of one or more runs, as text: the rows the summary table and the report both show.
+
+One function builds the rows so the terminal and the HTML page can never disagree on a number.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from berth.core.pipeline.stats import RunStats
+
+SMALL_CLAIM = 10 * 2**30  # a claim of at most this many bytes is small
+LARGE_PV = 2**40  # a PV of at least this many bytes is large
+TOP_REASONS = 5  # unschedulable reasons listed one per row; the rest are summed
+MAX_BUFFER_ROWS = 8  # up to this many buffers get one row each; more are aggregated
+
+_UNITS = (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+
+
+class Row(msgspec.Struct, frozen=True):
+    name: str
+    values: list[str]  # one per run, in run order
+    indent: int = 0  # 1 for a breakdown of the row above
+
+
+class Section(msgspec.Struct, frozen=True):
+    title: str
+    rows: list[Row]
+
+
+def run_labels(runs: list[RunStats]) -> list[str]:
+    """The runs' labels, made distinct (`a`, `a` -> `a #1`, `a #2`) so columns and legends can be told apart."""
+    labels = [r.label or "run" for r in runs]
+    seen: dict[str, int] = {}
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+    counter: dict[str, int] = {}
+    out = []
+    for label in labels:
+        if seen[label] > 1:
+            counter[label] = counter.get(label, 0) + 1
+            out.append(f"{label} #{counter[label]}")
+        else:
+            out.append(label)
+    return out
+
+
+def human_bytes(value: int) -> str:
+    """1288490188 -> "1.2 GiB"; whole numbers lose the decimal: "10 GiB", "1,019 GiB"; below 1 KiB: "512 B"."""
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    for unit, size in _UNITS:
+        if value >= size:
+            text = f"{value / size:,.1f}"
+            if text.endswith(".0"):
+                text = text[:-2]
+            return f"{sign}{text} {unit}"
+    return f"{sign}{value} B"
+
+
+def percent(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def rate(events: int, seconds: float) -> str:
+    if seconds <= 0:
+        return "-"
+    per = events / seconds
+    return f"{per:,.0f}" if per >= 100 else f"{per:.1f}"
+
+
+def unschedulable_reasons(runs: list[RunStats], top: int = TOP_REASONS) -> tuple[list[str], bool]:
+    """The most common Unschedulable reasons over all runs (count, then text), and whether others exist."""
+    total: dict[str, int] = {}
+    for run in runs:
+        for reason, n in run.counts().get("Unschedulable", {}).items():
+            total[reason] = total.get(reason, 0) + n
+    ranked = sorted(total, key=lambda r: (-total[r], r))
+    return ranked[:top], len(ranked) > top
+
+
+def metric_sections(
+    runs: list[RunStats],
+    *,
+    top_reasons: int = TOP_REASONS,
+    max_buffer_rows: int = MAX_BUFFER_ROWS,
+    small: int = SMALL_CLAIM,
+    large: int = LARGE_PV,
+) -> list[Section]:
+    """The metric table: sections of rows, one value per run."""
+    if not runs:
+        raise ValueError("metric_sections needs at least one run")
+    return [
+        _input(runs),
+        _decisions(runs, top_reasons),
+        _volumes(runs, small, large),
+        _nodes(runs),
+        _buffers(runs, max_buffer_rows),
+    ]
+
+
+def _input(runs: list[RunStats]) -> Section:
+    return Section(
+        "Input",
+        [
+            Row("events", [f"{r.events:,}" for r in runs]),
+            Row("rejected lines", [f"{r.rejects:,}" for r in runs]),
+            Row("replay time", [f"{r.seconds:.1f} s" for r in runs]),
+            Row("events/s", [rate(r.events, r.seconds) for r in runs]),
+        ],
+    )
+
+
+def _decisions(runs: list[RunStats], top: int) -> Section:
+    counts = [r.counts() for r in runs]
+    totals = [{status: sum(by.values()) for status, by in c.items()} for c in counts]
+    rows = [Row("decisions", [f"{len(r.decisions):,}" for r in runs])]
+    for status in ("Scheduled", "Unschedulable", "Error"):
+        rows.append(Row(status, [_n_of(t.get(status, 0), len(r.decisions)) for t, r in zip(totals, runs, strict=True)]))
+        if status == "Unschedulable":
+            reasons, more = unschedulable_reasons(runs, top)
+            for reason in reasons:
+                rows.append(
+                    Row(reason or "(no reason)", [f"{c.get(status, {}).get(reason, 0):,}" for c in counts], indent=1)
+                )
+            if more:
+                listed = set(reasons)
+                rows.append(
+                    Row(
+                        "other reasons",
+                        [f"{sum(n for k, n in c.get(status, {}).items() if k not in listed):,}" for c in counts],
+                        indent=1,
+                    )
+                )
+    # Statuses berth does not emit today would otherwise vanish from the table.
+    others = sorted({s for t in totals for s in t} - {"Scheduled", "Unschedulable", "Error"})
+    rows.extend(
+        Row(s, [_n_of(t.get(s, 0), len(r.decisions)) for t, r in zip(totals, runs, strict=True)]) for s in others
+    )
+    return Section("Decisions", rows)
+
+
+def _n_of(n: int, total: int) -> str:
+    return f"{n:,} ({percent(n, total)})" if total else f"{n:,}"
+
+
+def _volumes(runs: list[RunStats], small: int, large: int) -> Section:
+    waste = []
+    for r in runs:
+        w = r.pv_waste()
+        capacity = sum(b.capacity for b in r.bindings)
+        waste.append(f"{human_bytes(w)} ({percent(w, capacity)})" if capacity else human_bytes(w))
+    taken = []
+    for r in runs:
+        n, m = r.large_taken_by_small(small, large)
+        taken.append(f"{n:,} of {m:,} ({percent(n, m)})" if m else "0 of 0")
+    return Section(
+        "Volumes",
+        [
+            Row("PVs chosen", [f"{len(r.bindings):,}" for r in runs]),
+            Row("requested", [human_bytes(sum(b.request for b in r.bindings)) for r in runs]),
+            Row("PV capacity wasted (% of chosen)", waste),
+            Row(f"large PVs ≥{human_bytes(large)} taken by claims ≤{human_bytes(small)}", taken),
+        ],
+    )
+
+
+def _nodes(runs: list[RunStats]) -> Section:
+    cpu = [r.utilization() for r in runs]
+    memory = [r.utilization("memory") for r in runs]
+    return Section(
+        "Nodes",
+        [
+            Row("nodes", [f"{len(r.nodes):,}" for r in runs]),
+            Row("cpu utilization mean", [_pct(u[0], r) for u, r in zip(cpu, runs, strict=True)]),
+            Row("stddev", [_pct(u[1], r) for u, r in zip(cpu, runs, strict=True)], indent=1),
+            Row("max", [_pct(u[2], r) for u, r in zip(cpu, runs, strict=True)], indent=1),
+            Row("memory utilization mean", [_pct(u[0], r) for u, r in zip(memory, runs, strict=True)]),
+            Row("stddev", [_pct(u[1], r) for u, r in zip(memory, runs, strict=True)], indent=1),
+            Row("max", [_pct(u[2], r) for u, r in zip(memory, runs, strict=True)], indent=1),
+        ],
+    )
+
+
+def _pct(fraction: float, run: RunStats) -> str:
+    return f"{100 * fraction:.1f}%" if run.nodes else "-"
+
+
+def _buffers(runs: list[RunStats], max_rows: int) -> Section:
+    ready = [r.buffer_readiness() for r in runs]
+    names = sorted({name for by in ready for name in by})
+    if not names:
+        return Section("Buffers", [Row("buffers", ["0"] * len(runs))])
+    rows = [
+        Row("buffers", [f"{len(by):,}" for by in ready]),
+        Row(
+            "fully ready at the end",
+            [f"{sum(1 for rep, rdy in by.values() if rdy >= rep):,} of {len(by):,}" for by in ready],
+        ),
+        Row(
+            "readyReplicas / replicas at the end",
+            [_ready(sum(rdy for _, rdy in by.values()), sum(rep for rep, _ in by.values())) for by in ready],
+        ),
+    ]
+    if len(names) <= max_rows:
+        for name in names:
+            rows.append(Row(name, [_ready(by[name][1], by[name][0]) if name in by else "-" for by in ready], indent=1))
+    return Section("Buffers", rows)
+
+
+def _ready(ready: int, replicas: int) -> str:
+    return f"{ready:,}/{replicas:,} ({percent(ready, replicas)})" if replicas else f"{ready:,}/{replicas:,}"

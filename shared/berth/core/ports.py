@@ -1,0 +1,87 @@
+"""The interfaces berth's services talk through. Kafka and Redis adapters implement them, and so do
+in-memory twins for the embedded pipeline; both pass the same contract tests (tests/contracts)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import msgspec
+
+# Topic names (settings may override them).
+CLUSTER_EVENTS = "berth.cluster-events"
+DECISIONS = "berth.decisions"
+BUFFER_STATUS = "berth.buffer-status"
+DEAD_LETTER = "berth.dead-letter"
+
+
+class Message(msgspec.Struct, frozen=True):
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+
+
+class Consumer(Protocol):
+    async def start(self) -> None: ...
+
+    async def getmany(self, max_records: int = 500, timeout: float = 0.2) -> list[Message]:
+        """The next messages after the group's position (empty when none arrive in time)."""
+        ...
+
+    async def commit(self) -> None:
+        """Commit the position after everything returned so far."""
+        ...
+
+    async def lag(self) -> int:
+        """Messages not yet returned, across the subscribed partitions."""
+        ...
+
+    async def stop(self) -> None: ...
+
+
+class Bus(Protocol):
+    async def start(self) -> None: ...
+
+    async def create_topics(self, topics: Mapping[str, int]) -> None:
+        """Create topics with these partition counts; existing ones are left alone."""
+        ...
+
+    async def send(self, topic: str, value: bytes, key: bytes | None = None) -> None: ...
+
+    async def flush(self) -> None: ...
+
+    def consumer(self, topics: list[str], group: str) -> Consumer: ...
+
+    async def stop(self) -> None: ...
+
+
+class Store(Protocol):
+    """Shared state between service replicas: decisions already made, and reservations.
+
+    reserve() is atomic: it takes all the PVs and the node's resources, or nothing. A node's budget
+    is its allocatable minus the requests of pods bound there (add_usage) minus other reservations.
+    """
+
+    async def first_time(self, decision_id: str) -> bool:
+        """True the first time an id is seen (and records it); False on every later call."""
+        ...
+
+    async def set_node(self, node: str, allocatable: Mapping[str, int] | None) -> None:
+        """A node's allocatable resources; None removes the node."""
+        ...
+
+    async def add_usage(self, pod: str, node: str | None, requests: Mapping[str, int]) -> None:
+        """The requests of a pod bound to a node (node None: the pod left)."""
+        ...
+
+    async def reserve(self, pod: str, node: str, pvs: list[str], requests: Mapping[str, int]) -> bool: ...
+
+    async def release(self, pod: str) -> None: ...
+
+    async def reservation(self, pod: str) -> tuple[str, list[str]] | None:
+        """(node, PVs) a pod holds, if any."""
+        ...
+
+    async def close(self) -> None: ...
