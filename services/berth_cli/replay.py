@@ -132,6 +132,7 @@ def _write_rejects(args: argparse.Namespace, read: list[Reject], applied: list[R
         return
     path = args.rejects or (_sibling(args.decisions, ".rejects") if args.decisions else "berth-rejects.jsonl")
     records = [Reject(r.source, r.line, r.reason, r.text) for r in read]
-    records += [Reject(r.source, r.position, r.reason, r.text) for r in applied]
+    logs = ", ".join(args.logs)
+    records += [Reject(logs, r.position, r.reason, r.text) for r in applied]
     write_rejects(path, sorted(records, key=lambda r: (r.source, r.line)))
     print(f"{len(records)} rejected line(s) written to {path}", file=sys.stderr)

@@ -27,10 +27,12 @@ class Progress:
     rejects: int = 0
 
 
-def dead_letter(service: str, msg: Message, reason: str) -> bytes:
+def dead_letter(service: str, msg: Message, reason: str, position: int | None = None) -> bytes:
+    """The reason, where it came from, and the original bytes (as text)."""
     text = msg.value.decode("utf-8", "replace")
-    source = f"{service}:{msg.topic}/{msg.partition}"
-    return msgspec.json.encode(RejectRecord(source=source, position=msg.offset, reason=reason, text=text))
+    source = f"{service}:{msg.topic}/{msg.partition}@{msg.offset}"
+    at = msg.offset + 1 if position is None else position
+    return msgspec.json.encode(RejectRecord(source=source, position=at, reason=reason, text=text))
 
 
 async def run(
@@ -66,7 +68,9 @@ async def run(
                 progress.events += 1
                 if reject is not None:
                     progress.rejects += 1
-                    await bus.send(dead_letter_topic, dead_letter(service or group, msg, reject.reason), msg.key)
+                    await bus.send(
+                        dead_letter_topic, dead_letter(service or group, msg, reject.reason, reject.position), msg.key
+                    )
             await bus.flush()
             await consumer.commit()
     finally:

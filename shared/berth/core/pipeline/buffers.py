@@ -24,6 +24,20 @@ from berth.core.state import ClusterState
 RESYNC_SECONDS = 60.0
 
 
+def _keep_transition_times(status: dict[str, Any], last: tuple[dict[str, Any], int] | None) -> dict[str, Any]:
+    """A condition whose status did not change keeps its lastTransitionTime, as the API conventions say."""
+    if last is None or "conditions" not in status:
+        return status
+    before = {c.get("type"): c for c in last[0].get("conditions", [])}
+    conditions = []
+    for c in status["conditions"]:
+        old = before.get(c.get("type"))
+        if old is not None and old.get("status") == c.get("status") and "lastTransitionTime" in old:
+            c = {**c, "lastTransitionTime": old["lastTransitionTime"]}
+        conditions.append(c)
+    return {**status, "conditions": conditions}
+
+
 class BufferEngine:
     def __init__(
         self, profile: Profile, source: str = "stream", resync: float = RESYNC_SECONDS, max_chunks: int = 1000
@@ -57,7 +71,7 @@ class BufferEngine:
         for r in results:
             if not r.processed:
                 continue
-            status = status_json(r.status)
+            status = _keep_transition_times(status_json(r.status), self._last.get(r.buffer.key))
             now = (status, ready.get(r.buffer.key, 0))
             if self._last.get(r.buffer.key) == now:
                 continue

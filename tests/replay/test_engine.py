@@ -1,0 +1,153 @@
+"""The scorer engine: decisions in log order, reservations, retries with backoff, confirm and release."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import msgspec
+
+from berth.core.config import parse_config
+from berth.core.events import Event
+from berth.core.pipeline.records import DecisionRecord
+from berth.core.pipeline.scorer import ScorerEngine
+from tests.builders import node, pod, pv, pvc, storage_class
+
+T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
+
+
+class Log:
+    """Builds events one after another; `at` sets the clock in seconds after T0."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.t = 0.0
+
+    def add(self, obj: dict[str, Any], kind: str = "ADDED", at: float | None = None) -> Log:
+        self.t = self.t if at is None else at
+        self.events.append(Event(kind, obj, T0 + timedelta(seconds=self.t), len(self.events) + 1))
+        return self
+
+
+def replay(log: Log, engine: ScorerEngine | None = None) -> tuple[ScorerEngine, list[DecisionRecord]]:
+    engine = engine or ScorerEngine(parse_config(None).profile())
+    out: list[DecisionRecord] = []
+    for ev in log.events:
+        records, reject = engine.handle(ev)
+        assert reject is None
+        out += records
+    return engine, out
+
+
+def cluster(log: Log) -> Log:
+    return log.add(storage_class()).add(node("n1")).add(node("n2"))
+
+
+def summary(records: list[DecisionRecord]) -> list[tuple[str, str, str | None, int]]:
+    return [(r.pod, r.status, r.node, r.position) for r in records]
+
+
+def test_pods_are_decided_when_their_event_arrives_and_reserved() -> None:
+    log = cluster(Log()).add(pv("pv1", "10Gi", on="n2")).add(pvc("a")).add(pvc("b"))
+    log.add(pod("pa", ("a",))).add(pod("pb", ("b",)))
+    _, records = replay(log)
+    assert summary(records) == [
+        ("default/pa", "Scheduled", "n2", 7),
+        ("default/pb", "Unschedulable", None, 8),
+    ]
+    assert records[0].volume_bindings[0].pv == "pv1"
+    assert records[0].ts == "2026-11-01T10:00:00Z"
+
+
+def test_waiting_pods_retry_on_a_relevant_change_after_backoff() -> None:
+    log = cluster(Log()).add(pvc("a")).add(pod("pa", ("a",)), at=0)
+    log.add(pv("early", "10Gi", on="n1"), at=0.5)  # inside the 1 s backoff: no retry yet
+    log.add(pv("later", "10Gi", on="n2"), at=2)  # relevant, backoff over: retried
+    engine, records = replay(log)
+    assert summary(records) == [("default/pa", "Unschedulable", None, 5), ("default/pa", "Scheduled", "n1", 7)]
+    assert records[1].attempt == 2
+    assert records[0].decision_id != records[1].decision_id
+    assert len(engine.queue) == 0
+
+
+def test_unchanged_failures_are_not_repeated() -> None:
+    log = cluster(Log()).add(pvc("a")).add(pod("pa", ("a",)), at=0)
+    for i in range(5):  # relevant changes that do not help: PVs of another class
+        log.add(pv(f"other-{i}", "10Gi", on="n1", cls="other"), at=5 + 20 * i)
+    log.add(node("n3"), at=200)  # the message changes: one more record
+    engine, records = replay(log)
+    assert [r.status for r in records] == ["Unschedulable", "Unschedulable"]
+    assert records[1].message.startswith("0/3 nodes are available")
+    assert engine.queue.attempts("default/pa") == 7
+
+
+def test_a_deleted_pod_releases_its_pv() -> None:
+    log = cluster(Log()).add(pv("pv1", "10Gi", on="n1")).add(pvc("a")).add(pvc("b"))
+    log.add(pod("pa", ("a",)), at=0).add(pod("pb", ("b",)), at=1).add(pod("pa", ("a",)), kind="DELETED", at=5)
+    engine, records = replay(log)
+    assert summary(records) == [
+        ("default/pa", "Scheduled", "n1", 7),
+        ("default/pb", "Unschedulable", None, 8),
+        ("default/pb", "Scheduled", "n1", 9),
+    ]
+    assert engine.take_released() == ["default/pa"]
+
+
+def test_binding_confirms_or_overrides_the_reservation() -> None:
+    log = cluster(Log()).add(pod("pa", cpu="1")).add(pod("pb", cpu="1"))
+    log.add(pod("pa", cpu="1", node_name="n1", metadata={"resourceVersion": "2"}))  # agrees with berth
+    log.add(pod("pb", cpu="1", node_name="n2", metadata={"resourceVersion": "2"}))  # someone else chose n2
+    engine, records = replay(log)
+    assert [r.node for r in records] == ["n1", "n1"]
+    assert engine.state.reserved("default/pa") is None and engine.state.pods["default/pa"].node_name == "n1"
+    assert engine.state.pods["default/pb"].node_name == "n2"
+    assert engine.take_released() == ["default/pa", "default/pb"]
+    stats = engine.finish()
+    cpu = {n.node: n.cpu_requested for n in stats.nodes}
+    assert cpu == {"n1": 1000, "n2": 1000}
+
+
+def test_status_updates_of_a_decided_pod_change_nothing() -> None:
+    log = (
+        cluster(Log())
+        .add(pod("pa"))
+        .add(pod("pa", metadata={"resourceVersion": "7"}, status={"phase": "Pending", "conditions": []}))
+    )
+    _, records = replay(log)
+    assert len(records) == 1
+
+
+def test_redelivered_events_are_ignored() -> None:
+    log = cluster(Log()).add(pod("pa", metadata={"resourceVersion": "5"}))
+    log.events += list(log.events)
+    _, records = replay(log)
+    assert len(records) == 1
+
+
+def test_events_before_from_only_build_the_state() -> None:
+    log = cluster(Log()).add(pod("early"), at=0).add(pod("late"), at=100)
+    engine = ScorerEngine(parse_config(None).profile())
+    engine.hold_until(T0 + timedelta(seconds=50))
+    _, records = replay(log, engine)
+    assert [(r.pod, r.position) for r in records] == [("default/early", 5), ("default/late", 5)]
+
+
+def test_same_log_same_bytes() -> None:
+    def run() -> bytes:
+        log = cluster(Log()).add(pv("pv1", "10Gi", on="n1")).add(pv("pv2", "10Gi", on="n2"))
+        for i in range(6):
+            log.add(pvc(f"c{i}")).add(pod(f"p{i}", (f"c{i}",)), at=i)
+        return msgspec.json.encode(replay(log)[1])
+
+    assert run() == run()
+
+
+def test_bad_object_is_a_reject_and_the_rest_goes_on() -> None:
+    log = cluster(Log()).add(pv("bad", "ten"))
+    log.add(pod("pa"))
+    engine = ScorerEngine(parse_config(None).profile())
+    results = [engine.handle(ev) for ev in log.events]
+    rejects = [r for _, r in results if r is not None]
+    assert len(rejects) == 1 and rejects[0].position == 4
+    assert rejects[0].reason.startswith("PersistentVolume bad: spec.capacity.storage: quantities must match")
+    assert results[-1][0][0].status == "Scheduled"
