@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from berth import __version__
 from berth.core.errors import ConfigError, InputError
-from berth_cli import buffers, evaluate, replay
+from berth_cli import buffers, evaluate, generate, replay
 
-COMMANDS = (evaluate, buffers, replay)
+COMMANDS = (evaluate, buffers, replay, generate)
 
 
 def parser() -> argparse.ArgumentParser:

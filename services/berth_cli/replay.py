@@ -105,7 +105,10 @@ def run(args: argparse.Namespace) -> int:
     if args.report:
         from berth.adapters.report import write_report
 
-        index = write_report(all_stats, args.report)
+        try:
+            index = write_report(all_stats, args.report)
+        except OSError as e:
+            raise InputError(args.report, "", f"cannot write the report: {e.strerror or e}") from None
         print(f"report: {index}", file=sys.stderr)
     return 0
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 import os
 import warnings
 from collections.abc import Iterable
@@ -37,6 +38,7 @@ DPI = 100
 TIME_BUCKETS = 60  # decisions over time: at most this many buckets
 FIT_BINS = 20  # PV fit histogram: bins of 5%
 MAX_CLASSES = 10  # storage classes with their own bar; the rest are summed as "other"
+STEP_NODES = 500  # up to this many nodes, one step per node; more are drawn as a line
 MAX_BUFFER_LINES = 8  # buffers drawn one by one; more are drawn as totals
 RUN_COLORS = ("#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 SERIES_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
@@ -147,7 +149,9 @@ class _XAxis:
     def __init__(self, runs: list[RunStats]) -> None:
         self.label = "position in the log"
         self.unit = "positions"
+        self.timed = False
         self._offsets: dict[str, float] | None = None
+        self.lo, self.hi = self._extent(runs)
         stamps = {d.ts for r in runs for d in r.decisions} | {b.ts for r in runs for b in r.buffers}
         if not stamps or None in stamps:
             return
@@ -162,6 +166,16 @@ class _XAxis:
         self._offsets = {ts: s / scale for ts, s in seconds.items()}
         self.unit = unit
         self.label = f"{unit} since {format_time(t0)}"
+        self.timed = True
+        self.lo, self.hi = self._extent(runs)
+
+    def _extent(self, runs: list[RunStats]) -> tuple[float, float]:
+        """The first and last x of the log's points, half a unit apart at least."""
+        xs = [self.x(p) for r in runs for p in r.decisions] + [self.x(p) for r in runs for p in r.buffers]
+        if not xs:
+            return 0.0, 1.0
+        lo, hi = min(xs), max(xs)
+        return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
 
     def x(self, point: DecisionPoint | BufferPoint) -> float:
         if self._offsets is None or point.ts is None:
@@ -182,12 +196,9 @@ def _decisions_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Pl
     known = list(STATUS_COLORS)
     statuses = known + sorted({d.status for r in runs for d in r.decisions} - set(known))
     per_run = [(axis.xs(r.decisions), np.array([d.status for d in r.decisions], dtype=object)) for r in runs]
-    lo = min(float(x.min()) for x, _ in per_run if len(x))
-    hi = max(float(x.max()) for x, _ in per_run if len(x))
-    distinct = len(np.unique(np.concatenate([x for x, _ in per_run])))
-    buckets = max(1, min(TIME_BUCKETS, distinct))
-    if hi <= lo:
-        hi = lo + 1.0
+    # Buckets span the whole log (buffers included), so both plots over time line up.
+    lo, hi = axis.lo, axis.hi
+    buckets = TIME_BUCKETS if axis.timed else max(1, min(TIME_BUCKETS, math.ceil(hi - lo)))
     edges = np.linspace(lo, hi, buckets + 1)
 
     fig = _figure(10.0, 1.2 + 2.4 * len(runs))
@@ -209,7 +220,6 @@ def _decisions_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Pl
     axes[-1].set_xlabel(axis.label)
     axes[-1].set_xlim(lo, hi)
     width = (hi - lo) / buckets
-    width = (hi - lo) / buckets
     caption = f"Decisions per bucket by status, stacked: {buckets} buckets of {width:,.3g} {axis.unit} each."
     return Plot(name, title, caption, _png(fig))
 
@@ -226,8 +236,10 @@ def _fit_plot(runs: list[RunStats], labels: list[str]) -> Plot:
     ax_hist, ax_class = fig.subplots(1, 2, width_ratios=[3, 2])
     edges = np.linspace(0.0, 1.0, FIT_BINS + 1)
     alpha = 0.8 if len(runs) == 1 else 0.3
+    peak = 1
     for i, (x, label) in enumerate(zip(ratios, labels, strict=True)):
         counts, _ = np.histogram(x, bins=edges)
+        peak = max(peak, int(counts.max()))
         color = _run_color(i)
         ax_hist.stairs(counts, edges, fill=True, color=color, alpha=alpha, lw=0)
         median = f", median {np.median(x):.0%}" if len(x) else ""
@@ -237,7 +249,9 @@ def _fit_plot(runs: list[RunStats], labels: list[str]) -> Plot:
     ax_hist.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax_hist.set_xlabel("claim request / PV capacity (100% = exact fit)")
     ax_hist.set_ylabel("PVs chosen")
-    ax_hist.legend(fontsize=8, loc="upper right")
+    ax_hist.set_ylim(0, peak * 1.1)
+    handles, texts = ax_hist.get_legend_handles_labels()
+    fig.legend(handles, texts, loc="outside upper left", ncols=len(runs), fontsize=8, frameon=False)
 
     waste = [_waste_by_class(r) for r in runs]
     total: dict[str, int] = {}
@@ -290,14 +304,20 @@ def _utilization_plot(runs: list[RunStats], labels: list[str]) -> Plot:
             top = max(top, peak)
             color = _run_color(i)
             text = f"{label}: mean {mean:.0%}, σ {std:.0%}, max {peak:.0%}"
-            ax.stairs(ratios, np.arange(len(ratios) + 1), baseline=None, color=color, lw=1.5, label=text)
+            if len(ratios) <= STEP_NODES:
+                ax.stairs(ratios, np.arange(len(ratios) + 1), baseline=None, color=color, lw=1.5, label=text)
+            else:  # a line through the steps' midpoints: the same curve, and Agg can simplify it
+                ax.plot(np.arange(len(ratios)) + 0.5, ratios, color=color, lw=1.5, label=text)
             ax.axhline(mean, color=color, lw=1, ls=":")
         ax.axhline(1.0, color="black", lw=0.8)
         ax.set_title(f"{resource} requested / allocatable", fontsize=10, loc="left")
         ax.set_xlabel("nodes, most used first")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-        ax.legend(fontsize=8, loc="upper right")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8, loc="upper right")
+        else:
+            _empty(ax, f"no node has {resource} allocatable")
     axes[0].set_ylim(0.0, top * 1.08)
     caption = (
         "Requests (berth's reservations included) against allocatable on every node at the end of the log, "
@@ -312,7 +332,7 @@ def _buffers_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Plot
         return Plot(name, title, "No CapacityBuffers in this log.", None)
     names = sorted({p.buffer for r in runs for p in r.buffers})
     one_by_one = len(names) <= MAX_BUFFER_LINES
-    end = max(float(axis.xs([*r.decisions, *r.buffers]).max()) for r in runs if r.decisions or r.buffers)
+    end = axis.hi
     color = {n: SERIES_COLORS[i % len(SERIES_COLORS)] for i, n in enumerate(names)}
 
     fig = _figure(10.0, 1.2 + 2.4 * len(runs))
@@ -347,6 +367,7 @@ def _buffers_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Plot
         handles=styles + lines, loc="outside upper right", ncols=min(5, len(styles + lines)), fontsize=8, frameon=False
     )
     axes[-1].set_xlabel(axis.label)
+    axes[-1].set_xlim(axis.lo, axis.hi)
     if one_by_one:
         caption = "Each buffer's replicas (solid) and readyReplicas (dashed), as the buffer controller wrote them."
     else:

@@ -139,7 +139,7 @@ PRESETS: dict[str, Params] = {
         zones=1,
         racks_per_zone=2,
         nodes=8,
-        node_shapes=(NodeShape(16, 64),),
+        node_shapes=(NodeShape(32, 128),),
         local_pvs=0,
         zonal_pvs=0,
         pods=0,
@@ -159,9 +159,9 @@ PRESETS: dict[str, Params] = {
         local_pvs=95_000,
         zonal_pvs=5_000,
         pods=20_000,
-        second_claim=0.2,
+        second_claim=0.1,
         buffers=6,
-        duration=480,
+        duration=240,
     ),
 }
 

@@ -46,14 +46,12 @@ def run_labels(runs: list[RunStats]) -> list[str]:
 
 
 def human_bytes(value: int) -> str:
-    """1288490188 -> "1.2 GiB"; whole numbers lose the decimal: "10 GiB", "1,019 GiB"; below 1 KiB: "512 B"."""
+    """1288490188 -> "1.2 GiB"; exact multiples have no decimal: "10 GiB", "1,019 GiB"; below 1 KiB: "512 B"."""
     sign = "-" if value < 0 else ""
     value = abs(value)
     for unit, size in _UNITS:
         if value >= size:
-            text = f"{value / size:,.1f}"
-            if text.endswith(".0"):
-                text = text[:-2]
+            text = f"{value // size:,}" if value % size == 0 else f"{value / size:,.1f}"
             return f"{sign}{text} {unit}"
     return f"{sign}{value} B"
 
@@ -114,9 +112,10 @@ def _input(runs: list[RunStats]) -> Section:
 def _decisions(runs: list[RunStats], top: int) -> Section:
     counts = [r.counts() for r in runs]
     totals = [{status: sum(by.values()) for status, by in c.items()} for c in counts]
-    rows = [Row("decisions", [f"{len(r.decisions):,}" for r in runs])]
+    pods = [len(r.final()) for r in runs]
+    rows = [Row("decisions", [f"{len(r.decisions):,}" for r in runs]), Row("pods decided", [f"{n:,}" for n in pods])]
     for status in ("Scheduled", "Unschedulable", "Error"):
-        rows.append(Row(status, [_n_of(t.get(status, 0), len(r.decisions)) for t, r in zip(totals, runs, strict=True)]))
+        rows.append(Row(f"pods {status}", [_n_of(t.get(status, 0), n) for t, n in zip(totals, pods, strict=True)]))
         if status == "Unschedulable":
             reasons, more = unschedulable_reasons(runs, top)
             for reason in reasons:
@@ -135,7 +134,7 @@ def _decisions(runs: list[RunStats], top: int) -> Section:
     # Statuses berth does not emit today would otherwise vanish from the table.
     others = sorted({s for t in totals for s in t} - {"Scheduled", "Unschedulable", "Error"})
     rows.extend(
-        Row(s, [_n_of(t.get(s, 0), len(r.decisions)) for t, r in zip(totals, runs, strict=True)]) for s in others
+        Row(s, [_n_of(t.get(s, 0), n) for t, n in zip(totals, pods, strict=True)]) for s in others
     )
     return Section("Decisions", rows)
 

@@ -125,7 +125,7 @@ class ScorerEngine:
         self._placed.pop(key, None)
         self.queue.failed(key, self.applier.now.timestamp(), "reservation lost to another scorer")
         for i in range(len(self.stats.decisions) - 1, -1, -1):
-            if self.stats.decisions[i].status == "Scheduled":
+            if self.stats.decisions[i].pod == key:
                 del self.stats.decisions[i]
                 break
 
@@ -154,7 +154,7 @@ class ScorerEngine:
             return
         ts = self.applier.ts
         out.append(DecisionRecord.of(d, ts, decision_id(pod, attempt), ev.position, attempt))
-        self.stats.decisions.append(DecisionPoint(ts, ev.position, d.status, main_reason(d)))
+        self.stats.decisions.append(DecisionPoint(ts, ev.position, d.status, main_reason(d), pod.key))
 
     def _binding_stats(self, bindings: tuple[tuple[str, str], ...]) -> list[Binding]:
         out = []

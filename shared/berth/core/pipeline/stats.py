@@ -12,6 +12,7 @@ class DecisionPoint(msgspec.Struct, frozen=True, array_like=True):
     position: int
     status: str  # Scheduled | Unschedulable | Error
     reason: str  # "" when scheduled; the most common node reason or the prefilter message otherwise
+    pod: str = ""
 
 
 class Binding(msgspec.Struct, frozen=True, array_like=True):
@@ -50,10 +51,17 @@ class RunStats(msgspec.Struct, kw_only=True):
     nodes: list[NodeUse] = []  # at the end of the run
     buffers: list[BufferPoint] = []
 
+    def final(self) -> list[DecisionPoint]:
+        """Each pod's last decision (decisions without a pod count on their own)."""
+        last: dict[str | int, DecisionPoint] = {}
+        for i, d in enumerate(self.decisions):
+            last[d.pod or i] = d
+        return list(last.values())
+
     def counts(self) -> dict[str, dict[str, int]]:
-        """Final status per pod is not tracked here: this counts decisions by status, then by reason."""
+        """Pods by their final status, then by reason."""
         out: dict[str, dict[str, int]] = {}
-        for d in self.decisions:
+        for d in self.final():
             by = out.setdefault(d.status, {})
             by[d.reason] = by.get(d.reason, 0) + 1
         return out

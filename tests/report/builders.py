@@ -1,0 +1,72 @@
+"""Small builders for RunStats: just the fields a test cares about."""
+
+from __future__ import annotations
+
+from berth.core.pipeline.stats import Binding, BufferPoint, DecisionPoint, NodeUse, RunStats
+
+GI = 2**30
+TI = 2**40
+T0 = "2026-11-01T10:00:00Z"
+
+
+def ts(seconds: int) -> str:
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"2026-11-01T{10 + h:02d}:{m:02d}:{s:02d}Z"
+
+
+def decisions(*spec: tuple[str, str, int], timed: bool = True) -> list[DecisionPoint]:
+    """(status, reason, how many) groups, one decision per second of log time (or per position)."""
+    out: list[DecisionPoint] = []
+    for status, reason, n in spec:
+        for _ in range(n):
+            i = len(out)
+            out.append(DecisionPoint(ts(i) if timed else None, i + 1, status, reason))
+    return out
+
+
+def binding(request: int, capacity: int, storage_class: str = "local", name: str = "") -> Binding:
+    name = name or f"{request}-{capacity}"
+    return Binding(
+        claim=f"ns/claim-{name}", pv=f"pv-{name}", storage_class=storage_class, request=request, capacity=capacity
+    )
+
+
+def node(name: str, cpu: tuple[int, int], memory: tuple[int, int] = (0, 32 * GI)) -> NodeUse:
+    return NodeUse(name, cpu[0], cpu[1], memory[0], memory[1])
+
+
+def buffer(name: str, position: int, replicas: int, ready: int, timed: bool = True) -> BufferPoint:
+    return BufferPoint(ts(position) if timed else None, position, name, replicas, ready)
+
+
+def sample(label: str = "capacity-on.yaml") -> RunStats:
+    """A run with a bit of everything, and numbers a test can check by hand."""
+    return RunStats(
+        label=label,
+        events=1200,
+        rejects=3,
+        seconds=0.5,
+        decisions=decisions(
+            ("Scheduled", "", 6),
+            ("Unschedulable", "node(s) had volume node affinity conflict", 3),
+            ("Unschedulable", "node(s) didn't find available persistent volumes to bind", 2),
+            ("Error", "running VolumeBinding: boom", 1),
+        ),
+        bindings=[
+            binding(5 * GI, TI, name="a"),  # small claim on a large PV: 1019 GiB wasted
+            binding(100 * GI, 2 * TI, name="b"),  # large PV, not a small claim: 1948 GiB
+            binding(10 * GI, 10 * GI, storage_class="fast", name="c"),  # exact fit
+        ],
+        nodes=[
+            node("n1", (2000, 4000), (8 * GI, 32 * GI)),  # 50% cpu, 25% memory
+            node("n2", (4000, 4000), (16 * GI, 32 * GI)),  # 100%, 50%
+            node("n3", (0, 4000), (0, 32 * GI)),  # 0%, 0%
+            node("n4", (1000, 4000), (4 * GI, 32 * GI)),  # 25%, 12.5%
+        ],
+        buffers=[
+            buffer("ns/web", 2, 4, 1),
+            buffer("ns/db", 3, 2, 2),
+            buffer("ns/web", 8, 4, 3),
+        ],
+    )
