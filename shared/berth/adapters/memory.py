@@ -137,7 +137,7 @@ class MemoryStore:
     async def reserve(self, pod: str, node: str, pvs: list[str], requests: Mapping[str, int]) -> bool:
         held = self.held.get(pod)
         if held is not None:
-            return held[0] == node and sorted(held[1]) == sorted(pvs)
+            return held[0] == node and held[1] == sorted(pvs)
         if any(self.pv_owner.get(pv, pod) != pod for pv in pvs):
             return False
         alloc = self.allocatable.get(node)
@@ -148,7 +148,7 @@ class MemoryStore:
                     return False
         for pv in pvs:
             self.pv_owner[pv] = pod
-        self.held[pod] = (node, list(pvs), dict(requests))
+        self.held[pod] = (node, sorted(pvs), dict(requests))
         self._add(node, requests, 1)
         return True
 

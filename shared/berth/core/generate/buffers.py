@@ -13,7 +13,8 @@ from typing import Any
 
 from berth.core.buffers.model import ACTIVE_CAPACITY, SCHEDULE_ANNOTATION
 from berth.core.generate.ids import Ids, cpu, mem, rfc3339
-from berth.core.generate.workloads import DEPLOYMENT, Workload, container
+from berth.core.generate.pods import container
+from berth.core.generate.workloads import DEPLOYMENT, Workload
 
 API_VERSION = "autoscaling.x-k8s.io/v1beta1"
 QUOTA_NAMESPACE = "web"

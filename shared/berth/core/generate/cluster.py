@@ -239,14 +239,19 @@ def _host_affinity(key: str, value: str) -> dict[str, Any]:
 
 
 def local_pvs(p: Params, ids: Ids, nodes: list[NodeInfo]) -> Iterator[dict[str, Any]]:
-    """`local_pvs` PVs spread evenly (the remainder on the first nodes), as the static provisioner makes them."""
+    """`local_pvs` PVs spread evenly (the remainder on the first nodes), as the static provisioner makes them.
+
+    A node's disks of one class are one model: each node draws one size per class from `pv_sizes`, so
+    some nodes offer only small PVs and others only large ones, and where a claim lands matters.
+    """
     base, extra = divmod(p.local_pvs, len(nodes))
     seen: set[str] = set()
     for n in nodes:
         disks = {LOCAL_SSD: 0, LOCAL_HDD: 0}
+        sizes = {LOCAL_SSD: ids.weighted(p.pv_sizes), LOCAL_HDD: ids.weighted(p.pv_sizes)}
         for _ in range(base + (1 if n.index < extra else 0)):
             cls = LOCAL_SSD if ids.rng.random() < p.ssd_fraction else LOCAL_HDD
-            size = ids.weighted(p.pv_sizes)
+            size = sizes[cls]
             name = f"local-pv-{ids.hex()}"
             while name in seen:
                 name = f"local-pv-{ids.hex()}"

@@ -60,10 +60,7 @@ def plan_loads(
     cold_set = set(ids.rng.sample(range(len(nodes)), cold)) if cold else set()
     out = []
     for n in nodes:
-        if n.index in cold_set:
-            band = COLD
-        else:
-            band = HOT if ids.rng.random() < hot_fraction else COOL
+        band = COLD if n.index in cold_set else HOT if ids.rng.random() < hot_fraction else COOL
         out.append(NodeLoad(n, band, ids, samples, interval))
     return out
 

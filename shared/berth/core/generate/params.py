@@ -55,7 +55,7 @@ class Params:
     churn: float = 0.2  # share of workloads deleted again before the end
     burst: int = 0  # pods of one Deployment created within seconds
     burst_at: int = 60  # seconds after t0
-    buffers: int = 2  # CapacityBuffers (with a quota-limited namespace, a PodTemplate, a live Deployment)
+    buffers: int = 3  # CapacityBuffers (with a quota-limited namespace, a PodTemplate, a live Deployment)
     daemonset: bool = True  # a running node-exporter pod on every node
     # time and metrics
     start: datetime = DEFAULT_START

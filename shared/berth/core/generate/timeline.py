@@ -15,6 +15,7 @@ from berth.core.generate.cluster import LOCAL_HDD, LOCAL_SSD, ZONAL_SSD, NodeInf
 from berth.core.generate.ids import Ids, at, rfc3339
 from berth.core.generate.metrics import NodeLoad, node_metric, plan_loads
 from berth.core.generate.params import Params
+from berth.core.generate.pods import daemon_pod, running
 from berth.core.generate.workloads import (
     APPS_BY_KIND,
     CPU_CHOICES,
@@ -25,11 +26,9 @@ from berth.core.generate.workloads import (
     STATEFULSET,
     Claim,
     Workload,
-    daemon_pod,
     pending_pod,
     pvc,
     replicaset_object,
-    running,
     workload_object,
 )
 

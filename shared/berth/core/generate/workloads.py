@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from berth.core.generate.ids import Ids, cpu, mem, rfc3339
+from berth.core.generate.ids import Ids, rfc3339
 from berth.core.generate.params import format_size
+from berth.core.generate.pods import APPS, admitted_spec, container, owner
 
-APPS = "apps/v1"
 STATEFULSET, DEPLOYMENT, JOB = "StatefulSet", "Deployment", "Job"
 NAMESPACES = {STATEFULSET: "db", DEPLOYMENT: "web", JOB: "batch"}
 IMAGES = {
@@ -43,10 +43,6 @@ APPS_BY_KIND = {
 }
 CPU_CHOICES = ((250, 3), (500, 4), (1000, 4), (2000, 2), (4000, 1))
 MEM_PER_CORE_MIB = ((1024, 2), (2048, 3), (4096, 1))
-DEFAULT_TOLERATIONS = [
-    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-]
 
 
 @dataclass(frozen=True)
@@ -82,24 +78,6 @@ class Workload:
         if self.kind == JOB:
             return {"batch.kubernetes.io/controller-uid": self.uid}
         return {"app": self.name}
-
-
-def container(name: str, image: str, cpu_milli: int, mem_mib: int, mounts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Burstable: cpu limit twice the request, memory limit equal to it."""
-    c: dict[str, Any] = {
-        "name": name,
-        "image": image,
-        "imagePullPolicy": "IfNotPresent",
-        "resources": {
-            "requests": {"cpu": cpu(cpu_milli), "memory": mem(mem_mib)},
-            "limits": {"cpu": cpu(2 * cpu_milli), "memory": mem(mem_mib)},
-        },
-        "terminationMessagePath": "/dev/termination-log",
-        "terminationMessagePolicy": "File",
-    }
-    if mounts:
-        c["volumeMounts"] = mounts
-    return c
 
 
 def template_spec(w: Workload) -> dict[str, Any]:
@@ -208,7 +186,7 @@ def replicaset_object(w: Workload, created_pods: int, ready: int = 0) -> dict[st
                 "deployment.kubernetes.io/max-replicas": str(w.replicas + (w.replicas + 3) // 4),
                 "deployment.kubernetes.io/revision": "1",
             },
-            "ownerReferences": [_owner(APPS, DEPLOYMENT, w.name, w.uid)],
+            "ownerReferences": [owner(APPS, DEPLOYMENT, w.name, w.uid)],
         },
         "spec": {
             "replicas": w.replicas,
@@ -233,17 +211,6 @@ def claim_template(w: Workload, c: Claim) -> dict[str, Any]:
     }
 
 
-def _owner(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
-    return {
-        "apiVersion": api_version,
-        "kind": kind,
-        "name": name,
-        "uid": uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
 def pvc(w: Workload, c: Claim, pod_name: str, uid: str, created: datetime) -> dict[str, Any]:
     t = claim_template(w, c)
     return {
@@ -256,50 +223,11 @@ def pvc(w: Workload, c: Claim, pod_name: str, uid: str, created: datetime) -> di
             "creationTimestamp": rfc3339(created),
             "labels": t["metadata"]["labels"],
             "finalizers": ["kubernetes.io/pvc-protection"],
-            "ownerReferences": [_owner(APPS, STATEFULSET, w.name, w.uid)],
+            "ownerReferences": [owner(APPS, STATEFULSET, w.name, w.uid)],
         },
         "spec": t["spec"],
         "status": {"phase": "Pending"},
     }
-
-
-def _token_volume(ids: Ids) -> tuple[dict[str, Any], dict[str, Any]]:
-    name = f"kube-api-access-{ids.suffix()}"
-    volume = {
-        "name": name,
-        "projected": {
-            "defaultMode": 420,
-            "sources": [
-                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                {
-                    "downwardAPI": {
-                        "items": [
-                            {"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}
-                        ]
-                    }
-                },
-            ],
-        },
-    }
-    mount = {"name": name, "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
-    return volume, mount
-
-
-def admitted_spec(spec: dict[str, Any], ids: Ids, volumes: list[dict[str, Any]]) -> dict[str, Any]:
-    """A template spec as the API server stores it in a pod: service account, token volume, tolerations."""
-    token, mount = _token_volume(ids)
-    containers = [{**c, "volumeMounts": [*c.get("volumeMounts", []), mount]} for c in spec["containers"]]
-    out = {**spec, "containers": containers, "volumes": [*volumes, token]}
-    out.update(
-        serviceAccountName="default",
-        serviceAccount="default",
-        tolerations=[*spec.get("tolerations", []), *DEFAULT_TOLERATIONS],
-        priority=0,
-        enableServiceLinks=True,
-        preemptionPolicy="PreemptLowerPriority",
-    )
-    return out
 
 
 def pending_pod(w: Workload, index: int, ids: Ids, created: datetime) -> dict[str, Any]:
@@ -317,7 +245,7 @@ def pending_pod(w: Workload, index: int, ids: Ids, created: datetime) -> dict[st
                 "statefulset.kubernetes.io/pod-name": name,
             }
         )
-        owner = _owner(APPS, STATEFULSET, w.name, w.uid)
+        ref = owner(APPS, STATEFULSET, w.name, w.uid)
         volumes = [
             {"name": c.template, "persistentVolumeClaim": {"claimName": f"{c.template}-{name}"}} for c in w.claims
         ]
@@ -325,13 +253,13 @@ def pending_pod(w: Workload, index: int, ids: Ids, created: datetime) -> dict[st
     elif w.kind == DEPLOYMENT:
         name = f"{w.rs_name}-{ids.suffix()}"
         meta["generateName"] = f"{w.rs_name}-"
-        owner = _owner(APPS, "ReplicaSet", w.rs_name, w.rs_uid)
+        ref = owner(APPS, "ReplicaSet", w.rs_name, w.rs_uid)
     else:
         name = f"{w.name}-{ids.suffix()}"
         meta["generateName"] = f"{w.name}-"
         meta["finalizers"] = ["batch.kubernetes.io/job-tracking"]
-        owner = _owner("batch/v1", JOB, w.name, w.uid)
-    meta = {"name": name, **meta, "labels": labels, "ownerReferences": [owner]}
+        ref = owner("batch/v1", JOB, w.name, w.uid)
+    meta = {"name": name, **meta, "labels": labels, "ownerReferences": [ref]}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -339,87 +267,3 @@ def pending_pod(w: Workload, index: int, ids: Ids, created: datetime) -> dict[st
         "spec": admitted_spec(spec, ids, volumes),
         "status": {"phase": "Pending", "qosClass": "Burstable"},
     }
-
-
-def running(pod: dict[str, Any], node: str, host_ip: str, pod_ip: str, since: datetime) -> dict[str, Any]:
-    """A pod that was bound and started before the recording began."""
-    t = rfc3339(since)
-    conditions = [
-        {"type": k, "status": "True", "lastProbeTime": None, "lastTransitionTime": t}
-        for k in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
-    ]
-    statuses = [
-        {
-            "name": c["name"],
-            "image": c["image"],
-            "imageID": "",
-            "containerID": f"containerd://{pod['metadata']['uid'].replace('-', '')}",
-            "ready": True,
-            "started": True,
-            "restartCount": 0,
-            "state": {"running": {"startedAt": t}},
-        }
-        for c in pod["spec"]["containers"]
-    ]
-    status = {
-        **pod["status"],
-        "phase": "Running",
-        "conditions": conditions,
-        "hostIP": host_ip,
-        "hostIPs": [{"ip": host_ip}],
-        "podIP": pod_ip,
-        "podIPs": [{"ip": pod_ip}],
-        "startTime": t,
-        "containerStatuses": statuses,
-    }
-    return {**pod, "spec": {**pod["spec"], "nodeName": node}, "status": status}
-
-
-def daemon_pod(node: str, ds_uid: str, revision: str, ids: Ids, created: datetime) -> dict[str, Any]:
-    """A node-exporter DaemonSet pod pinned to `node` (pending until `running` binds it)."""
-    name = f"node-exporter-{ids.suffix()}"
-    c = container("node-exporter", "quay.io/prometheus/node-exporter:v1.8.2", 100, 128, [])
-    spec = {
-        "containers": [c],
-        "restartPolicy": "Always",
-        "terminationGracePeriodSeconds": 30,
-        "dnsPolicy": "ClusterFirst",
-        "hostNetwork": True,
-        "hostPID": True,
-        "securityContext": {},
-        "schedulerName": "default-scheduler",
-        "priorityClassName": "system-node-critical",
-        "affinity": {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-                    ]
-                }
-            }
-        },
-        "tolerations": [
-            {"key": f"node.kubernetes.io/{t}", "operator": "Exists", "effect": "NoSchedule"}
-            for t in ("disk-pressure", "memory-pressure", "pid-pressure", "unschedulable", "network-unavailable")
-        ],
-    }
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "generateName": "node-exporter-",
-            "namespace": "monitoring",
-            "uid": ids.uid(),
-            "creationTimestamp": rfc3339(created),
-            "labels": {
-                "app.kubernetes.io/name": "node-exporter",
-                "controller-revision-hash": revision,
-                "pod-template-generation": "1",
-            },
-            "ownerReferences": [_owner(APPS, "DaemonSet", "node-exporter", ds_uid)],
-        },
-        "spec": {**admitted_spec(spec, ids, []), "priority": 2000001000},
-        "status": {"phase": "Pending", "qosClass": "Burstable"},
-    }
-    return pod

@@ -133,9 +133,7 @@ def _decisions(runs: list[RunStats], top: int) -> Section:
                 )
     # Statuses berth does not emit today would otherwise vanish from the table.
     others = sorted({s for t in totals for s in t} - {"Scheduled", "Unschedulable", "Error"})
-    rows.extend(
-        Row(s, [_n_of(t.get(s, 0), n) for t, n in zip(totals, pods, strict=True)]) for s in others
-    )
+    rows.extend(Row(s, [_n_of(t.get(s, 0), n) for t, n in zip(totals, pods, strict=True)]) for s in others)
     return Section("Decisions", rows)
 
 

@@ -1,0 +1,122 @@
+"""The bus on Kafka (aiokafka). At-least-once: manual commits, no transactions, no idempotent producer
+(neither is needed: handlers are idempotent), acks=all."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+from berth.core.ports import Message
+
+
+class KafkaBus:
+    def __init__(
+        self,
+        bootstrap: str,
+        client_id: str = "berth",
+        security: Mapping[str, Any] | None = None,
+        session_timeout_ms: int = 10_000,
+        heartbeat_interval_ms: int = 1_000,
+        request_timeout_ms: int = 30_000,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.client_id = client_id
+        self.security = dict(security or {})
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.request_timeout_ms = request_timeout_ms
+        self._producer: AIOKafkaProducer | None = None
+        self._pending: list[asyncio.Future[Any]] = []
+
+    def _common(self) -> dict[str, Any]:
+        return {
+            "bootstrap_servers": self.bootstrap,
+            "client_id": self.client_id,
+            "request_timeout_ms": self.request_timeout_ms,
+            **self.security,
+        }
+
+    async def start(self) -> None:
+        self._producer = AIOKafkaProducer(acks="all", linger_ms=5, max_batch_size=1 << 20, **self._common())
+        await self._producer.start()
+
+    async def create_topics(self, topics: Mapping[str, int]) -> None:
+        admin = AIOKafkaAdminClient(**self._common())
+        await admin.start()
+        try:
+            for name, partitions in topics.items():
+                try:
+                    await admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+                except TopicAlreadyExistsError:
+                    pass
+        finally:
+            await admin.close()
+
+    async def send(self, topic: str, value: bytes, key: bytes | None = None) -> None:
+        assert self._producer is not None, "start() the bus first"
+        self._pending.append(await self._producer.send(topic, value, key=key))
+        if len(self._pending) >= 5000:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if self._producer is None or not self._pending:
+            return
+        await self._producer.flush()
+        pending, self._pending = self._pending, []
+        for fut in pending:
+            fut.result()  # raises if a send failed: the batch is not committed, it will be redelivered
+
+    def consumer(self, topics: list[str], group: str) -> KafkaConsumer:
+        return KafkaConsumer(self, topics, group)
+
+    async def stop(self) -> None:
+        if self._producer is not None:
+            await self.flush()
+            await self._producer.stop()
+            self._producer = None
+
+
+class KafkaConsumer:
+    def __init__(self, bus: KafkaBus, topics: list[str], group: str) -> None:
+        self._consumer = AIOKafkaConsumer(
+            *topics,
+            group_id=group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=bus.session_timeout_ms,
+            heartbeat_interval_ms=bus.heartbeat_interval_ms,
+            **bus._common(),
+        )
+
+    async def start(self) -> None:
+        await self._consumer.start()
+
+    async def getmany(self, max_records: int = 500, timeout: float = 0.2) -> list[Message]:
+        batches = await self._consumer.getmany(timeout_ms=int(timeout * 1000), max_records=max_records)
+        out: list[Message] = []
+        for tp in sorted(batches, key=lambda tp: (tp.topic, tp.partition)):
+            out.extend(Message(r.topic, r.partition, r.offset, r.key, r.value) for r in batches[tp])
+        return out
+
+    async def commit(self) -> None:
+        await self._consumer.commit()
+
+    async def lag(self) -> int:
+        total = 0
+        for tp in self._consumer.assignment():
+            high = self._consumer.highwater(tp)  # from fetch responses: right even where end offsets are not
+            if high is None:
+                return 1  # nothing fetched yet: unknown, assume more is coming
+            total += max(0, high - await self._consumer.position(tp))
+        return total
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._consumer.assignment())
+
+    async def stop(self) -> None:
+        await self._consumer.stop()

