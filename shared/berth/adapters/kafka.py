@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,10 +51,8 @@ class KafkaBus:
         await admin.start()
         try:
             for name, partitions in topics.items():
-                try:
+                with contextlib.suppress(TopicAlreadyExistsError):
                     await admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
-                except TopicAlreadyExistsError:
-                    pass
         finally:
             await admin.close()
 

@@ -118,7 +118,7 @@ class RedisStore:
         await self._release(keys=[f"{self.p}held:{pod}"], args=[self.p, pod])
 
     async def reservation(self, pod: str) -> tuple[str, list[str]] | None:
-        held = await self.r.hgetall(f"{self.p}held:{pod}")
+        held: dict[bytes, bytes] = await self.r.hgetall(f"{self.p}held:{pod}")  # type: ignore[misc]
         if not held:
             return None
         return held[b"node"].decode(), list(json.loads(held[b"pvs"]))
