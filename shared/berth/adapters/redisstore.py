@@ -118,10 +118,11 @@ class RedisStore:
         await self._release(keys=[f"{self.p}held:{pod}"], args=[self.p, pod])
 
     async def reservation(self, pod: str) -> tuple[str, list[str]] | None:
-        held: dict[bytes, bytes] = await self.r.hgetall(f"{self.p}held:{pod}")  # type: ignore[misc]
+        held = await self.r.hgetall(f"{self.p}held:{pod}")
         if not held:
             return None
-        return held[b"node"].decode(), list(json.loads(held[b"pvs"]))
+        node, pvs = held[b"node"], held[b"pvs"]
+        return (node.decode() if isinstance(node, bytes) else node), list(json.loads(pvs))
 
     async def close(self) -> None:
         await self.r.aclose()
