@@ -45,6 +45,7 @@ class NodeTable:
         self._used_by_name: dict[str, dict[str, int]] = {}
         self._labels: dict[str, dict[str, set[int]]] = {}
         self._masks: dict[Hashable, Mask] = {}
+        self._rank: Ints | None = None
         self.label_version = 0
 
     # ---- nodes -------------------------------------------------------------
@@ -188,6 +189,7 @@ class NodeTable:
     def _labels_changed(self) -> None:
         self.label_version += 1
         self._masks.clear()
+        self._rank = None
 
     def _slots_mask(self, slots: set[int] | list[int]) -> Mask:
         m = np.zeros(len(self.valid), dtype=bool)
@@ -303,6 +305,16 @@ class NodeTable:
             m.setflags(write=False)
             self._masks[key] = m
         return m
+
+    def name_rank(self) -> Ints:
+        """Each slot's position in node-name order (free slots last); cached until nodes change."""
+        if self._rank is None or len(self._rank) != len(self.valid):
+            names = self.names + [None] * (len(self.valid) - len(self.names))
+            order = sorted(range(len(names)), key=lambda s: (names[s] is None, names[s] or ""))
+            rank = np.empty(len(names), dtype=np.int64)
+            rank[np.array(order, dtype=np.int64)] = np.arange(len(names), dtype=np.int64)
+            self._rank = rank
+        return self._rank
 
     def selector_slots(self, sel: NodeSelector | None) -> npt.NDArray[np.int64]:
         """Slot numbers a NodeSelector matches. Fast for the local-PV shape (one term of In)."""

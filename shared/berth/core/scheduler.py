@@ -30,9 +30,11 @@ class Outcome:
 
 
 class Scheduler:
-    def __init__(self, state: ClusterState, profile: Profile) -> None:
+    def __init__(self, state: ClusterState, profile: Profile, top_nodes: int | None = None) -> None:
+        """top_nodes: None lists every node in a decision; N lists only the N best feasible ones."""
         self.state = state
         self.profile = profile
+        self.top_nodes = top_nodes
         for ext in profile.extensions:
             state.attach(ext)
 
@@ -89,12 +91,9 @@ class Scheduler:
         return Outcome(Decision(pod.key, "Error", None, message), None)
 
     def _winner(self, feasible: Mask, total: np.ndarray) -> int:
-        best = total[feasible].max()
-        names = self.state.nodes.names
-        return min(
-            (int(s) for s in np.flatnonzero(feasible & (total == best))),
-            key=lambda s: names[s] or "",
-        )
+        """The highest total; ties go to the node name."""
+        tied = np.flatnonzero(feasible & (total == total[feasible].max()))
+        return int(tied[np.argmin(self.state.nodes.name_rank()[tied])])
 
     def _volumes(self, cycle: Cycle, slot: int) -> tuple[list[tuple[str, str]], list[str]]:
         vb = next((p for p in self.profile.filters if isinstance(p, VolumeBinding)), None)
@@ -108,6 +107,8 @@ class Scheduler:
         total: np.ndarray,
     ) -> dict[str, NodeResult]:
         names = self.state.nodes.names
+        if self.top_nodes is not None:
+            return self._top_results(feasible, scores, total)
         reasons: dict[int, list[str]] = {}
         for f in failures:
             for s in np.flatnonzero(f.mask).tolist():
@@ -116,12 +117,25 @@ class Scheduler:
         columns = [(k, v.tolist()) for k, v in scores.items()]
         totals = total.tolist()
         ok = feasible.tolist()
-        for s in np.flatnonzero(self.state.nodes.valid).tolist():
+        slots = np.flatnonzero(self.state.nodes.valid)
+        for s in slots[np.argsort(self.state.nodes.name_rank()[slots])].tolist():  # in node-name order
             if ok[s]:
                 out[names[s] or ""] = NodeResult(True, [], {k: col[s] for k, col in columns}, totals[s])
             else:
                 out[names[s] or ""] = NodeResult(False, reasons.get(s, []))
-        return dict(sorted(out.items()))
+        return out
+
+    def _top_results(self, feasible: Mask, scores: dict[str, np.ndarray], total: np.ndarray) -> dict[str, NodeResult]:
+        names = self.state.nodes.names
+        slots = np.flatnonzero(feasible)
+        if not len(slots) or not self.top_nodes:
+            return {}
+        # highest total first, then node name
+        order = np.lexsort((self.state.nodes.name_rank()[slots], -total[slots]))
+        best = slots[order[: self.top_nodes]].tolist()
+        return {
+            names[s] or "": NodeResult(True, [], {k: int(v[s]) for k, v in scores.items()}, int(total[s])) for s in best
+        }
 
     def run(self, pods: list[Pod], now: datetime) -> list[Decision]:
         """Decide pods one after another; each Scheduled decision is reserved before the next."""

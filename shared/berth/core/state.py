@@ -41,7 +41,9 @@ class Extension(Protocol):
 
     def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None: ...
 
-    def nodes_changed(self, state: ClusterState) -> None: ...
+    def node_changed(self, state: ClusterState, slot: int) -> None:
+        """The node in this slot was added, changed or removed."""
+        ...
 
 
 def newer(new: str, old: str) -> bool:
@@ -101,7 +103,8 @@ class ClusterState:
         if ext in self.extensions:
             return
         self.extensions.append(ext)
-        ext.nodes_changed(self)
+        for slot in self.nodes.slot.values():
+            ext.node_changed(self, slot)
         for pod in self.pods.values():
             ext.pod_changed(self, None, pod)
 
@@ -151,12 +154,11 @@ class ClusterState:
             store[key] = obj
 
     def _apply_node(self, node: Node, deleted: bool) -> None:
-        if deleted:
-            self.nodes.remove(node.name)
-        else:
-            self.nodes.upsert(node)
+        slot = self.nodes.remove(node.name) if deleted else self.nodes.upsert(node)
+        if slot is None:
+            return
         for ext in self.extensions:
-            ext.nodes_changed(self)
+            ext.node_changed(self, slot)
 
     def _apply_capacity(self, obj: CSIStorageCapacity, deleted: bool) -> None:
         old = self.capacities.get(obj.key)

@@ -56,7 +56,7 @@ class BufferStore:
                 in_ns.pop(pod.name, None)
             self.dirty.add(pod.namespace)
 
-    def nodes_changed(self, state: Any) -> None:
+    def node_changed(self, state: Any, slot: int) -> None:
         """Node changes only move readyReplicas, which is computed on demand."""
 
     # ---- reads ------------------------------------------------------------

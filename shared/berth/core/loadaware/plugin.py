@@ -51,7 +51,6 @@ class LoadAwareScheduling:
             state: ClusterState = cycle.state
             if not any(ext is self.store for ext in state.extensions):
                 raise FilterError("LoadAwareScheduling: its NodeMetric store is not a ClusterState extension")
-            self.store.sync(state)
             got = (self.store.estimator.estimate(cycle.pod), priority_class(cycle.pod) == PROD)
             cycle.data[_KEY] = got
         est, prod = got

@@ -275,8 +275,13 @@ class NodeMetricStore:
         state.attach(self)
 
     # ---- Extension hooks --------------------------------------------------
-    def nodes_changed(self, state: ClusterState) -> None:
-        self.sync(state)
+    def node_changed(self, state: ClusterState, slot: int) -> None:
+        if len(state.nodes.valid) > self.cap:
+            self._grow(len(state.nodes.valid))
+        node = state.nodes.node(slot)
+        if node is not self._objs[slot]:
+            self._objs[slot] = node
+            self._write_slot(slot, node)
 
     def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
         if not isinstance(obj, NodeMetric):
