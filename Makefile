@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 SNAPSHOT ?= tests/data/snapshots/local-pvs.yaml
 
 .DEFAULT_GOAL := help
-.PHONY: help venv servers lint test unit bench evaluate lock clean
+.PHONY: help venv servers lint test unit bench demo evaluate lock clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -39,6 +39,11 @@ unit: $(STAMP) servers ## Only the test suite, without lint
 
 bench: $(STAMP) ## Run the benchmarks; they print their figures
 	$(BIN)/python -m bench
+
+demo: $(STAMP) ## The README's run command: replay the sample log embedded, print the summary, write the report
+	$(BIN)/berth replay examples/small.jsonl.gz --compare examples/most-free.yaml \
+	  --decisions out/demo/decisions.jsonl --report out/demo/report
+	@echo "open out/demo/report/index.html"
 
 evaluate: $(STAMP) ## berth evaluate on SNAPSHOT (default: a checked-in sample)
 	$(BIN)/berth evaluate --snapshot $(SNAPSHOT) -o table

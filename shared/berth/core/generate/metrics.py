@@ -31,6 +31,7 @@ class NodeLoad:
     ) -> None:
         rng = ids.rng
         self.node = node
+        self.cpu_alloc, self.mem_alloc = node.cpu_milli, node.memory_bytes
         self.band = band
         self.base = (rng.uniform(band[0], band[1]), rng.uniform(band[2], band[3]))
         self.level = self.base
@@ -66,11 +67,10 @@ def plan_loads(
 
 
 def _usage(load: NodeLoad, fractions: tuple[float, float]) -> dict[str, Any]:
-    n = load.node
     return {
         "resources": {
-            "cpu": cpu(max(1, round(n.cpu_milli * fractions[0]))),
-            "memory": mem_ki(round(n.memory_bytes * fractions[1])),
+            "cpu": cpu(max(1, round(load.cpu_alloc * fractions[0]))),
+            "memory": mem_ki(round(load.mem_alloc * fractions[1])),
         }
     }
 

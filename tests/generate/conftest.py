@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+import pytest
+
+from berth.core.events import Event, encode_event
+from berth.core.generate import PRESETS, generate
+
+
+@pytest.fixture(scope="session")
+def small() -> list[Event]:
+    return list(generate(PRESETS["small"], 1))
+
+
+@pytest.fixture(scope="session")
+def cold_burst() -> list[Event]:
+    return list(generate(PRESETS["cold-burst"], 1))
+
+
+def encoded(events: list[Event]) -> bytes:
+    return b"".join(encode_event(ev) + b"\n" for ev in events)

@@ -1,0 +1,192 @@
+"""The generator's output: deterministic, readable by berth, shaped like a real cluster's history."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from berth.core.convert import kind_key
+from berth.core.events import Event, parse_event
+from berth.core.generate import PRESETS, Params, generate
+from berth.core.kinds import CONVERTERS
+from berth.core.rawfields import parse_time
+from tests.generate.conftest import encoded
+
+T0 = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
+TINY = Params(nodes=6, zones=2, racks_per_zone=1, local_pvs=24, zonal_pvs=4, pods=30, duration=600, burst=5)
+
+
+def key(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{obj['kind']} {meta.get('namespace', '')}/{meta['name']}"
+
+
+def pending(ev: Event) -> bool:
+    return ev.type == "ADDED" and ev.object["kind"] == "Pod" and not ev.object["spec"].get("nodeName")
+
+
+def test_same_seed_same_bytes() -> None:
+    assert encoded(list(generate(TINY, 7))) == encoded(list(generate(TINY, 7)))
+
+
+def test_another_seed_another_log() -> None:
+    assert encoded(list(generate(TINY, 7))) != encoded(list(generate(TINY, 8)))
+
+
+@pytest.mark.parametrize("name", ["small", "cold_burst"])
+def test_every_line_parses_and_every_object_converts(name: str, request: pytest.FixtureRequest) -> None:
+    events: list[Event] = request.getfixturevalue(name)
+    for number, line in enumerate(encoded(events).splitlines(), start=1):
+        ev = parse_event(line, number)
+        converter = CONVERTERS.get(kind_key(ev.object))
+        assert converter is not None, f"line {number}: berth does not read {ev.object['kind']}"
+        converter(ev.object)
+
+
+def test_kinds_in_the_small_sample(small: list[Event]) -> None:
+    kinds = {ev.object["kind"] for ev in small}
+    assert kinds == {
+        "CSIDriver",
+        "CSIStorageCapacity",
+        "CapacityBuffer",
+        "Deployment",
+        "Job",
+        "Node",
+        "NodeMetric",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "Pod",
+        "PodTemplate",
+        "ReplicaSet",
+        "ResourceQuota",
+        "StatefulSet",
+        "StorageClass",
+    }
+
+
+def test_versions_increase_and_time_moves_forward(small: list[Event]) -> None:
+    rvs = [int(ev.object["metadata"]["resourceVersion"]) for ev in small]
+    assert rvs == sorted(set(rvs))
+    stamps = [ev.ts for ev in small]
+    assert all(a is not None and b is not None and a <= b for a, b in itertools.pairwise(stamps))
+    setup = [ev for ev in small if ev.ts == T0 and ev.type == "ADDED"]
+    assert {ev.object["kind"] for ev in setup} >= {"Node", "PersistentVolume", "StorageClass", "NodeMetric"}
+    assert small[-1].ts is not None and small[-1].ts >= T0 + timedelta(minutes=25)
+
+
+def test_objects_look_like_the_api_servers(small: list[Event]) -> None:
+    for ev in small:
+        meta = ev.object["metadata"]
+        assert ev.object["apiVersion"]
+        assert meta["name"] and meta["uid"] and meta["resourceVersion"].isdigit()
+        assert parse_time(meta["creationTimestamp"]) <= (ev.ts or T0)
+    uids = Counter((ev.object["metadata"]["uid"], key(ev.object)) for ev in small)
+    assert len({uid for uid, _ in uids}) == len(uids), "one uid per object"
+
+
+def test_nothing_is_bound(small: list[Event]) -> None:
+    for ev in small:
+        obj = ev.object
+        if obj["kind"] == "Pod" and obj["spec"].get("nodeName"):
+            assert ev.ts == T0 and obj["status"]["phase"] == "Running", "only pods from before t0 run"
+        if obj["kind"] == "PersistentVolume":
+            assert obj["status"]["phase"] == "Available" and "claimRef" not in obj["spec"]
+        if obj["kind"] == "PersistentVolumeClaim":
+            assert obj["status"]["phase"] == "Pending" and "volumeName" not in obj["spec"]
+
+
+def test_claims_come_before_their_pods_and_deletions_after_adds(small: list[Event]) -> None:
+    live: set[str] = set()
+    claims_checked = 0
+    for ev in small:
+        obj, k = ev.object, key(ev.object)
+        if ev.type == "ADDED":
+            assert k not in live, f"{k} added twice"
+            live.add(k)
+        else:
+            assert k in live, f"{ev.type} of {k}, which does not exist"
+            if ev.type == "DELETED":
+                live.remove(k)
+        if pending(ev):
+            ns = obj["metadata"]["namespace"]
+            for v in obj["spec"]["volumes"]:
+                if "persistentVolumeClaim" in v:
+                    assert f"PersistentVolumeClaim {ns}/{v['persistentVolumeClaim']['claimName']}" in live
+                    claims_checked += 1
+    assert claims_checked > 20
+
+
+def test_churn_deletes_pods_and_their_claims(small: list[Event]) -> None:
+    deleted = Counter(ev.object["kind"] for ev in small if ev.type == "DELETED")
+    assert deleted["Pod"] > 10 and deleted["PersistentVolumeClaim"] > 0
+    for ev in small:
+        if ev.type == "DELETED" and ev.object["kind"] == "Pod":
+            assert ev.object["metadata"]["deletionTimestamp"]
+
+
+def test_node_metrics_report_periodically(small: list[Event]) -> None:
+    reports: dict[str, list[datetime]] = {}
+    for ev in small:
+        if ev.object["kind"] == "NodeMetric":
+            update = parse_time(ev.object["status"]["updateTime"])
+            if ev.type == "MODIFIED":
+                assert update == ev.ts
+            else:
+                assert T0 - timedelta(seconds=60) <= update < T0
+            reports.setdefault(ev.object["metadata"]["name"], []).append(update)
+    assert len(reports) == 30
+    for times in reports.values():
+        assert {(b - a).total_seconds() for a, b in itertools.pairwise(times)} == {60}
+        assert len(times) >= 30
+
+
+def test_small_preset_shape(small: list[Event]) -> None:
+    added = Counter(ev.object["kind"] for ev in small if ev.type == "ADDED")
+    assert added["Node"] == 30
+    assert added["PersistentVolume"] == 330
+    assert sum(pending(ev) for ev in small) == 150
+    assert added["CapacityBuffer"] == 3
+    assert 1000 < len(small) < 5000
+    sizes = Counter(ev.object["spec"]["capacity"]["storage"] for ev in small if ev.object["kind"] == "PersistentVolume")
+    assert set(sizes) == {"10Gi", "100Gi", "1Ti"}
+    classes = {ev.object["spec"]["storageClassName"] for ev in small if ev.object["kind"] == "PersistentVolume"}
+    assert classes == {"local-ssd", "local-hdd", "zonal-ssd"}
+    zones = {
+        ev.object["metadata"]["labels"]["topology.kubernetes.io/zone"] for ev in small if ev.object["kind"] == "Node"
+    }
+    assert zones == {"zone-a", "zone-b", "zone-c"}
+
+
+def cpu_usage(ev: Event) -> str:
+    return str(ev.object["status"]["nodeMetric"]["nodeUsage"]["resources"]["cpu"])
+
+
+def test_cold_burst_preset_shape(cold_burst: list[Event]) -> None:
+    added = Counter(ev.object["kind"] for ev in cold_burst if ev.type == "ADDED")
+    assert added["Node"] == 8 and added["PersistentVolume"] == 0
+    burst = [ev for ev in cold_burst if pending(ev)]
+    assert len(burst) == 50
+    first, last = burst[0].ts, burst[-1].ts
+    assert first is not None and last is not None and last - first < timedelta(seconds=1)
+    # one node idles at a few percent while the others are warm
+    usage = {ev.object["metadata"]["name"]: cpu_usage(ev) for ev in cold_burst if ev.object["kind"] == "NodeMetric"}
+    millis = sorted(int(v[:-1]) if v.endswith("m") else int(v) * 1000 for v in usage.values())
+    assert millis[0] < 0.05 * 31_620 and millis[1] > 0.1 * 31_620
+
+
+def test_bench_preset_shape_streams() -> None:
+    counts: Counter[str] = Counter()
+    events = 0
+    for ev in generate(PRESETS["bench"], 1):
+        events += 1
+        if ev.type == "ADDED":
+            counts[ev.object["kind"]] += 1
+            counts["pending"] += pending(ev)
+    assert counts["Node"] == 5000
+    assert counts["PersistentVolume"] == 100_000
+    assert counts["pending"] == 20_000
+    assert 190_000 <= events <= 210_000
