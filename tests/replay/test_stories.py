@@ -59,7 +59,14 @@ def test_without_capacity_priority_the_story_breaks() -> None:
     events = list(generate(PRESETS["small"], 1))
     most_free = {
         "profiles": [
-            {"pluginConfig": [{"name": "VolumeBinding", "args": {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]}}]}
+            {
+                "pluginConfig": [
+                    {
+                        "name": "VolumeBinding",
+                        "args": {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]},
+                    }
+                ]
+            }
         ]
     }
     _, violations = replay(events, most_free)
@@ -91,7 +98,15 @@ def test_without_load_awareness_the_burst_piles_onto_few_nodes() -> None:
     """The check above can fail: with estimates near zero every pod sees the same cold node."""
     events = list(generate(PRESETS["cold-burst"], 1))
     cold = _coldest(events)
-    off = {"profiles": [{"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"estimatedScalingFactors": {"cpu": 1, "memory": 1}}}]}]}
+    off = {
+        "profiles": [
+            {
+                "pluginConfig": [
+                    {"name": "LoadAwareScheduling", "args": {"estimatedScalingFactors": {"cpu": 1, "memory": 1}}}
+                ]
+            }
+        ]
+    }
     engine, _ = replay(events, off)
     placed = [p.node_name for p in engine.state.pods.values() if p.labels.get("app") == "flash-sale" and p.node_name]
     assert placed.count(cold) >= len(placed) // 2

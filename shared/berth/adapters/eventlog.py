@@ -23,7 +23,8 @@ class Reject(msgspec.Struct, frozen=True):
 def open_log(path: str, mode: str = "rb") -> IO[bytes]:
     try:
         if path.endswith(".gz"):
-            return gzip.open(path, mode)  # type: ignore[return-value]
+            # mtime=0: the same events give the same bytes (gzip headers otherwise carry the time)
+            return gzip.GzipFile(path, mode, mtime=0)  # type: ignore[return-value]
         return open(path, mode)
     except OSError as e:
         raise InputError(path, "", e.strerror or str(e)) from None

@@ -247,7 +247,7 @@ class _Run:
     def burst(self, ms: int) -> list[Event]:
         """A Deployment scaled to `burst` at once: the ReplicaSet creates pods in slow-start batches."""
         w = self.new_workload(DEPLOYMENT, self.p.burst, ms)
-        w.name, w.app, w.namespace, w.cpu_milli, w.mem_mib = "flash-sale", "checkout", "web", 500, 1024
+        w.name, w.app, w.namespace, w.cpu_milli, w.mem_mib = "flash-sale", "checkout", "web", 1000, 2048
         i, batch = 0, 1
         while i < w.replicas:
             for j in range(min(batch, w.replicas - i)):
