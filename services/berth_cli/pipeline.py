@@ -30,12 +30,13 @@ class Lane:
     label: str
     profile: Profile
     suffix: str = ""
+    top_nodes: int | None = None
     scorer: ScorerEngine = field(init=False)
     buffers: BufferEngine = field(init=False)
     progress: worker.Progress = field(default_factory=worker.Progress)
 
     def __post_init__(self) -> None:
-        self.scorer = ScorerEngine(self.profile, label=self.label)
+        self.scorer = ScorerEngine(self.profile, label=self.label, top_nodes=self.top_nodes)
         self.buffers = BufferEngine(self.profile)
 
     @property

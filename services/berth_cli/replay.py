@@ -50,6 +50,12 @@ def add_parser(sub: Any) -> None:
         help="where rejected lines go (default: next to --decisions, else ./berth-rejects.jsonl)",
     )
     p.add_argument("--strict", action="store_true", help="the first bad line is fatal")
+    p.add_argument(
+        "--top-nodes",
+        type=int,
+        metavar="N",
+        help="list only the N best feasible nodes in each decision (default: every node, as berth evaluate does)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(run=run)
 
@@ -76,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
     for path in args.logs:
         if not Path(path).is_file():
             raise InputError(path, "", "No such file")
-    lanes = [Lane(_label(args.config), load_config(args.config).profile())]
+    lanes = [Lane(_label(args.config), load_config(args.config).profile(), top_nodes=args.top_nodes)]
     if args.compare:
-        lanes.append(Lane(_label(args.compare), load_config(args.compare).profile(), suffix=".compare"))
+        lanes.append(Lane(_label(args.compare), load_config(args.compare).profile(), ".compare", args.top_nodes))
     if args.start is not None:
         for lane in lanes:
             lane.scorer.hold_until(args.start)

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from berth.core.convert import convert
 from berth.core.pvindex import ClassIndex
 from berth.core.state import ClusterState
-from tests.builders import node, pv, pvc
+from tests.builders import node, pv, pvc, zone_affinity
 
 SIZES = ["1Gi", "2Gi", "5Gi", "10Gi"]
 ops = st.lists(
-    st.tuples(st.sampled_from(["put", "drop"]), st.integers(0, 9), st.sampled_from(SIZES), st.integers(0, 3)),
+    st.tuples(st.sampled_from(["put", "drop"]), st.integers(0, 9), st.sampled_from(SIZES), st.integers(-2, 3)),
     min_size=1,
     max_size=40,
 )
@@ -24,7 +24,7 @@ ops = st.lists(
 def nodes_state() -> ClusterState:
     state = ClusterState()
     for i in range(4):
-        state.apply(convert(node(f"n{i}")))
+        state.apply(convert(node(f"n{i}", zone=f"z{1 + i % 2}")))
     return state
 
 
@@ -37,8 +37,9 @@ def test_incremental_equals_rebuilt(steps: list[Any], request: str) -> None:
     claim = convert(pvc("c", request))
     for op, i, size, where in steps:
         name = f"pv{i}"
-        if op == "put":
-            current[name] = convert(pv(name, size, on=f"n{where}"))
+        if op == "put":  # where < 0: a zonal PV that fits every node of one zone
+            placed = {"affinity": zone_affinity(f"z{-where}")} if where < 0 else {"on": f"n{where}"}
+            current[name] = convert(pv(name, size, **placed))
             live.put(current[name])
         else:
             current.pop(name, None)

@@ -37,7 +37,12 @@ def available(pv: PersistentVolume) -> bool:
 
 
 class ClassIndex:
-    """Available PVs of one storage class, and the node slots each one fits."""
+    """Available PVs of one storage class, and the node slots each one fits.
+
+    Entries are sorted by (capacity, name); pairs (slot, entry) are sorted by entry, so the PVs big
+    enough for a claim are a suffix of both. A PV that stops being available is only marked dead;
+    dead entries are dropped when the index is rebuilt (many changes, or node labels changed).
+    """
 
     def __init__(self) -> None:
         self.pvs: dict[str, PersistentVolume] = {}
@@ -45,14 +50,23 @@ class ClassIndex:
         self._built_labels = -1
         self._slots: dict[str, Ints] = {}
         self.keys: list[tuple[int, str]] = []
-        self._entry_cap: dict[str, int] = {}
         self.order: list[PersistentVolume] = []
+        self._alive_cap: dict[str, int] = {}
+        self._dead = 0
+        self.alive = np.zeros(0, dtype=bool)
         self.cap_floor = np.zeros(0, dtype=np.int64)
         self.cap_ceil = np.zeros(0, dtype=np.int64)
         self.modes = np.zeros(0, dtype=np.int64)
         self.block = np.zeros(0, dtype=bool)
+        self.vac = np.zeros(0, dtype=bool)
         self.pair_slot = np.zeros(0, dtype=np.int64)
         self.pair_entry = np.zeros(0, dtype=np.int64)
+        # PVs that fit several nodes (zonal, or no affinity) are grouped by their affinity instead
+        self.group = np.zeros(0, dtype=np.int64)  # per entry: its group, or -1 for a one-node PV
+        self._groups: dict[object, int] = {}  # affinity -> group
+        self._group_slots: list[Ints] = []
+        self.group_slot = np.zeros(0, dtype=np.int64)  # (slot, group) pairs of the groups
+        self.group_id = np.zeros(0, dtype=np.int64)
 
     def put(self, pv: PersistentVolume) -> None:
         old = self.pvs.get(pv.name)
@@ -68,12 +82,13 @@ class ClassIndex:
     # ---- maintenance -------------------------------------------------------
     def ensure(self, nodes: NodeTable) -> None:
         """Bring the arrays up to date with PV and node-label changes."""
-        if self._built_labels != nodes.label_version or len(self._pending) > _REBUILD_AT:
+        crowded = self._dead > max(_REBUILD_AT, len(self.keys) // 4)
+        if self._built_labels != nodes.label_version or len(self._pending) > _REBUILD_AT or crowded:
             self._rebuild(nodes)
             return
         pending, self._pending = self._pending, {}
         for name, pv in pending.items():
-            self._remove_entry(name)
+            self._kill(name)
             if pv is not None:
                 self._insert(pv, nodes)
 
@@ -88,74 +103,106 @@ class ClassIndex:
         if self._built_labels != nodes.label_version:
             self._slots = {}
         self._pending = {}
+        self._dead = 0
         self._built_labels = nodes.label_version
         self.order = sorted(self.pvs.values(), key=lambda p: (p.capacity, p.name))
         self.keys = [(p.capacity, p.name) for p in self.order]
-        self._entry_cap = {p.name: p.capacity for p in self.order}
+        self._alive_cap = {p.name: p.capacity for p in self.order}
         n = len(self.order)
+        self.alive = np.ones(n, dtype=bool)
         self.cap_floor = np.array([p.capacity // NANO for p in self.order], dtype=np.int64)
         self.cap_ceil = np.array([ceil_units(p.capacity) for p in self.order], dtype=np.int64)
         self.modes = np.array([mode_bits(p.access_modes) for p in self.order], dtype=np.int64)
         self.block = np.array([p.volume_mode == "Block" for p in self.order], dtype=bool)
-        slots = [self._slots_of(p, nodes) for p in self.order]
-        counts = np.array([len(s) for s in slots], dtype=np.int64)
-        self.pair_slot = np.concatenate(slots) if slots else np.zeros(0, dtype=np.int64)
+        self.vac = np.array([bool(p.attributes_class) for p in self.order], dtype=bool)
+        self._groups, self._group_slots = {}, []
+        one_node: list[Ints] = []
+        groups = []
+        for p in self.order:
+            slots = self._slots_of(p, nodes)
+            if len(slots) > 1:
+                groups.append(self._group_of(p, slots)[0])
+                one_node.append(slots[:0])
+            else:
+                groups.append(-1)
+                one_node.append(slots)
+        self.group = np.array(groups, dtype=np.int64)
+        counts = np.array([len(s) for s in one_node], dtype=np.int64)
+        self.pair_slot = np.concatenate(one_node) if one_node else np.zeros(0, dtype=np.int64)
         self.pair_entry = np.repeat(np.arange(n, dtype=np.int64), counts)
+        counts = np.array([len(s) for s in self._group_slots], dtype=np.int64)
+        self.group_slot = np.concatenate(self._group_slots) if self._group_slots else np.zeros(0, dtype=np.int64)
+        self.group_id = np.repeat(np.arange(len(self._group_slots), dtype=np.int64), counts)
 
-    def _find(self, name: str) -> int | None:
-        cap = self._entry_cap.get(name)
+    def _group_of(self, pv: PersistentVolume, slots: Ints) -> tuple[int, bool]:
+        """The group of PVs sharing this PV's affinity, and whether it is new."""
+        g = self._groups.get(pv.node_affinity)
+        if g is not None:
+            return g, False
+        g = self._groups[pv.node_affinity] = len(self._group_slots)
+        self._group_slots.append(slots)
+        return g, True
+
+    def _kill(self, name: str) -> None:
+        """Mark a PV's live entry dead (it stays in place until the next rebuild)."""
+        cap = self._alive_cap.pop(name, None)
         if cap is None:
-            return None
-        i = bisect.bisect_left(self.keys, (cap, name))
-        return i if i < len(self.keys) and self.keys[i] == (cap, name) else None
-
-    def _remove_entry(self, name: str) -> None:
-        i = self._find(name)
-        if i is None:
             return
-        del self.keys[i]
-        del self.order[i]
-        del self._entry_cap[name]
-        self.cap_floor = np.delete(self.cap_floor, i)
-        self.cap_ceil = np.delete(self.cap_ceil, i)
-        self.modes = np.delete(self.modes, i)
-        self.block = np.delete(self.block, i)
-        keep = self.pair_entry != i
-        self.pair_slot = self.pair_slot[keep]
-        self.pair_entry = self.pair_entry[keep]
-        self.pair_entry[self.pair_entry > i] -= 1
+        i = bisect.bisect_left(self.keys, (cap, name))
+        while not self.alive[i]:  # dead twins of the same key sit before the live one
+            i += 1
+        self.alive[i] = False
+        self._dead += 1
 
     def _insert(self, pv: PersistentVolume, nodes: NodeTable) -> None:
         key = (pv.capacity, pv.name)
-        i = bisect.bisect_left(self.keys, key)
+        i = bisect.bisect_right(self.keys, key)
         self.keys.insert(i, key)
         self.order.insert(i, pv)
-        self._entry_cap[pv.name] = pv.capacity
+        self._alive_cap[pv.name] = pv.capacity
+        self.alive = np.insert(self.alive, i, True)
         self.cap_floor = np.insert(self.cap_floor, i, pv.capacity // NANO)
         self.cap_ceil = np.insert(self.cap_ceil, i, ceil_units(pv.capacity))
         self.modes = np.insert(self.modes, i, mode_bits(pv.access_modes))
         self.block = np.insert(self.block, i, pv.volume_mode == "Block")
-        self.pair_entry[self.pair_entry >= i] += 1
+        self.vac = np.insert(self.vac, i, bool(pv.attributes_class))
+        at = int(np.searchsorted(self.pair_entry, i, side="left"))
+        self.pair_entry[at:] += 1
         slots = self._slots_of(pv, nodes)
-        self.pair_slot = np.concatenate([self.pair_slot, slots])
-        self.pair_entry = np.concatenate([self.pair_entry, np.full(len(slots), i, dtype=np.int64)])
+        if len(slots) > 1:
+            g, new = self._group_of(pv, slots)
+            if new:
+                self.group_slot = np.concatenate([self.group_slot, slots])
+                self.group_id = np.concatenate([self.group_id, np.full(len(slots), g, dtype=np.int64)])
+            self.group = np.insert(self.group, i, g)
+            return
+        self.group = np.insert(self.group, i, -1)
+        self.pair_slot = np.insert(self.pair_slot, at, slots)
+        self.pair_entry = np.insert(self.pair_entry, at, np.full(len(slots), i, dtype=np.int64))
 
     # ---- queries -----------------------------------------------------------
-    def candidates(self, claim: PersistentVolumeClaim) -> npt.NDArray[np.bool_]:
-        """Entries that satisfy the claim regardless of node: size, modes, volumeMode, selector, VAC."""
+    def _first_fitting(self, request: int) -> int:
+        """The first entry whose capacity may cover the request (entries are sorted by capacity)."""
+        return int(np.searchsorted(self.cap_floor, request // NANO, side="left"))
+
+    def candidates(self, claim: PersistentVolumeClaim, start: int = 0) -> npt.NDArray[np.bool_]:
+        """Entries from `start` on that satisfy the claim regardless of node: size, modes,
+        volumeMode, selector, VAC, and still available."""
         request = claim.request or 0
-        if request % NANO == 0:
-            ok = self.cap_floor >= request // NANO
-        else:
-            ok = np.array([p.capacity >= request for p in self.order], dtype=bool)
+        ok = self.alive[start:].copy()
+        if request % NANO:  # a fractional byte count: compare exactly
+            ok &= np.array([p.capacity >= request for p in self.order[start:]], dtype=bool)
         need = mode_bits(claim.access_modes)
-        ok &= (self.modes & need) == need
-        ok &= self.block == (claim.volume_mode == "Block")
+        if need:
+            ok &= (self.modes[start:] & need) == need
+        ok &= self.block[start:] == (claim.volume_mode == "Block")
+        if not claim.attributes_class:
+            ok &= ~self.vac[start:]  # a claim without a VolumeAttributesClass takes only PVs without one
         if claim.attributes_class or claim.selector is not None:
             extra = [
                 p.attributes_class == claim.attributes_class
                 and (claim.selector is None or (claim.selector.valid and claim.selector.matches(p.labels)))
-                for p in self.order
+                for p in self.order[start:]
             ]
             ok &= np.array(extra, dtype=bool)
         return ok
@@ -163,16 +210,44 @@ class ClassIndex:
     def best(self, claim: PersistentVolumeClaim, nslots: int, exclude: list[Ints]) -> Ints:
         """Per slot, the entry of the smallest fitting PV, or -1. `exclude` holds, per slot,
         entries already chosen for this pod's earlier claims on that node (-1 for none)."""
-        ok = self.candidates(claim)
-        pm = ok[self.pair_entry]
+        start = self._first_fitting(claim.request or 0)
+        ok = self.candidates(claim, start)
+        first_pair = int(np.searchsorted(self.pair_entry, start, side="left"))
+        entries = self.pair_entry[first_pair:]
+        slots = self.pair_slot[first_pair:]
+        pm = ok[entries - start]
         for ex in exclude:
-            pm &= self.pair_entry != ex[self.pair_slot]
+            pm &= entries != ex[slots]
         best = np.full(nslots, _NONE, dtype=np.int64)
-        np.minimum.at(best, self.pair_slot[pm], self.pair_entry[pm])
+        np.minimum.at(best, slots[pm], entries[pm])
+        if len(self.group_id):
+            np.minimum(best, self._best_in_groups(ok, start, nslots, exclude), out=best)
         best[best == _NONE] = -1
+        return best
+
+    def _best_in_groups(self, ok: npt.NDArray[np.bool_], start: int, nslots: int, exclude: list[Ints]) -> Ints:
+        """Per slot, the smallest fitting multi-node PV not excluded there: each group's k+1
+        smallest candidates (k = earlier claims), then the first one not excluded per slot."""
+        idx = np.flatnonzero(ok & (self.group[start:] >= 0)) + start
+        grp = self.group[idx]
+        ngroups = len(self._groups)
+        choice = np.full(len(self.group_id), _NONE, dtype=np.int64)
+        for _ in range(len(exclude) + 1):
+            top = np.full(ngroups, _NONE, dtype=np.int64)
+            np.minimum.at(top, grp, idx)
+            cand = top[self.group_id]
+            fine = (choice == _NONE) & (cand != _NONE)
+            for ex in exclude:
+                fine &= cand != ex[self.group_slot]
+            choice[fine] = cand[fine]
+            keep = idx != top[grp]
+            idx, grp = idx[keep], grp[keep]
+        best = np.full(nslots, _NONE, dtype=np.int64)
+        np.minimum.at(best, self.group_slot, choice)
         return best
 
     def per_node(self, slot: int) -> list[PersistentVolume]:
         """The available PVs that fit one node, smallest first."""
-        entries = np.unique(self.pair_entry[self.pair_slot == slot])
-        return [self.order[i] for i in entries]
+        groups = self.group_id[self.group_slot == slot]
+        entries = np.union1d(self.pair_entry[self.pair_slot == slot], np.flatnonzero(np.isin(self.group, groups)))
+        return [self.order[i] for i in entries if self.alive[i]]

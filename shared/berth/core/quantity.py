@@ -7,6 +7,7 @@ capped at 2^63-1 units. Comparisons on nano-units are therefore exact.
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -34,16 +35,8 @@ class QuantityError(ValueError):
     pass
 
 
-def parse_nanos(value: object) -> int:
-    """Parse a quantity (string or number) to exact nano-units, rounding up like the API server."""
-    if isinstance(value, bool):
-        raise QuantityError(f"quantities must match the regular expression: got {value!r}")
-    if isinstance(value, int):
-        return _to_nanos(Fraction(value))
-    if isinstance(value, float):
-        return _to_nanos(Fraction(str(value)))
-    if not isinstance(value, str):
-        raise QuantityError(f"expected a quantity string, got {type(value).__name__}")
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> int:
     m = _RE.match(value)
     if m is None:
         raise QuantityError(
@@ -51,19 +44,38 @@ def parse_nanos(value: object) -> int:
             f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': got {value!r}"
         )
     sign, number, exponent, suffix = m.groups()
-    amount = Fraction(number)
+    whole, _, frac = number.partition(".")
+    # value = digits / 10^len(frac) * scale, in exact integers: scale = num / den
+    digits = int((whole or "0") + frac)
+    num: int = 1
+    den: int = 10 ** len(frac)
     if exponent:
         exp = int(exponent[1:])
         if abs(exp) > 400:
             raise QuantityError(f"exponent out of range in {value!r}")
-        amount *= Fraction(10) ** exp
+        num, den = (num * int(10**exp), den) if exp >= 0 else (num, den * int(10**-exp))
     elif suffix in _BINARY:
-        amount *= _BINARY[suffix]
+        num *= _BINARY[suffix]
     else:
-        amount *= _DECIMAL[suffix or ""]
-    if sign == "-":
-        amount = -amount
-    return _to_nanos(amount)
+        scale = _DECIMAL[suffix or ""]
+        num, den = num * scale.numerator, den * scale.denominator
+    top = -digits * num if sign == "-" else digits * num
+    if (top * NANO) % den == 0:  # the common case: whole nano-units, integers only
+        return max(-_MAX_UNITS * NANO, min(_MAX_UNITS * NANO, top * NANO // den))
+    return _to_nanos(Fraction(top, den))
+
+
+def parse_nanos(value: object) -> int:
+    """Parse a quantity (string or number) to exact nano-units, rounding up like the API server."""
+    if isinstance(value, str):
+        return _parse_text(value)
+    if isinstance(value, bool):
+        raise QuantityError(f"quantities must match the regular expression: got {value!r}")
+    if isinstance(value, int):
+        return _to_nanos(Fraction(value))
+    if isinstance(value, float):
+        return _to_nanos(Fraction(str(value)))
+    raise QuantityError(f"expected a quantity string, got {type(value).__name__}")
 
 
 def _to_nanos(amount: Fraction) -> int:

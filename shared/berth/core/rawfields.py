@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +20,11 @@ def describe(raw: Mapping[str, Any]) -> str:
     name = meta.get("name") if isinstance(meta.get("name"), str) else "<unnamed>"
     ns = meta.get("namespace")
     return f"{kind} {ns}/{name}" if isinstance(ns, str) and ns else f"{kind} {name}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _split(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
 
 
 def parse_time(value: str) -> datetime:
@@ -39,13 +45,11 @@ class Fields:
 
     def get(self, path: builtins.str, base: Any = None) -> Any:
         node: Any = self.raw if base is None else base
-        walked: builtins.list[builtins.str] = []
-        for part in path.split("."):
+        for i, part in enumerate(_split(path)):
             if node is None:
                 return None
-            if not isinstance(node, Mapping):
-                raise self.error(".".join(walked), "expected an object")
-            walked.append(part)
+            if type(node) is not dict and not isinstance(node, Mapping):
+                raise self.error(".".join(_split(path)[:i]), "expected an object")
             node = node.get(part)
         return node
 

@@ -47,9 +47,11 @@ def _spec_changed(old: Pod, new: Pod) -> bool:
 
 
 class ScorerEngine:
-    def __init__(self, profile: Profile, source: str = "stream", label: str = "default") -> None:
+    def __init__(
+        self, profile: Profile, source: str = "stream", label: str = "default", top_nodes: int | None = None
+    ) -> None:
         self.state = ClusterState(extensions=profile.extensions)
-        self.scheduler = Scheduler(self.state, profile)
+        self.scheduler = Scheduler(self.state, profile, top_nodes)
         self.applier = Applier(self.state, source)
         self.queue = UnschedulableQueue()
         self.stats = RunStats(label=label)
