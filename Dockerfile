@@ -1,17 +1,51 @@
-# One image for every berth command and service: `docker run berth evaluate --snapshot /data/cluster.yaml`
-FROM python:3.11-slim AS build
+# One image for every berth command and service; the argument picks it:
+#   docker run --rm berth scorer
+#   docker run --rm -v "$PWD:/data:ro" berth evaluate --snapshot /data/cluster.yaml -o table
+#
+# Stage `build` installs the runtime part of requirements.lock (hash-checked, no dependency
+# resolution) into /opt/berth and builds berth itself as a wheel with a hash-pinned setuptools from
+# the same lock. The runtime stage copies /opt/berth only: no compilers, no pip, no test or lint tools.
+# It runs as UID 10001 and works with a read-only root filesystem: Python files are precompiled at
+# install time, and the only writable places needed are /tmp and the working directory
+# /var/lib/berth (mount a volume there for the indexer's local state).
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
-COPY requirements.lock pyproject.toml README.md ./
+COPY requirements.in requirements.lock deploy/image/runtime_requirements.py ./
+RUN python runtime_requirements.py requirements.in requirements.lock > requirements-runtime.txt \
+ && python runtime_requirements.py requirements.in requirements.lock --only setuptools > requirements-build.txt \
+ && python -m venv /opt/build \
+ && /opt/build/bin/pip install --require-hashes --no-deps -r requirements-build.txt \
+ && python -m venv /opt/berth \
+ && /opt/berth/bin/pip install --require-hashes --no-deps -r requirements-runtime.txt
+COPY pyproject.toml README.md ./
 COPY shared ./shared
 COPY services ./services
-RUN python -m venv /opt/berth \
- && /opt/berth/bin/pip install --no-cache-dir --require-hashes --no-deps -r requirements.lock \
- && /opt/berth/bin/pip install --no-cache-dir --no-deps --no-build-isolation .
+RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
+ && /opt/berth/bin/pip install --no-deps /wheels/berth-*.whl \
+ && /opt/berth/bin/python -m pip uninstall --yes setuptools pip \
+ && /opt/berth/bin/berth --version
 
-FROM python:3.11-slim
-RUN useradd --system --uid 10001 --no-create-home berth
+FROM ${PYTHON_IMAGE} AS runtime
+LABEL org.opencontainers.image.title="berth" \
+      org.opencontainers.image.description="Kubernetes cluster events in, placement decisions out"
+# The base image's own pip and setuptools are not needed at run time.
+RUN PIP_ROOT_USER_ACTION=ignore python -m pip uninstall --yes pip setuptools wheel \
+ && groupadd --system --gid 10001 berth \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/berth --no-create-home \
+      --shell /usr/sbin/nologin berth \
+ && install -d -o 10001 -g 10001 -m 0750 /var/lib/berth
 COPY --from=build /opt/berth /opt/berth
-ENV PATH=/opt/berth/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
-USER 10001
+ENV PATH=/opt/berth/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HOME=/var/lib/berth \
+    MPLCONFIGDIR=/tmp/matplotlib
+WORKDIR /var/lib/berth
+USER 10001:10001
+# /healthz, /readyz and /metrics of every service; the scorer also serves the scheduler extender API.
+EXPOSE 8080
 ENTRYPOINT ["berth"]
 CMD ["--help"]

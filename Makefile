@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 SNAPSHOT ?= tests/data/snapshots/local-pvs.yaml
 
 .DEFAULT_GOAL := help
-.PHONY: help venv servers lint test unit bench demo evaluate lock clean
+.PHONY: help venv servers lint test unit bench demo evaluate lock clean up down
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -47,6 +47,13 @@ demo: $(STAMP) ## The README's run command: replay the sample log embedded, prin
 
 evaluate: $(STAMP) ## berth evaluate on SNAPSHOT (default: a checked-in sample)
 	$(BIN)/berth evaluate --snapshot $(SNAPSHOT) -o table
+
+up: ## Start the local stack (docker compose): Kafka, Redis, the services, the sample log replayed
+	docker compose up --build --detach
+	@echo "decisions: docker compose exec kafka /opt/kafka/bin/kafka-console-consumer.sh --bootstrap-server localhost:9092 --topic berth.decisions --from-beginning"
+
+down: ## Stop the local stack and delete its data (volumes)
+	docker compose --profile watcher down --volumes --remove-orphans
 
 lock: ## Re-pin requirements.lock from requirements.in (needs pip-tools in the venv)
 	$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras -o requirements.lock requirements.in

@@ -2,23 +2,42 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import msgspec
 
+from berth.adapters.metrics import Metrics
 from berth.core.events import Event
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.pipeline.records import RejectRecord
 from berth.core.ports import BUFFER_STATUS, Bus
 
+StatusWriter = Callable[[str, dict[str, Any]], Awaitable[None]]
+
 
 class BufferController:
-    def __init__(self, engine: BufferEngine, bus: Bus, topic: str = BUFFER_STATUS) -> None:
+    def __init__(
+        self,
+        engine: BufferEngine,
+        bus: Bus,
+        topic: str = BUFFER_STATUS,
+        metrics: Metrics | None = None,
+        write_status: StatusWriter | None = None,
+    ) -> None:
         self.engine = engine
         self.bus = bus
         self.topic = topic
+        self.metrics = metrics
+        self.write_status = write_status  # with --write-status: patch the status subresource
         self._encoder = msgspec.json.Encoder()
 
     async def handle(self, ev: Event) -> RejectRecord | None:
         records, reject = self.engine.handle(ev)
         for r in records:
             await self.bus.send(self.topic, self._encoder.encode(r), r.buffer.encode())
+            if self.metrics is not None:
+                self.metrics.buffer_statuses.inc()
+            if self.write_status is not None:
+                await self.write_status(r.buffer, r.status)
         return reject

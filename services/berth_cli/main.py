@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from berth import __version__
 from berth.core.errors import ConfigError, InputError
-from berth_cli import buffers, evaluate, generate, replay
+from berth_cli import buffers, evaluate, generate, replay, watcher
 
-COMMANDS = (evaluate, buffers, replay, generate)
+COMMANDS = (evaluate, buffers, replay, generate, watcher)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -12,7 +12,7 @@ import msgspec
 
 from berth.adapters import worker
 from berth.adapters.memory import MemoryBus, MemoryStore
-from berth.core.events import Event, encode_event
+from berth.core.events import Event, encode_event, event_key
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.pipeline.records import BufferStatusRecord, DecisionRecord
 from berth.core.pipeline.scorer import ScorerEngine
@@ -66,7 +66,7 @@ class Pipeline:
                 wait = (ev.ts - first).total_seconds() / self.speed - (time.perf_counter() - start)
                 if wait > 0:
                     await asyncio.sleep(wait)
-            await self.bus.send(CLUSTER_EVENTS, encode_event(ev, with_position=True), _key(ev))
+            await self.bus.send(CLUSTER_EVENTS, encode_event(ev, with_position=True), event_key(ev))
             self.published += 1
             if self.published % 1000 == 0:
                 await asyncio.sleep(0)  # let the workers run
@@ -110,9 +110,3 @@ class Pipeline:
         stats.buffers = lane.buffers.stats.buffers
         stats.seconds = seconds
         return stats
-
-
-def _key(ev: Event) -> bytes:
-    """One object's events stay in order: key by kind, namespace and name."""
-    meta = ev.object.get("metadata") or {}
-    return f"{ev.object.get('kind', '')}/{meta.get('namespace', '')}/{meta.get('name', '')}".encode()

@@ -86,3 +86,21 @@ async def test_lag_counts_what_is_left(bus: Bus) -> None:
     assert len(got) == 1
     assert await c.lag() == 3
     await c.stop()
+
+
+@pytest.mark.asyncio
+async def test_history_is_what_the_group_committed(bus: Bus) -> None:
+    t = topic()
+    await bus.create_topics({t: 1})
+    for i in range(5):
+        await bus.send(t, bytes([i]))
+    await bus.flush()
+    assert await bus.history(t, "g") == []
+    c = bus.consumer([t], "g")
+    await c.start()
+    got: list[Message] = []
+    while len(got) < 3:
+        got += await c.getmany(3 - len(got), timeout=0.2)
+    await c.commit()
+    await c.stop()
+    assert [m.value for m in await bus.history(t, "g")] == [bytes([0]), bytes([1]), bytes([2])]

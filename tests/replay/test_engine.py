@@ -151,3 +151,17 @@ def test_bad_object_is_a_reject_and_the_rest_goes_on() -> None:
     assert len(rejects) == 1 and rejects[0].position == 4
     assert rejects[0].reason.startswith("PersistentVolume bad: spec.capacity.storage: quantities must match")
     assert results[-1][0][0].status == "Scheduled"
+
+
+def test_only_changes_that_can_help_retry_a_pod() -> None:
+    """Queueing hints: a pod turned away for want of a PV is not retried on NodeMetric updates."""
+    from tests.loadaware.builders import node_metric
+
+    log = cluster(Log()).add(pvc("a")).add(pod("pa", ("a",)), at=0)
+    for i in range(5):
+        log.add(node_metric("n1", cpu="1", memory="1Gi", update=T0 + timedelta(seconds=20 + 20 * i)), at=20 + 20 * i)
+    engine, _ = replay(log)
+    assert engine.queue.attempts("default/pa") == 1
+    log.add(pv("pv1", "10Gi", on="n2"), at=200)
+    engine, records = replay(log)
+    assert [r.status for r in records] == ["Unschedulable", "Scheduled"]

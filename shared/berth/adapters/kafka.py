@@ -73,6 +73,37 @@ class KafkaBus:
     def consumer(self, topics: list[str], group: str) -> KafkaConsumer:
         return KafkaConsumer(self, topics, group)
 
+    async def history(self, topic: str, group: str) -> list[Message]:
+        # the group's committed positions (OffsetFetch naming the partitions: Tansu needs them)
+        admin = AIOKafkaAdminClient(**self._common())
+        await admin.start()
+        try:
+            meta = await admin.describe_topics([topic])
+            partitions = sorted(p["partition"] for p in meta[0]["partitions"]) if meta else []
+            tps = [TopicPartition(topic, p) for p in partitions]
+            committed = await admin.list_consumer_group_offsets(group, partitions=tps) if tps else {}
+        finally:
+            await admin.close()
+        ends = {tp.partition: meta.offset for tp, meta in committed.items() if meta.offset > 0}
+        out: list[Message] = []
+        if not ends:
+            return out  # (an unassigned group-less consumer fails to stop cleanly in aiokafka)
+        reader = AIOKafkaConsumer(group_id=None, enable_auto_commit=False, **self._common())
+        await reader.start()
+        try:
+            for p, end in sorted(ends.items()):
+                tp = TopicPartition(topic, p)
+                reader.assign([tp])
+                await reader.seek_to_beginning(tp)
+                while await reader.position(tp) < end:
+                    batch = await reader.getmany(tp, timeout_ms=1000, max_records=5000)
+                    for r in batch.get(tp, []):
+                        if r.offset < end:
+                            out.append(Message(r.topic, r.partition, r.offset, r.key, r.value))
+        finally:
+            await reader.stop()
+        return out
+
     async def stop(self) -> None:
         if self._producer is not None:
             await self.flush()

@@ -44,6 +44,12 @@ class MemoryBus:
     def consumer(self, topics: list[str], group: str) -> MemoryConsumer:
         return MemoryConsumer(self, topics, group)
 
+    async def history(self, topic: str, group: str) -> list[Message]:
+        out: list[Message] = []
+        for p, log in enumerate(self.topics.get(topic, [])):
+            out.extend(log[: self.committed.get((group, topic, p), 0)])
+        return out
+
     async def stop(self) -> None:
         return None
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from berth.adapters.metrics import Metrics
 from berth.core.errors import InputError
 from berth.core.events import Event, parse_event
 from berth.core.pipeline.records import RejectRecord
@@ -25,6 +26,7 @@ Handler = Callable[[Event], Awaitable[RejectRecord | None]]
 class Progress:
     events: int = 0
     rejects: int = 0
+    lag: int = -1  # -1 until the first batch has been handled
 
 
 def dead_letter(service: str, msg: Message, reason: str, position: int | None = None) -> bytes:
@@ -45,16 +47,22 @@ async def run(
     dead_letter_topic: str = DEAD_LETTER,
     batch: int = 500,
     service: str = "",
+    drain: bool = True,
+    metrics: Metrics | None = None,
 ) -> None:
-    """Consume until `done` is set and nothing is left (the embedded pipeline), or forever."""
+    """Consume until `done` is set: then, with drain, until nothing is left (the embedded pipeline);
+    without, at once after the batch in hand (a service shutting down)."""
     consumer = bus.consumer([topic], group)
     await consumer.start()
     progress = progress or Progress()
     try:
         while True:
             messages = await consumer.getmany(batch, timeout=0.05)
+            if done.is_set() and not drain:
+                return
             if not messages:
-                if done.is_set() and await consumer.lag() == 0:
+                progress.lag = await consumer.lag()
+                if done.is_set() and progress.lag == 0:
                     return
                 continue
             for msg in messages:
@@ -62,16 +70,24 @@ async def run(
                     ev = parse_event(msg.value, msg.offset + 1)
                 except InputError as e:
                     progress.rejects += 1
+                    if metrics is not None:
+                        metrics.dead_letters.labels(metrics.service).inc()
                     await bus.send(dead_letter_topic, dead_letter(service or group, msg, e.line()), msg.key)
                     continue
                 reject = await handle(ev)
                 progress.events += 1
                 if reject is not None:
                     progress.rejects += 1
+                    if metrics is not None:
+                        metrics.dead_letters.labels(metrics.service).inc()
                     await bus.send(
                         dead_letter_topic, dead_letter(service or group, msg, reject.reason, reject.position), msg.key
                     )
             await bus.flush()
             await consumer.commit()
+            progress.lag = await consumer.lag()
+            if metrics is not None:
+                metrics.events.labels(metrics.service).inc(len(messages))
+                metrics.lag.labels(metrics.service).set(progress.lag)
     finally:
         await consumer.stop()

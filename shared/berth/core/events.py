@@ -94,3 +94,9 @@ def encode_event(ev: Event, with_position: bool = False) -> bytes:
     """berth's canonical line (without the newline). On the bus the log position travels along."""
     ts = None if ev.ts is None else format_time(ev.ts)
     return _encoder.encode(_Out(type=ev.type, object=ev.object, ts=ts, position=ev.position if with_position else 0))
+
+
+def event_key(ev: Event) -> bytes:
+    """The bus key: kind, namespace and name, so that one object's events stay in order."""
+    meta = ev.object.get("metadata") or {}
+    return f"{ev.object.get('kind', '')}/{meta.get('namespace', '')}/{meta.get('name', '')}".encode()

@@ -54,6 +54,11 @@ class Bus(Protocol):
 
     def consumer(self, topics: list[str], group: str) -> Consumer: ...
 
+    async def history(self, topic: str, group: str) -> list[Message]:
+        """Every message of a topic before the group's committed positions, in partition order:
+        what a restarted service already handled, to rebuild its state from."""
+        ...
+
     async def stop(self) -> None: ...
 
 

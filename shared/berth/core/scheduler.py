@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
+from typing import TypeVar
 
 import numpy as np
 
@@ -12,6 +16,8 @@ from berth.core.framework import Code, Cycle, Failure, FilterError, FilterPlugin
 from berth.core.model import Pod
 from berth.core.plugins.volumebinding import VolumeBinding
 from berth.core.state import ClusterState, Extension, Reservation
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,7 @@ class Profile:
 class Outcome:
     decision: Decision
     reservation: Reservation | None
+    rejected_by: frozenset[str] = frozenset()  # plugins that turned nodes (or the pod) away
 
 
 class Scheduler:
@@ -35,34 +42,62 @@ class Scheduler:
         self.state = state
         self.profile = profile
         self.top_nodes = top_nodes
+        # observe(plugin, extension point, seconds): timings for metrics; ("", "Decide", s) per pod
+        self.observe: Callable[[str, str, float], None] | None = None
         for ext in profile.extensions:
             state.attach(ext)
 
     def decide(self, pod: Pod, now: datetime) -> Outcome:
+        if self.observe is None:
+            return self._decide(pod, now)
+        start = time.perf_counter()
+        outcome = self._decide(pod, now)
+        self.observe("", "Decide", time.perf_counter() - start)
+        return outcome
+
+    def _timed(self, plugin: str, point: str, fn: Callable[[], T]) -> T:
+        if self.observe is None:
+            return fn()
+        start = time.perf_counter()
+        out = fn()
+        self.observe(plugin, point, time.perf_counter() - start)
+        return out
+
+    def _decide(self, pod: Pod, now: datetime) -> Outcome:
         cycle = Cycle(pod=pod, state=self.state, now=now)
         nodes = self.state.nodes
         total_nodes = len(nodes)
         active: list[FilterPlugin] = []
         for plugin in self.profile.filters:
-            status = plugin.pre_filter(cycle)
+            status = self._timed(plugin.name, "PreFilter", partial(plugin.pre_filter, cycle))
             if status.code is Code.ERROR:
                 return self._error(pod, status.message)
             if status.rejects:
                 message = f"0/{total_nodes} nodes are available: {status.message}."
                 every = {n: NodeResult(feasible=False, reasons=[status.message]) for n in sorted(nodes.slot)}
-                return Outcome(Decision(pod.key, "Unschedulable", None, message, nodes=every), None)
+                return Outcome(
+                    Decision(pod.key, "Unschedulable", None, message, nodes=every), None, frozenset({plugin.name})
+                )
             if status.code is not Code.SKIP:
                 active.append(plugin)
         failures: list[Failure] = []
+        rejected: set[str] = set()
         try:
             for plugin in active:
-                failures.extend(f for f in plugin.filter(cycle) if f.mask.any())
+                found = self._timed(plugin.name, "Filter", partial(plugin.filter, cycle))
+                failing = [f for f in found if f.mask.any()]
+                failures.extend(failing)
+                if failing:
+                    rejected.add(plugin.name)
         except FilterError as e:
             return self._error(pod, str(e))
         feasible = nodes.valid.copy()
         for f in failures:
             feasible &= ~f.mask
-        scores = {p.name: p.score(cycle, feasible) for p, _ in self.profile.scorers} if feasible.any() else {}
+        scores: dict[str, np.ndarray] = {}
+        if feasible.any():
+            for p, _ in self.profile.scorers:
+                scores[p.name] = self._timed(p.name, "Score", partial(p.score, cycle, feasible))
         total = np.zeros(len(nodes.valid), dtype=np.int64)
         for p, weight in self.profile.scorers:
             if p.name in scores:
@@ -73,7 +108,7 @@ class Scheduler:
             for f in failures:
                 counts[f.reason] = counts.get(f.reason, 0) + int(f.mask.sum())
             message = fit_error(total_nodes, counts)
-            return Outcome(Decision(pod.key, "Unschedulable", None, message, nodes=results), None)
+            return Outcome(Decision(pod.key, "Unschedulable", None, message, nodes=results), None, frozenset(rejected))
         slot = self._winner(feasible, total)
         node = nodes.names[slot] or ""
         bindings, provisions = self._volumes(cycle, slot)

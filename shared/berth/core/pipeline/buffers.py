@@ -1,9 +1,10 @@
 """The buffer controller: CapacityBuffer statuses and readiness as the cluster changes.
 
 Upstream fields are recomputed for a namespace whenever something in it changes. readyReplicas,
-which places fake pods through the scheduler, is recomputed when buffers change and otherwise once
-per resync period of log time, as a controller's periodic reconcile would. A record is emitted only
-when a buffer's status or readiness differs from what was last emitted.
+which places fake pods through the scheduler, is recomputed when a buffer, a pod template or a
+workload changes, and otherwise once per resync period of log time, as a controller's periodic
+reconcile would. A record is emitted only when a buffer's status or readiness differs from what was
+last emitted.
 """
 
 from __future__ import annotations
@@ -38,18 +39,22 @@ def _keep_transition_times(status: dict[str, Any], last: tuple[dict[str, Any], i
     return {**status, "conditions": conditions}
 
 
+_WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "ReplicationController")
+
+
 class BufferEngine:
     def __init__(
         self, profile: Profile, source: str = "stream", resync: float = RESYNC_SECONDS, max_chunks: int = 1000
     ) -> None:
         self.store = BufferStore()
         self.state = ClusterState(extensions=[self.store, *profile.extensions])
-        self.scheduler = Scheduler(self.state, profile)
+        self.scheduler = Scheduler(self.state, profile, top_nodes=0)
         self.applier = Applier(self.state, source)
         self.resync = resync
         self.max_chunks = max_chunks
         self.stats = RunStats()
         self._last: dict[str, tuple[dict[str, Any], int]] = {}
+        self._ready: dict[str, int] = {}
         self._synced_at: float | None = None
 
     def handle(self, ev: Event) -> tuple[list[BufferStatusRecord], RejectRecord | None]:
@@ -57,16 +62,34 @@ class BufferEngine:
         if applied.reject is not None:
             return [], applied.reject
         dirty = self.store.take_dirty()
-        now = self.applier.now.timestamp()
-        due = self._synced_at is None or now - self._synced_at >= self.resync or not self.applier.has_clock
-        if not self.store.buffers or not (dirty or (due and applied.obj is not None)):
+        if not self.store.buffers or applied.obj is None:
             return [], None
-        self._synced_at = now
-        return self._emit(reconcile(self.store, self.applier.now), ev), None
+        now = self.applier.now.timestamp()
+        shape_changed = self._shapes(applied.obj)
+        due = self._synced_at is None or now - self._synced_at >= self.resync or not self.applier.has_clock
+        if not (dirty or due or shape_changed):
+            return [], None
+        results = reconcile(self.store, self.applier.now)
+        if due or shape_changed:
+            self._synced_at = now
+            place, release = fakepods.scheduler_placer(self.scheduler, self.applier.now)
+            self._ready = fakepods.count_ready(results, place, release, self.max_chunks)
+        return self._emit(results, ev), None
+
+    def _shapes(self, obj: Any) -> bool:
+        """Can this change alter a buffer's chunk or replicas? Then readiness is recomputed at once."""
+        kind = type(obj).__name__
+        if kind in ("CapacityBuffer", "PodTemplate"):
+            return True
+        if kind not in _WORKLOADS:
+            return False
+        return any(
+            b.namespace == obj.namespace and b.spec.scalable_ref is not None and b.spec.scalable_ref.name == obj.name
+            for b in self.store.buffers.values()
+        )
 
     def _emit(self, results: list[BufferResult], ev: Event) -> list[BufferStatusRecord]:
-        place, release = fakepods.scheduler_placer(self.scheduler, self.applier.now)
-        ready = fakepods.count_ready(results, place, release, self.max_chunks)
+        ready = self._ready
         out = []
         for r in results:
             if not r.processed:

@@ -19,6 +19,7 @@ from berth.core.pipeline.applier import Applier
 from berth.core.pipeline.queue import UnschedulableQueue
 from berth.core.pipeline.records import DecisionRecord, RejectRecord
 from berth.core.pipeline.stats import Binding, DecisionPoint, NodeUse, RunStats
+from berth.core.plugins import REQUEUE
 from berth.core.quantity import ceil_units
 from berth.core.resources import CPU, MEMORY
 from berth.core.scheduler import Profile, Scheduler
@@ -83,10 +84,12 @@ class ScorerEngine:
         if obj is None:
             return [], None
         relevant = True
+        kind = type(obj).__name__
         if isinstance(obj, Pod):
             relevant = self._pod_event(obj, applied.old, ev, out)
+            kind = "PodGone"
         if relevant and self.queue:
-            self._retry(ev, out)
+            self._retry(ev, out, REQUEUE.get(kind, frozenset()))
         return out, None
 
     def _pod_event(self, pod: Pod, old: Any, ev: Event, out: list[DecisionRecord]) -> bool:
@@ -131,9 +134,9 @@ class ScorerEngine:
                 del self.stats.decisions[i]
                 break
 
-    def _retry(self, ev: Event, out: list[DecisionRecord]) -> None:
+    def _retry(self, ev: Event, out: list[DecisionRecord], helps: frozenset[str]) -> None:
         now = self.applier.now.timestamp()
-        for key in self.queue.eligible(now, self.applier.has_clock):
+        for key in self.queue.eligible(now, self.applier.has_clock, helps):
             pod = self.state.pods.get(key)
             if pod is None or not pod.pending or self.state.reserved(key) is not None:
                 self.queue.remove(key)
@@ -150,7 +153,7 @@ class ScorerEngine:
             self._placed[pod.key] = outcome.reservation.node
             self._bindings[pod.key] = self._binding_stats(outcome.reservation.bindings)
         elif d.status == "Unschedulable":
-            changed = self.queue.failed(pod.key, self.applier.now.timestamp(), d.message)
+            changed = self.queue.failed(pod.key, self.applier.now.timestamp(), d.message, outcome.rejected_by)
             emit = changed or not retry
         if not emit:
             return

@@ -1,0 +1,1 @@
+"""The watcher service: Kubernetes list/watch events onto the cluster-events topic."""

@@ -1,0 +1,51 @@
+"""Building the real adapters from settings, and what every stream service does at start."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from berth.adapters.kafka import KafkaBus
+from berth.adapters.redisstore import RedisStore
+from berth.core.errors import InputError
+from berth.core.events import Event, parse_event
+from berth.core.ports import Bus
+from berth.settings import Settings
+
+READY_LAG = 1000  # a service is ready once fewer messages than this are left to consume
+
+
+def kafka_bus(settings: Settings, service: str) -> KafkaBus:
+    k = settings.kafka
+    return KafkaBus(
+        k.bootstrap_servers,
+        client_id=f"{k.client_id}-{service}",
+        security=k.client_kwargs(),
+        session_timeout_ms=k.session_timeout_ms,
+        request_timeout_ms=k.request_timeout_ms,
+    )
+
+
+def redis_store(settings: Settings) -> RedisStore:
+    r = settings.redis
+    return RedisStore.from_url(r.url, prefix=r.prefix, **r.client_kwargs())
+
+
+def topics_of(settings: Settings) -> dict[str, int]:
+    """Every topic berth uses, with its partition count."""
+    t = settings.topics
+    return {t.cluster_events: t.partitions, t.decisions: t.partitions, t.buffer_status: t.partitions, t.dead_letter: 1}
+
+
+async def rebuild(bus: Bus, topic: str, group: str, handle: Callable[[Event], Any]) -> int:
+    """Replay what the group already committed, to rebuild in-memory state without emitting.
+    Returns how many events were replayed."""
+    count = 0
+    for msg in await bus.history(topic, group):
+        try:
+            ev = parse_event(msg.value, msg.offset + 1)
+        except InputError:
+            continue  # it went to the dead-letter topic the first time
+        handle(ev)
+        count += 1
+    return count

@@ -1,0 +1,96 @@
+"""The fake API server, a real kubernetes-asyncio client pointed at it, and helpers for event streams."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest_asyncio
+
+from berth.adapters.kube import KubeClient, Timeouts
+from berth.core.events import Event
+from tests.fakeapi import FakeAPI
+
+FAST = Timeouts(connect=2.0, request=5.0, watch=30, watch_grace=5.0)
+
+
+@pytest_asyncio.fixture
+async def api() -> AsyncIterator[FakeAPI]:
+    fake = await FakeAPI().start()
+    yield fake
+    await fake.close()
+
+
+@pytest_asyncio.fixture
+async def client(api: FakeAPI, tmp_path: Path) -> AsyncIterator[KubeClient]:
+    c = await KubeClient.connect(str(api.write_kubeconfig(tmp_path / "kubeconfig")), timeouts=FAST)
+    yield c
+    await c.close()
+
+
+class Sleeps:
+    """An injected sleep: records the delays, waits no real time."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        await asyncio.sleep(0)
+
+
+class Fixed(random.Random):
+    """random() is always the same value: jitter and watch timeouts become predictable."""
+
+    def __init__(self, value: float = 0.0) -> None:
+        super().__init__(0)
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+async def take(events: AsyncIterator[Event], n: int, timeout: float = 5.0) -> list[Event]:
+    out: list[Event] = []
+    async with asyncio.timeout(timeout):
+        while len(out) < n:
+            out.append(await anext(events))
+    return out
+
+
+def summary(events: list[Event]) -> list[tuple[str, str, str]]:
+    """(type, kind, namespace/name or name) per event."""
+    out = []
+    for ev in events:
+        meta = ev.object.get("metadata") or {}
+        key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta.get("name", "")
+        out.append((ev.type, ev.object.get("kind", ""), key))
+    return out
+
+
+def pod(name: str, namespace: str = "db", node: str | None = None, **spec: Any) -> dict[str, Any]:
+    s: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}], **spec}
+    if node:
+        s["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": s}
+
+
+def node(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+    }
+
+
+def buffer(name: str, namespace: str = "db", version: str = "v1beta1") -> dict[str, Any]:
+    return {
+        "apiVersion": f"autoscaling.x-k8s.io/{version}",
+        "kind": "CapacityBuffer",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"podTemplateRef": {"name": "tpl"}, "replicas": 2},
+    }

@@ -1,0 +1,372 @@
+"""The list/watch loop, with the real kubernetes-asyncio client talking HTTP to the fake API server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from berth.adapters.kube import BY_PLURAL, KINDS, KubeClient, Timeouts, select_kinds
+from berth.adapters.kubewatch import Backoff, KindWatcher, Watcher, WatchOptions
+from berth.core.convert import kind_key
+from berth.core.errors import ConfigError
+from berth.core.kinds import CONVERTERS
+from tests.fakeapi import FakeAPI
+from tests.watcher.conftest import FAST, Fixed, Sleeps, buffer, node, pod, summary, take
+
+PODS = BY_PLURAL["pods"]
+T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
+
+
+def watch(
+    client: KubeClient,
+    plural: str = "pods",
+    sleeps: Sleeps | None = None,
+    rand: Fixed | None = None,
+    timeouts: Timeouts = FAST,
+    **opts: object,
+) -> tuple[Watcher, KindWatcher]:
+    """One kind, its loop running in a task (a KindWatcher's stream only moves while it is read)."""
+    w = Watcher(
+        client,
+        [BY_PLURAL[plural]],
+        clock=lambda: T0,
+        sleep=sleeps or Sleeps(),
+        rand=rand or Fixed(),
+        options=WatchOptions(timeouts=timeouts, **opts),  # type: ignore[arg-type]
+    )
+    return w, w.kinds[0]
+
+
+def test_the_table_covers_every_kind_berth_reads() -> None:
+    table = {(k.group, k.kind) for k in KINDS}
+    assert table == set(CONVERTERS)
+    assert [k.plural for k in select_kinds(["Pod", "nodes", " capacitybuffers"])] == [
+        "nodes",
+        "capacitybuffers",
+        "pods",
+    ]
+    assert KINDS[-1].plural == "pods"  # listed last
+    with pytest.raises(ConfigError, match="unknown kind 'poods'"):
+        select_kinds(["poods"])
+
+
+@pytest.mark.asyncio
+async def test_list_then_watch_in_order(api: FakeAPI, client: KubeClient) -> None:
+    api.add(pod("a"))
+    api.add(pod("b", namespace="web"))
+    w, kw = watch(client)
+    async with contextlib.aclosing(w.events()) as events:
+        first = await take(events, 2)
+        assert summary(first) == [("ADDED", "Pod", "db/a"), ("ADDED", "Pod", "web/b")]
+        # list items come without apiVersion and kind: they are filled in, first
+        assert list(first[0].object)[:2] == ["apiVersion", "kind"]
+        assert first[0].object["apiVersion"] == "v1"
+        assert [ev.position for ev in first] == [1, 2] and first[0].ts == T0
+        list_rv = kw.resource_version
+        await api.wait_for(lambda: api.open_watches("pods") == 1)
+        api.modify(pod("a", node="n1"))
+        api.add(pod("c"))
+        api.delete(pod("b", namespace="web"))
+        later = await take(events, 3)
+    assert summary(later) == [("MODIFIED", "Pod", "db/a"), ("ADDED", "Pod", "db/c"), ("DELETED", "Pod", "web/b")]
+    assert later[0].object["spec"]["nodeName"] == "n1"
+    assert [ev.position for ev in later] == [3, 4, 5]
+    req = api.watches("pods")[0]
+    assert req.query["resourceVersion"] == list_rv
+    assert req.query["allowWatchBookmarks"] == "true"
+    assert req.query["timeoutSeconds"] == str(FAST.watch)  # Fixed(0): no spread
+    assert req.headers["Authorization"] == "Bearer fake-token"
+    assert api.lists("pods")[0].query["limit"] == "500"
+    assert kw.known == {"db/a": later[0].object["metadata"]["resourceVersion"], "db/c": kw.known["db/c"]}
+
+
+@pytest.mark.asyncio
+async def test_pagination(api: FakeAPI, client: KubeClient) -> None:
+    for i in range(7):
+        api.add(pod(f"p{i}"))
+    w, kw = watch(client, page_size=3)
+    async with contextlib.aclosing(w.events()) as events:
+        got = await take(events, 7)
+    assert [s[2] for s in summary(got)] == [f"db/p{i}" for i in range(7)]
+    pages = api.lists("pods")
+    assert [p.query.get("limit") for p in pages] == ["3", "3", "3"]
+    assert "continue" not in pages[0].query and pages[1].query["continue"] and pages[2].query["continue"]
+    assert kw.synced
+
+
+@pytest.mark.asyncio
+async def test_an_expired_continue_token_lists_again_from_the_start(api: FakeAPI, client: KubeClient) -> None:
+    for i in range(4):
+        api.add(pod(f"p{i}"))
+    w, _kw = watch(client, page_size=2)
+    async with contextlib.aclosing(w.events()) as events:
+        got = await take(events, 2)
+        api.expire_continue()  # (the first page is in; the token for the second is gone)
+        api.delete(pod("p0"))
+        got += await take(events, 3)
+    assert summary(got) == [
+        ("ADDED", "Pod", "db/p0"),
+        ("ADDED", "Pod", "db/p1"),
+        ("ADDED", "Pod", "db/p2"),
+        ("ADDED", "Pod", "db/p3"),
+        ("DELETED", "Pod", "db/p0"),  # missing from the list that completed
+    ]
+    assert len(api.lists("pods")) == 4  # page 1, the expired page 2, then pages 1 and 2 again
+
+
+@pytest.mark.asyncio
+async def test_410_relists_and_diffs(api: FakeAPI, client: KubeClient) -> None:
+    for name in ("a", "b", "c"):
+        api.add(pod(name))
+    sleeps = Sleeps()
+    w, kw = watch(client, sleeps=sleeps)
+    async with contextlib.aclosing(w.events()) as events:
+        await take(events, 3)
+        await api.wait_for(lambda: api.open_watches("pods") == 1)
+        with api.unwatched():  # changes the watch never sees...
+            api.modify(pod("b", node="n2"))
+            api.delete(pod("c"))
+            api.add(pod("d"))
+        api.expire("pods")  # ...and then its resourceVersion is compacted away: ERROR 410
+        got = await take(events, 3)
+        tombstone_rv = str(api.rv)
+    assert summary(got) == [("MODIFIED", "Pod", "db/b"), ("ADDED", "Pod", "db/d"), ("DELETED", "Pod", "db/c")]
+    assert got[0].object["spec"]["nodeName"] == "n2"
+    # a vanished object's DELETED carries what is known and the relist's resourceVersion (newer than any it had)
+    assert got[2].object == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "c", "namespace": "db", "resourceVersion": tombstone_rv},
+    }
+    assert len(api.lists("pods")) == 2
+    assert sleeps.delays == []  # a relist needs no backoff
+    assert set(kw.known) == {"db/a", "db/b", "db/d"}
+
+
+@pytest.mark.asyncio
+async def test_410_on_reconnect_relists(api: FakeAPI, client: KubeClient) -> None:
+    api.add(pod("a"))
+    w, _kw = watch(client)
+    async with contextlib.aclosing(w.events()) as events:
+        await take(events, 1)
+        await api.wait_for(lambda: api.open_watches("pods") == 1)
+        with api.unwatched():
+            api.delete(pod("a"))
+        api.expire("pods")
+        api.add(pod("b"))
+        got = await take(events, 2)
+    assert summary(got) == [("ADDED", "Pod", "db/b"), ("DELETED", "Pod", "db/a")]
+
+
+@pytest.mark.asyncio
+async def test_bookmarks_move_the_resume_point(api: FakeAPI, client: KubeClient) -> None:
+    api.add(pod("a"))
+    sleeps = Sleeps()
+    w, kw = watch(client, sleeps=sleeps)
+    async with contextlib.aclosing(w.events()) as events:
+        await take(events, 1)
+        await api.wait_for(lambda: api.open_watches("pods") == 1)
+        for i in range(3):
+            api.add(node(f"n{i}"))  # the resourceVersion moves on elsewhere
+        rv = api.bookmark("pods")
+        await api.wait_for(lambda: kw.resource_version == str(rv))
+        api.drop("pods")  # mid-event: the half event is never emitted
+        await api.wait_for(lambda: len(api.watches("pods")) == 2)
+        api.add(pod("b"))
+        got = await take(events, 1)
+    assert summary(got) == [("ADDED", "Pod", "db/b")]  # no BOOKMARK, no half event, nothing twice
+    assert api.watches("pods")[1].query["resourceVersion"] == str(rv)
+    assert len(api.lists("pods")) == 1  # resumed, not relisted
+    assert len(sleeps.delays) == 1  # the drop cost one backoff
+
+
+@pytest.mark.asyncio
+async def test_dropped_connections_reconnect_with_growing_backoff(api: FakeAPI, client: KubeClient) -> None:
+    sleeps = Sleeps()
+    w, _kw = watch(client, sleeps=sleeps, rand=Fixed(1.0), backoff=Backoff(initial=1.0, maximum=5.0))
+    api.fail("GET", "pods", 500, times=4, watch=True)
+    async with contextlib.aclosing(w.events()) as events:
+        api.add(pod("a"))
+        await take(events, 1)
+        await api.wait_for(lambda: api.open_watches("pods") == 1)
+        assert sleeps.delays == [1.0, 2.0, 4.0, 5.0]  # 1 × 2^n up to the maximum (jitter factor 1 here)
+        api.modify(pod("a", node="n1"))
+        got = await take(events, 1)
+        api.drop("pods")
+        await api.wait_for(lambda: api.open_watches("pods") == 1 and len(api.watches("pods")) == 6)
+        api.delete(pod("a", node="n1"))
+        got += await take(events, 1)
+    assert summary(got) == [("MODIFIED", "Pod", "db/a"), ("DELETED", "Pod", "db/a")]
+    assert sleeps.delays[4:] == [1.0]  # an event arrived in between: the backoff started over
+    resumes = [w.query.get("resourceVersion") for w in api.watches("pods")]
+    assert len(set(resumes[:5])) == 1 and resumes[5] == got[0].object["metadata"]["resourceVersion"]
+
+
+def test_jitter_stays_within_half_to_full_delay() -> None:
+    b = Backoff(initial=0.5, maximum=30.0)
+    rand = random.Random(7)
+    for attempt in range(12):
+        full = min(30.0, 0.5 * 2**attempt)
+        assert full / 2 <= b.delay(attempt, rand) <= full
+
+
+@pytest.mark.asyncio
+async def test_a_watch_that_ends_at_its_timeout_is_reopened_at_once(api: FakeAPI, tmp_path: Path) -> None:
+    timeouts = Timeouts(connect=2.0, request=5.0, watch=1, watch_grace=5.0)
+    client = await KubeClient.connect(str(api.write_kubeconfig(tmp_path / "kc")), timeouts=timeouts)
+    try:
+        sleeps = Sleeps()
+        w, kw = watch(client, sleeps=sleeps, timeouts=timeouts)
+        async with contextlib.aclosing(w.events()) as events:
+            api.add(pod("a"))
+            await take(events, 1)
+            await api.wait_for(lambda: api.open_watches("pods") == 1)
+            api.add(pod("b"))
+            await take(events, 1)
+            await api.wait_for(lambda: len(api.watches("pods")) == 2, timeout=4)  # the server ended the first
+            api.add(pod("c"))
+            got = await take(events, 1)
+        assert summary(got) == [("ADDED", "Pod", "db/c")]
+        assert sleeps.delays == []
+        assert api.watches("pods")[1].query["resourceVersion"] == kw.known["db/b"]
+    finally:
+        await client.close()
+
+
+@pytest.mark.asyncio
+async def test_client_side_timeouts_end_hung_requests(
+    api: FakeAPI, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    timeouts = Timeouts(connect=1.0, request=0.3, watch=1, watch_grace=0.3)
+    client = await KubeClient.connect(str(api.write_kubeconfig(tmp_path / "kc")), timeouts=timeouts)
+    try:
+        sleeps = Sleeps()
+        w, _ = watch(client, sleeps=sleeps, timeouts=timeouts)
+        api.hang("GET", "pods", watch=False)  # a list that never answers
+        api.hang("GET", "pods", watch=True)  # a watch that outlives its timeoutSeconds
+        async with contextlib.aclosing(w.events()) as events:
+            api.add(pod("a"))
+            await take(events, 1)
+            await api.wait_for(lambda: len(api.watches("pods")) == 2, timeout=4)
+            api.add(pod("b"))
+            got = await take(events, 1)
+        assert summary(got) == [("ADDED", "Pod", "db/b")]
+        assert len(api.lists("pods")) == 2 and len(sleeps.delays) == 2
+        retries = [r.getMessage().split(";")[0] for r in caplog.records if r.name == "berth.watcher"]
+        assert retries == ["pods list: TimeoutError", "pods watch: TimeoutError"]
+    finally:
+        await client.close()
+
+
+@pytest.mark.asyncio
+async def test_uninstalled_crds_are_skipped_with_one_warning(
+    api: FakeAPI, client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    api.uninstall("nodemetrics")
+    api.uninstall("capacitybuffers")
+    api.add(node("n1"))
+    w = Watcher(client, select_kinds(["nodes", "nodemetrics", "capacitybuffers"]), sleep=Sleeps(), rand=Fixed())
+    with caplog.at_level(logging.WARNING, logger="berth.watcher"):
+        async with contextlib.aclosing(w.events()) as events:
+            first = await take(events, 1)
+            await api.wait_for(lambda: w.synced)
+            api.add(node("n2"))
+            first += await take(events, 1)
+    assert summary(first) == [("ADDED", "Node", "n1"), ("ADDED", "Node", "n2")]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "skipping NodeMetric (slo.koordinator.sh/v1alpha1): its CRD is not installed",
+        "skipping CapacityBuffer (autoscaling.x-k8s.io/v1beta1, autoscaling.x-k8s.io/v1alpha1): its CRD is not installed",
+    ]
+    assert [k.skipped for k in w.kinds] == [False, True, True]
+    assert not api.watches("nodemetrics") and len(api.lists("capacitybuffers")) == 2
+
+
+@pytest.mark.asyncio
+async def test_an_older_served_version_is_used(api: FakeAPI, client: KubeClient) -> None:
+    api.uninstall("capacitybuffers")
+    api.install("autoscaling.x-k8s.io", "v1alpha1", "capacitybuffers", "CapacityBuffer", True, custom=True)
+    api.add(buffer("b1", version="v1alpha1"))
+    w, kw = watch(client, "capacitybuffers")
+    async with contextlib.aclosing(w.events()) as events:
+        got = await take(events, 1)
+    assert got[0].object["apiVersion"] == "autoscaling.x-k8s.io/v1alpha1" and kw.version == "v1alpha1"
+
+
+@pytest.mark.asyncio
+async def test_namespace_restriction(api: FakeAPI, client: KubeClient) -> None:
+    api.add(pod("a", namespace="db"))
+    api.add(pod("b", namespace="web"))
+    api.add(node("n1"))
+    w = Watcher(client, select_kinds(["pods", "nodes"]), namespace="web", sleep=Sleeps(), rand=Fixed())
+    async with contextlib.aclosing(w.events()) as events:
+        got = await take(events, 2)
+        await api.wait_for(lambda: api.open_watches("pods") == 1)
+        api.add(pod("c", namespace="db"))
+        api.add(pod("d", namespace="web"))
+        got += await take(events, 1)
+    assert sorted(summary(got)) == [("ADDED", "Node", "n1"), ("ADDED", "Pod", "web/b"), ("ADDED", "Pod", "web/d")]
+    assert api.lists("pods")[0].path == "/api/v1/namespaces/web/pods"
+    assert api.lists("nodes")[0].path == "/api/v1/nodes"  # cluster-scoped kinds are watched whole
+
+
+@pytest.mark.asyncio
+async def test_every_kind_at_once(api: FakeAPI, client: KubeClient) -> None:
+    api.add(pod("a"))
+    api.add(node("n1"))
+    api.add(buffer("b1"))
+    api.add({"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": "n1"}})
+    api.add({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"}})
+    w = Watcher(client, sleep=Sleeps(), rand=Fixed(), clock=lambda: T0)
+    async with contextlib.aclosing(w.events()) as events:
+        got = await take(events, 5)
+        await api.wait_for(lambda: w.synced and all(api.open_watches(k.plural) == 1 for k in KINDS))
+    # the first lists one kind after another, what pods need first and pods last
+    assert summary(got) == [
+        ("ADDED", "StorageClass", "local"),
+        ("ADDED", "Node", "n1"),
+        ("ADDED", "NodeMetric", "n1"),
+        ("ADDED", "CapacityBuffer", "db/b1"),
+        ("ADDED", "Pod", "db/a"),
+    ]
+    assert [ev.position for ev in got] == [1, 2, 3, 4, 5]
+    for ev in got:  # every object is one berth's core reads
+        assert kind_key(ev.object) in CONVERTERS
+
+
+@pytest.mark.asyncio
+async def test_a_failing_first_list_holds_the_next_kinds_up_once(api: FakeAPI, client: KubeClient) -> None:
+    api.add(node("n1"))
+    api.add(pod("a"))
+    api.fail("GET", "nodes", 403, watch=False)
+    released = asyncio.Event()
+
+    async def gate(_: float) -> None:
+        await released.wait()
+
+    w = Watcher(client, select_kinds(["nodes", "pods"]), sleep=gate, rand=Fixed())
+    async with contextlib.aclosing(w.events()) as events:
+        got = await take(events, 1)  # nodes failed once: pods went ahead
+        assert not w.synced
+        released.set()
+        got += await take(events, 1)
+        await api.wait_for(lambda: w.synced)
+    assert summary(got) == [("ADDED", "Pod", "db/a"), ("ADDED", "Node", "n1")]
+
+
+@pytest.mark.asyncio
+async def test_a_410_status_on_the_watch_request_relists(api: FakeAPI, client: KubeClient) -> None:
+    api.add(pod("a"))
+    sleeps = Sleeps()
+    w, _ = watch(client, sleeps=sleeps)
+    api.fail("GET", "pods", 410, watch=True)  # the HTTP status itself, not an ERROR event
+    async with contextlib.aclosing(w.events()) as events:
+        await take(events, 1)
+        await api.wait_for(lambda: api.open_watches("pods") == 1)
+    assert len(api.lists("pods")) == 2 and sleeps.delays == []
