@@ -1,9 +1,10 @@
 """The buffer controller: CapacityBuffer statuses and readiness as the cluster changes.
 
-Upstream fields are recomputed for a namespace whenever something in it changes. readyReplicas,
-which places fake pods through the scheduler, is recomputed when a buffer, a pod template or a
-workload changes, and otherwise once per resync period of log time, as a controller's periodic
-reconcile would. A record is emitted only when a buffer's status or readiness differs from what was
+A change to a buffer, a pod template or a workload a buffer names is reconciled at once. Pod and
+quota churn only marks its namespace; marked namespaces are reconciled once the churn has gone on
+for SETTLE seconds of log time (a controller's work queue does the same batching). readyReplicas,
+which places fake pods through the scheduler, is recomputed on buffer-shaping changes and otherwise
+once per resync period of log time, as a controller's periodic reconcile would. A record is emitted only when a buffer's status or readiness differs from what was
 last emitted.
 """
 
@@ -23,6 +24,7 @@ from berth.core.scheduler import Profile, Scheduler
 from berth.core.state import ClusterState
 
 RESYNC_SECONDS = 60.0
+SETTLE_SECONDS = 5.0
 
 
 def _keep_transition_times(status: dict[str, Any], last: tuple[dict[str, Any], int] | None) -> dict[str, Any]:
@@ -56,21 +58,27 @@ class BufferEngine:
         self._last: dict[str, tuple[dict[str, Any], int]] = {}
         self._ready: dict[str, int] = {}
         self._synced_at: float | None = None
+        self._marked: set[str] = set()
+        self._marked_at: float | None = None
 
     def handle(self, ev: Event) -> tuple[list[BufferStatusRecord], RejectRecord | None]:
         applied = self.applier.apply(ev)
         if applied.reject is not None:
             return [], applied.reject
-        dirty = self.store.take_dirty()
+        self._marked |= self.store.take_dirty()
         if not self.store.buffers or applied.obj is None:
             return [], None
         now = self.applier.now.timestamp()
-        shape_changed = self._shapes(applied.obj)
+        if self._marked and self._marked_at is None:
+            self._marked_at = now
+        shaped = self._shapes(applied.obj)
         due = self._synced_at is None or now - self._synced_at >= self.resync or not self.applier.has_clock
-        if not (dirty or due or shape_changed):
+        settled = self._marked_at is not None and now - self._marked_at >= SETTLE_SECONDS
+        if not (shaped or due or settled):
             return [], None
+        self._marked, self._marked_at = set(), None
         results = reconcile(self.store, self.applier.now)
-        if due or shape_changed:
+        if due or shaped:
             self._synced_at = now
             place, release = fakepods.scheduler_placer(self.scheduler, self.applier.now)
             self._ready = fakepods.count_ready(results, place, release, self.max_chunks)
