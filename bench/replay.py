@@ -37,8 +37,7 @@ def log_path() -> str:
 def run() -> None:
     print(f"== replay, embedded pipeline ({one_core()}) ==")
     path = log_path()
-    profile = parse_config(None).profile()
-    lane = Lane("default", profile, top_nodes=TOP_NODES)
+    lane = Lane("default", parse_config(None), top_nodes=TOP_NODES)
     pipeline = Pipeline([lane])
     t = time.perf_counter()
     asyncio.run(pipeline.run(read_events(path)))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from berth import __version__
 from berth.core.errors import ConfigError, InputError
-from berth_cli import buffers, evaluate, generate, replay, watcher
+from berth_cli import buffers, evaluate, generate, replay, services, watcher
 
 COMMANDS = (evaluate, buffers, replay, generate, watcher)
 
@@ -22,6 +22,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for cmd in COMMANDS:
         cmd.add_parser(sub)
+    services.add_parsers(sub)
     return p
 
 

@@ -12,13 +12,13 @@ import msgspec
 
 from berth.adapters import worker
 from berth.adapters.memory import MemoryBus, MemoryStore
+from berth.core.config import SchedulerConfig
 from berth.core.events import Event, encode_event, event_key
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.pipeline.records import BufferStatusRecord, DecisionRecord
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.pipeline.stats import RunStats
 from berth.core.ports import BUFFER_STATUS, CLUSTER_EVENTS, DEAD_LETTER, DECISIONS, Message
-from berth.core.scheduler import Profile
 from berth_buffer_controller.service import BufferController
 from berth_scorer.service import Scorer
 
@@ -28,7 +28,7 @@ class Lane:
     """One scheduler config's scorer and buffer controller, with their own groups and topics."""
 
     label: str
-    profile: Profile
+    config: SchedulerConfig
     suffix: str = ""
     top_nodes: int | None = None
     scorer: ScorerEngine = field(init=False)
@@ -36,8 +36,9 @@ class Lane:
     progress: worker.Progress = field(default_factory=worker.Progress)
 
     def __post_init__(self) -> None:
-        self.scorer = ScorerEngine(self.profile, label=self.label, top_nodes=self.top_nodes)
-        self.buffers = BufferEngine(self.profile)
+        # each engine gets its own plugins: their state (NodeMetrics) belongs to one cluster view
+        self.scorer = ScorerEngine(self.config.profile(), label=self.label, top_nodes=self.top_nodes)
+        self.buffers = BufferEngine(self.config.profile())
 
     @property
     def decisions_topic(self) -> str:

@@ -57,6 +57,12 @@ def add_parser(sub: Any) -> None:
         help="list only the N best feasible nodes in each decision (default: every node, as berth evaluate does)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--bootstrap-servers",
+        metavar="HOST:PORT",
+        help="publish the log into the cluster-events topic of this Kafka (other BERTH_KAFKA_* settings apply) "
+        "instead of replaying it here: the services then process it as if a watcher had seen it",
+    )
     p.set_defaults(run=run)
 
 
@@ -82,9 +88,11 @@ def run(args: argparse.Namespace) -> int:
     for path in args.logs:
         if not Path(path).is_file():
             raise InputError(path, "", "No such file")
-    lanes = [Lane(_label(args.config), load_config(args.config).profile(), top_nodes=args.top_nodes)]
+    if args.bootstrap_servers:
+        return publish(args)
+    lanes = [Lane(_label(args.config), load_config(args.config), top_nodes=args.top_nodes)]
     if args.compare:
-        lanes.append(Lane(_label(args.compare), load_config(args.compare).profile(), ".compare", args.top_nodes))
+        lanes.append(Lane(_label(args.compare), load_config(args.compare), ".compare", args.top_nodes))
     if args.start is not None:
         for lane in lanes:
             lane.scorer.hold_until(args.start)
@@ -116,6 +124,37 @@ def run(args: argparse.Namespace) -> int:
         except OSError as e:
             raise InputError(args.report, "", f"cannot write the report: {e.strerror or e}") from None
         print(f"report: {index}", file=sys.stderr)
+    return 0
+
+
+def publish(args: argparse.Namespace) -> int:
+    """Send the log's events to Kafka, keyed per object, each carrying its log position."""
+    import os
+
+    from berth.adapters.connect import kafka_bus, topics_of
+    from berth.core.events import encode_event, event_key
+    from berth.settings import from_env
+
+    settings = from_env(os.environ, kafka__bootstrap_servers=args.bootstrap_servers)
+    rejects: list[Reject] = []
+
+    async def main() -> int:
+        bus = kafka_bus(settings, "replay")
+        await bus.start()
+        sent = 0
+        try:
+            await bus.create_topics(topics_of(settings))
+            for ev in events(args.logs, rejects, args.strict, args.until):
+                await bus.send(settings.topics.cluster_events, encode_event(ev, with_position=True), event_key(ev))
+                sent += 1
+            await bus.flush()
+        finally:
+            await bus.stop()
+        return sent
+
+    sent = asyncio.run(main())
+    _write_rejects(args, rejects, [])
+    print(f"published {sent} events to {settings.topics.cluster_events} at {args.bootstrap_servers}", file=sys.stderr)
     return 0
 
 

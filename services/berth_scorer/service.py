@@ -11,6 +11,7 @@ from berth.core.events import Event
 from berth.core.pipeline.records import RejectRecord
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import DECISIONS, Bus, Store
+from berth.core.resources import PODS
 
 log = logging.getLogger("berth.scorer")
 
@@ -32,8 +33,9 @@ class Scorer:
             if r.status == "Scheduled":
                 held = self.engine.state.reserved(r.pod)
                 pvs = [pv for _, pv in held.bindings] if held else []
-                requests = held.pod.requests if held else {}
-                ok = await self.store.reserve(r.pod, r.node or "", pvs, requests)
+                requests = {**held.pod.requests, PODS: 1} if held else {}
+                budget = self.engine.budget(r.node or "", requests)
+                ok = await self.store.reserve(r.pod, r.node or "", pvs, requests, budget)
                 if self.metrics is not None:
                     self.metrics.reservations.labels("taken" if ok else "conflict").inc()
                 if not ok:

@@ -36,32 +36,28 @@ async def test_a_pv_is_reserved_once(store: Store) -> None:
 @pytest.mark.asyncio
 async def test_reservations_never_overcommit_a_node(store: Store) -> None:
     node = name("node")
-    await store.set_node(node, {"cpu": 4000, "memory": 8})
-    await store.add_usage(name("bound"), node, {"cpu": 1000})
+    budget = {"cpu": 3000, "memory": 8}  # allocatable less what is bound, as the scorer sees it
     a, b = name("pod"), name("pod")
-    assert await store.reserve(a, node, [], {"cpu": 2000})
-    assert not await store.reserve(b, node, [], {"cpu": 1500})
-    assert await store.reserve(b, node, [], {"cpu": 1000, "memory": 8})
+    assert await store.reserve(a, node, [], {"cpu": 2000}, budget)
+    assert not await store.reserve(b, node, [], {"cpu": 1500}, budget)
+    assert await store.reserve(b, node, [], {"cpu": 1000, "memory": 8}, budget)
+    assert await store.reserved(node) == {"cpu": 3000, "memory": 8}
     await store.release(a)
-    assert await store.reserve(name("pod"), node, [], {"cpu": 2000})
+    assert await store.reserved(node) == {"cpu": 1000, "memory": 8}
+    assert await store.reserve(name("pod"), node, [], {"cpu": 2000}, budget)
 
 
 @pytest.mark.asyncio
-async def test_usage_moves_with_the_pod(store: Store) -> None:
-    n1, n2, pod = name("node"), name("node"), name("pod")
-    await store.set_node(n1, {"cpu": 1000})
-    await store.set_node(n2, {"cpu": 1000})
-    await store.add_usage(pod, n1, {"cpu": 1000})
-    assert not await store.reserve(name("p"), n1, [], {"cpu": 1})
-    await store.add_usage(pod, n2, {"cpu": 1000})
-    assert await store.reserve(name("p"), n1, [], {"cpu": 1000})
-    await store.add_usage(pod, None, {})
-    assert await store.reserve(name("p"), n2, [], {"cpu": 1000})
-
-
-@pytest.mark.asyncio
-async def test_unknown_node_is_not_limited(store: Store) -> None:
+async def test_without_a_budget_only_pvs_are_checked(store: Store) -> None:
     assert await store.reserve(name("pod"), name("node"), [], {"cpu": 10**9})
+
+
+@pytest.mark.asyncio
+async def test_big_numbers_stay_exact(store: Store) -> None:
+    node, big = name("node"), 2**50 + 1
+    assert await store.reserve(name("pod"), node, [], {"memory": big}, {"memory": big})
+    assert await store.reserved(node) == {"memory": big}
+    assert not await store.reserve(name("pod"), node, [], {"memory": 1}, {"memory": big})
 
 
 @pytest.mark.asyncio

@@ -164,3 +164,15 @@ def test_pending_pods_in_creation_order() -> None:
         pod("done", node_name="n1"),
     )
     assert [p.name for p in state.pending_pods()] == ["early", "late"]
+
+
+def test_one_plugin_state_serves_one_cluster_view() -> None:
+    import pytest
+
+    from berth.core.state import ClusterState
+
+    profile = parse_config(None).profile()
+    first = ClusterState(extensions=profile.extensions)
+    with pytest.raises(ValueError, match="already belongs to another ClusterState"):
+        ClusterState(extensions=profile.extensions)
+    assert first.extensions

@@ -109,9 +109,7 @@ class MemoryConsumer:
 class MemoryStore:
     def __init__(self) -> None:
         self.seen: set[str] = set()
-        self.allocatable: dict[str, dict[str, int]] = {}
-        self.used: dict[str, dict[str, int]] = {}
-        self.usage: dict[str, tuple[str, dict[str, int]]] = {}
+        self.resv: dict[str, dict[str, int]] = {}
         self.held: dict[str, tuple[str, list[str], dict[str, int]]] = {}
         self.pv_owner: dict[str, str] = {}
 
@@ -121,37 +119,23 @@ class MemoryStore:
         self.seen.add(decision_id)
         return True
 
-    async def set_node(self, node: str, allocatable: Mapping[str, int] | None) -> None:
-        if allocatable is None:
-            self.allocatable.pop(node, None)
-        else:
-            self.allocatable[node] = dict(allocatable)
-
     def _add(self, node: str, amounts: Mapping[str, int], sign: int) -> None:
-        used = self.used.setdefault(node, {})
+        resv = self.resv.setdefault(node, {})
         for k, v in amounts.items():
-            used[k] = used.get(k, 0) + sign * v
+            resv[k] = resv.get(k, 0) + sign * v
 
-    async def add_usage(self, pod: str, node: str | None, requests: Mapping[str, int]) -> None:
-        prev = self.usage.pop(pod, None)
-        if prev is not None:
-            self._add(prev[0], prev[1], -1)
-        if node is not None:
-            self.usage[pod] = (node, dict(requests))
-            self._add(node, requests, 1)
-
-    async def reserve(self, pod: str, node: str, pvs: list[str], requests: Mapping[str, int]) -> bool:
+    async def reserve(
+        self, pod: str, node: str, pvs: list[str], requests: Mapping[str, int], budget: Mapping[str, int] | None = None
+    ) -> bool:
         held = self.held.get(pod)
         if held is not None:
             return held[0] == node and held[1] == sorted(pvs)
         if any(self.pv_owner.get(pv, pod) != pod for pv in pvs):
             return False
-        alloc = self.allocatable.get(node)
-        if alloc is not None:
-            used = self.used.get(node, {})
-            for k, v in requests.items():
-                if v > 0 and used.get(k, 0) + v > alloc.get(k, 0):
-                    return False
+        if budget is not None:
+            resv = self.resv.get(node, {})
+            if any(v > 0 and resv.get(k, 0) + v > budget.get(k, 0) for k, v in requests.items()):
+                return False
         for pv in pvs:
             self.pv_owner[pv] = pod
         self.held[pod] = (node, sorted(pvs), dict(requests))
@@ -171,6 +155,9 @@ class MemoryStore:
     async def reservation(self, pod: str) -> tuple[str, list[str]] | None:
         held = self.held.get(pod)
         return None if held is None else (held[0], list(held[1]))
+
+    async def reserved(self, node: str) -> dict[str, int]:
+        return {k: v for k, v in self.resv.get(node, {}).items() if v}
 
     async def close(self) -> None:
         return None

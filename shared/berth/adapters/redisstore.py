@@ -2,9 +2,7 @@
 
 Keys (all under a configurable prefix, see docs/redis-layout.md):
   {p}decided:{id}      decision ids already emitted (SET NX, with a TTL)
-  {p}alloc:{node}      hash: resource -> allocatable
-  {p}used:{node}       hash: resource -> requests of bound pods plus reservations
-  {p}usage:{pod}       hash: node, requests (JSON) of a bound pod
+  {p}resv:{node}       hash: resource -> requests reserved on the node by all scorer replicas
   {p}held:{pod}        hash: node, pvs (JSON), requests (JSON) of a reservation
   {p}pvowner:{pv}      the pod a PV is reserved for
 """
@@ -17,25 +15,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-_ADD_USAGE = """
-local p = ARGV[1]
-local prev = redis.call('HGETALL', KEYS[1])
-if #prev > 0 then
-  local h = {}
-  for i = 1, #prev, 2 do h[prev[i]] = prev[i + 1] end
-  for k, v in pairs(cjson.decode(h['requests'])) do redis.call('HINCRBY', p .. 'used:' .. h['node'], k, '-' .. v) end
-  redis.call('DEL', KEYS[1])
-end
-if ARGV[2] ~= '' then
-  for k, v in pairs(cjson.decode(ARGV[3])) do redis.call('HINCRBY', p .. 'used:' .. ARGV[2], k, v) end
-  redis.call('HSET', KEYS[1], 'node', ARGV[2], 'requests', ARGV[3])
-end
-return 1
-"""
-
 _RESERVE = """
 local p, pod, node = ARGV[1], ARGV[2], ARGV[3]
-local pvs, req = cjson.decode(ARGV[4]), cjson.decode(ARGV[5])
+local pvs, req, budget = cjson.decode(ARGV[4]), cjson.decode(ARGV[5]), cjson.decode(ARGV[7])
 local held = redis.call('HGET', KEYS[1], 'node')
 if held then
   if held == node and redis.call('HGET', KEYS[1], 'pvs') == ARGV[6] then return 1 end
@@ -45,18 +27,18 @@ for _, pv in ipairs(pvs) do
   local owner = redis.call('GET', p .. 'pvowner:' .. pv)
   if owner and owner ~= pod then return 0 end
 end
-if redis.call('EXISTS', p .. 'alloc:' .. node) == 1 then
+if ARGV[8] == '1' then
   for k, v in pairs(req) do
     local want = tonumber(v)
     if want > 0 then
-      local alloc = tonumber(redis.call('HGET', p .. 'alloc:' .. node, k) or '0')
-      local used = tonumber(redis.call('HGET', p .. 'used:' .. node, k) or '0')
-      if used + want > alloc then return 0 end
+      local room = tonumber(budget[k] or '0')
+      local taken = tonumber(redis.call('HGET', p .. 'resv:' .. node, k) or '0')
+      if taken + want > room then return 0 end
     end
   end
 end
 for _, pv in ipairs(pvs) do redis.call('SET', p .. 'pvowner:' .. pv, pod) end
-for k, v in pairs(req) do redis.call('HINCRBY', p .. 'used:' .. node, k, v) end
+for k, v in pairs(req) do redis.call('HINCRBY', p .. 'resv:' .. node, k, v) end
 redis.call('HSET', KEYS[1], 'node', node, 'pvs', ARGV[6], 'requests', ARGV[5])
 return 1
 """
@@ -69,7 +51,7 @@ for _, pv in ipairs(cjson.decode(redis.call('HGET', KEYS[1], 'pvs'))) do
   if redis.call('GET', p .. 'pvowner:' .. pv) == pod then redis.call('DEL', p .. 'pvowner:' .. pv) end
 end
 for k, v in pairs(cjson.decode(redis.call('HGET', KEYS[1], 'requests'))) do
-  redis.call('HINCRBY', p .. 'used:' .. node, k, '-' .. v)
+  redis.call('HINCRBY', p .. 'resv:' .. node, k, '-' .. v)
 end
 redis.call('DEL', KEYS[1])
 return 1
@@ -88,7 +70,6 @@ class RedisStore:
         self.r = client
         self.p = prefix
         self.ttl = decided_ttl_seconds
-        self._add_usage = client.register_script(_ADD_USAGE)
         self._reserve = client.register_script(_RESERVE)
         self._release = client.register_script(_RELEASE)
 
@@ -99,19 +80,20 @@ class RedisStore:
     async def first_time(self, decision_id: str) -> bool:
         return bool(await self.r.set(f"{self.p}decided:{decision_id}", 1, nx=True, ex=self.ttl))
 
-    async def set_node(self, node: str, allocatable: Mapping[str, int] | None) -> None:
-        key = f"{self.p}alloc:{node}"
-        async with self.r.pipeline(transaction=True) as pipe:
-            pipe.delete(key)
-            if allocatable:
-                pipe.hset(key, mapping={k: int(v) for k, v in allocatable.items()})
-            await pipe.execute()
-
-    async def add_usage(self, pod: str, node: str | None, requests: Mapping[str, int]) -> None:
-        await self._add_usage(keys=[f"{self.p}usage:{pod}"], args=[self.p, node or "", _amounts(requests)])
-
-    async def reserve(self, pod: str, node: str, pvs: list[str], requests: Mapping[str, int]) -> bool:
-        args = [self.p, pod, node, json.dumps(list(pvs)), _amounts(requests), json.dumps(sorted(pvs))]
+    async def reserve(
+        self, pod: str, node: str, pvs: list[str], requests: Mapping[str, int], budget: Mapping[str, int] | None = None
+    ) -> bool:
+        checked = "1" if budget is not None else "0"
+        args = [
+            self.p,
+            pod,
+            node,
+            json.dumps(list(pvs)),
+            _amounts(requests),
+            json.dumps(sorted(pvs)),
+            _amounts(budget or {}),
+            checked,
+        ]
         return bool(await self._reserve(keys=[f"{self.p}held:{pod}"], args=args))
 
     async def release(self, pod: str) -> None:
@@ -123,6 +105,14 @@ class RedisStore:
             return None
         node, pvs = held[b"node"], held[b"pvs"]
         return (node.decode() if isinstance(node, bytes) else node), list(json.loads(pvs))
+
+    async def reserved(self, node: str) -> dict[str, int]:
+        got = await self.r.hgetall(f"{self.p}resv:{node}")
+        out = {}
+        for k, v in got.items():
+            if int(v):
+                out[k.decode() if isinstance(k, bytes) else k] = int(v)
+        return out
 
     async def close(self) -> None:
         await self.r.aclose()

@@ -65,28 +65,27 @@ class Bus(Protocol):
 class Store(Protocol):
     """Shared state between service replicas: decisions already made, and reservations.
 
-    reserve() is atomic: it takes all the PVs and the node's resources, or nothing. A node's budget
-    is its allocatable minus the requests of pods bound there (add_usage) minus other reservations.
+    reserve() is atomic: it takes all the PVs and room on the node, or nothing. Room is checked
+    against `budget` (per resource: the node's allocatable minus the pods bound there, as the caller
+    sees the cluster at that event) less what every replica has reserved on the node.
     """
 
     async def first_time(self, decision_id: str) -> bool:
         """True the first time an id is seen (and records it); False on every later call."""
         ...
 
-    async def set_node(self, node: str, allocatable: Mapping[str, int] | None) -> None:
-        """A node's allocatable resources; None removes the node."""
-        ...
-
-    async def add_usage(self, pod: str, node: str | None, requests: Mapping[str, int]) -> None:
-        """The requests of a pod bound to a node (node None: the pod left)."""
-        ...
-
-    async def reserve(self, pod: str, node: str, pvs: list[str], requests: Mapping[str, int]) -> bool: ...
+    async def reserve(
+        self, pod: str, node: str, pvs: list[str], requests: Mapping[str, int], budget: Mapping[str, int] | None = None
+    ) -> bool: ...
 
     async def release(self, pod: str) -> None: ...
 
     async def reservation(self, pod: str) -> tuple[str, list[str]] | None:
         """(node, PVs) a pod holds, if any."""
+        ...
+
+    async def reserved(self, node: str) -> dict[str, int]:
+        """What all replicas have reserved on a node, per resource."""
         ...
 
     async def close(self) -> None: ...

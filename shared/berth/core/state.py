@@ -8,6 +8,7 @@ stays until the API server sends a newer version or the reservation is released.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -91,7 +92,10 @@ class ClusterState:
         self.pv_index: dict[str, ClassIndex] = {}
         self.cap_index: dict[str, CapacityIndex] = {}
         self.pvs_by_claim: dict[str, set[str]] = {}
-        self.extensions = list(extensions)
+        self.extensions: list[Extension] = []
+        for ext in extensions:
+            self._own(ext)
+            self.extensions.append(ext)
         self._rv: dict[Hashable, str] = {}
         self._informer_pvs: dict[str, PersistentVolume] = {}
         self._informer_pvcs: dict[str, PersistentVolumeClaim] = {}
@@ -102,11 +106,19 @@ class ClusterState:
         """Register an extension late: it sees the nodes and pods already here (not earlier objects of its kinds)."""
         if ext in self.extensions:
             return
+        self._own(ext)
         self.extensions.append(ext)
         for slot in self.nodes.slot.values():
             ext.node_changed(self, slot)
         for pod in self.pods.values():
             ext.pod_changed(self, None, pod)
+
+    def _own(self, ext: Extension) -> None:
+        """An extension keeps one cluster view's state: it may not serve two ClusterStates."""
+        owner = getattr(ext, "_berth_owner", None)
+        if owner is not None and owner() is not None and owner() is not self:
+            raise ValueError(f"{type(ext).__name__} already belongs to another ClusterState; build the profile again")
+        ext._berth_owner = weakref.ref(self)  # type: ignore[attr-defined]
 
     # ---- applying changes --------------------------------------------------
     def apply(self, obj: Any, deleted: bool = False) -> bool:
@@ -255,6 +267,15 @@ class ClusterState:
         self._account(pod_key, pod)
         for ext in self.extensions:
             ext.pod_changed(self, assumed, pod)
+
+    def reserved_on(self, node: str) -> dict[str, int]:
+        """Requests of the pods reserved (decided, not yet bound) on a node, pods counted under 'pods'."""
+        out: dict[str, int] = {}
+        for held in self._held.values():
+            if held.reservation.node == node:
+                for k, v in {**held.reservation.pod.requests, PODS: 1}.items():
+                    out[k] = out.get(k, 0) + v
+        return out
 
     def reserved(self, pod_key: str) -> Reservation | None:
         held = self._held.get(pod_key)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -118,6 +119,18 @@ class ScorerEngine:
         self._bindings.pop(key, None)
         if self._placed.pop(key, None) is not None:
             self._released.append(key)
+
+    def budget(self, node: str, resources: Iterable[str]) -> dict[str, int]:
+        """Per resource: the node's allocatable less the pods bound there, as this engine sees it now.
+        Reservations are left out: the store counts those, across replicas."""
+        nodes = self.state.nodes
+        slot = nodes.slot.get(node)
+        if slot is None:
+            return {}
+        reserved = self.state.reserved_on(node)
+        return {
+            r: int(nodes.allocatable(r)[slot]) - (int(nodes.requested(r)[slot]) - reserved.get(r, 0)) for r in resources
+        }
 
     def take_released(self) -> list[str]:
         out, self._released = self._released, []

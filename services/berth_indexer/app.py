@@ -1,0 +1,151 @@
+"""The indexer as a faust-streaming app: a thin agent over the pure IndexerEngine.
+
+Per batch (stream.take_events), in this order, so a crash at any point loses nothing and repeats harmlessly:
+  1. Redis: the batch's operations, each guarded by its object's resourceVersion (one Lua call);
+  2. downstream: a watermark record (topic, partition, next offset) on berth.index-watermarks,
+     awaited until the broker has it, and the node-usage table (changelog-backed) for changed nodes;
+  3. commit: faust commits the offsets of acknowledged events, which happens after the batch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import faust
+import msgspec
+from redis.asyncio import Redis
+
+from berth.adapters.connect import kafka_bus, rebuild
+from berth.adapters.metrics import Metrics
+from berth.adapters.redisindex import RedisIndex
+from berth.core.errors import InputError
+from berth.core.events import parse_event
+from berth.core.pipeline.indexer import IndexerEngine, Op
+from berth.settings import Settings
+
+log = logging.getLogger("berth.indexer")
+BATCH = 1000
+WATERMARKS = "berth.index-watermarks"
+
+
+@dataclass
+class Indexer:
+    """What the agent does with one batch; the same code in tests (faust test_context) and for real."""
+
+    engine: IndexerEngine
+    index: RedisIndex
+    metrics: Metrics
+    send_watermark: Callable[[bytes], Awaitable[None]]
+    dead_letter: Callable[[bytes, str], Awaitable[None]]
+    caught_up: bool = False
+    batches: int = 0
+    steps: list[str] = field(default_factory=list)  # the order of side effects, for tests
+
+    async def handle(self, values: list[tuple[bytes, int, int]], full: bool) -> dict[str, dict[str, int]]:
+        """values: (message bytes, partition, offset). Returns the usage of nodes the batch changed."""
+        ops: list[Op] = []
+        touched: set[str] = set()
+        for value, _, offset in values:
+            try:
+                ev = parse_event(value, offset + 1)
+            except InputError as e:
+                await self.dead_letter(value, e.line())
+                continue
+            found, reason = self.engine.handle(ev)
+            if reason is not None:
+                await self.dead_letter(value, reason)
+            ops += found
+            touched |= {a[1].removeprefix("used:") for op in found for a in op.actions if a[1].startswith("used:")}
+        ops += self.engine.end_batch()
+        await self.index.apply(ops)
+        self.steps.append("redis")
+        last = values[-1]
+        await self.send_watermark(msgspec.json.encode({"partition": last[1], "offset": last[2] + 1}))
+        await self.index.set_watermark(WATERMARKS, last[1], last[2] + 1)
+        self.steps.append("produce")
+        self.metrics.events.labels("indexer").inc(len(values))
+        self.caught_up = not full
+        self.batches += 1
+        usage = self.engine.usage()
+        return {node: usage.get(node, {}) for node in touched}
+
+
+def credentials(settings: Settings) -> Any:
+    k = settings.kafka
+    kw = k.client_kwargs()
+    if k.security_protocol.startswith("SASL"):
+        return faust.SASLCredentials(
+            username=k.sasl_username,
+            password=k.sasl_password.value,
+            mechanism=k.sasl_mechanism,
+            ssl_context=kw.get("ssl_context"),
+        )
+    if k.security_protocol == "SSL":
+        return faust.SSLCredentials(kw["ssl_context"])
+    return None
+
+
+def build(settings: Settings, metrics: Metrics, data_dir: str = "/tmp/berth-indexer") -> tuple[faust.App, Indexer]:
+    t = settings.topics
+    app = faust.App(
+        settings.groups.indexer,
+        broker=[f"kafka://{b.strip()}" for b in settings.kafka.bootstrap_servers.split(",")],
+        broker_credentials=credentials(settings),
+        store="memory://",
+        datadir=data_dir,
+        topic_partitions=t.partitions,
+        topic_replication_factor=1,
+        broker_session_timeout=max(6, settings.kafka.session_timeout_ms // 1000),
+        broker_heartbeat_interval=1,
+        consumer_auto_offset_reset="earliest",
+        web_enabled=False,
+        producer_acks=-1,
+    )
+    events = app.topic(t.cluster_events, value_type=bytes, value_serializer="raw", partitions=t.partitions)
+    watermarks = app.topic(WATERMARKS, value_type=bytes, value_serializer="raw", partitions=1)
+    dead = app.topic(t.dead_letter, value_type=bytes, value_serializer="raw", partitions=1)
+    usage = app.Table("node-usage", default=dict, partitions=t.partitions)
+    client = Redis.from_url(settings.redis.url, **settings.redis.client_kwargs())
+
+    async def send_watermark(value: bytes) -> None:
+        fut = await watermarks.send(value=value)
+        await fut  # delivered before the batch is acknowledged
+
+    async def dead_letter(value: bytes, reason: str) -> None:
+        record = {
+            "kind": "Reject",
+            "source": f"indexer:{t.cluster_events}",
+            "position": 0,
+            "reason": reason,
+            "text": value.decode("utf-8", "replace"),
+        }
+        await dead.send(value=msgspec.json.encode(record))
+        metrics.dead_letters.labels("indexer").inc()
+
+    indexer = Indexer(IndexerEngine(), RedisIndex(client, settings.redis.prefix), metrics, send_watermark, dead_letter)
+    rebuilt = False
+
+    @app.agent(events)
+    async def index(stream: faust.StreamT[bytes]) -> None:
+        nonlocal rebuilt
+        async for batch in stream.take_events(BATCH, within=0.2):  # type: ignore[attr-defined]
+            if not rebuilt:  # what this group committed before: rebuild the in-memory view from it
+                bus = kafka_bus(settings, "indexer-rebuild")
+                await bus.start()
+                try:
+                    n = await rebuild(bus, t.cluster_events, settings.groups.indexer, indexer.engine.handle)
+                finally:
+                    await bus.stop()
+                indexer.engine.end_batch()
+                rebuilt = True
+                log.info("state rebuilt", extra={"events": n})
+            values = [(e.value, e.message.partition, e.message.offset) for e in batch]
+            changed = await indexer.handle(values, full=len(batch) >= BATCH)
+            stream._set_current_event(batch[-1])  # type: ignore[attr-defined]  # table writes need an event
+            for node, amounts in changed.items():
+                usage[node] = amounts
+
+    return app, indexer

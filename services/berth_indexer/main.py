@@ -1,0 +1,42 @@
+"""`berth indexer`: run the faust worker, with berth's HTTP server (health, readiness, metrics)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import faust
+
+from berth.adapters.connect import kafka_bus, topics_of
+from berth.adapters.http import HttpServer
+from berth.adapters.metrics import Metrics
+from berth.settings import Settings
+from berth_indexer.app import WATERMARKS, build
+
+log = logging.getLogger("berth.indexer")
+
+
+async def create_topics(settings: Settings) -> None:
+    """faust does not create source topics (and Tansu would give them the wrong partition count)."""
+    bus = kafka_bus(settings, "indexer-setup")
+    await bus.start()
+    try:
+        await bus.create_topics({**topics_of(settings), WATERMARKS: 1})
+    finally:
+        await bus.stop()
+
+
+def serve(settings: Settings, data_dir: str) -> int:
+    asyncio.run(create_topics(settings))
+    metrics = Metrics("indexer")
+    app, indexer = build(settings, metrics, data_dir)
+    http = HttpServer(metrics, lambda: indexer.caught_up, settings.service.http_port)
+
+    @app.task  # type: ignore[untyped-decorator]
+    async def serve_http() -> None:
+        port = await http.start()
+        log.info("serving /healthz, /readyz and /metrics", extra={"port": port})
+
+    worker = faust.Worker(app, loglevel=settings.service.log_level, quiet=True, redirect_stdouts=False)
+    worker.execute_from_commandline()
+    return 0

@@ -1,0 +1,75 @@
+"""Writing the indexer's operations to Redis: one Lua call per chunk of operations, each applied only
+when its resourceVersion is newer than the one stored (so redelivery is harmless)."""
+
+from __future__ import annotations
+
+import json
+
+from redis.asyncio import Redis
+
+from berth.core.pipeline.indexer import Op
+
+# ARGV[1] prefix, ARGV[2] JSON [[guard key or "", rv or "", [[cmd, key, args...], ...]], ...]
+_APPLY = """
+local p = ARGV[1]
+local applied = 0
+for _, op in ipairs(cjson.decode(ARGV[2])) do
+  local guard, rv, actions = op[1], op[2], op[3]
+  local fresh = true
+  if guard ~= '' then
+    local have = redis.call('GET', p .. guard)
+    if have and tonumber(have) and tonumber(rv) and tonumber(have) >= tonumber(rv) then fresh = false end
+  end
+  if fresh then
+    if guard ~= '' then redis.call('SET', p .. guard, rv) end
+    for _, a in ipairs(actions) do
+      local args = {a[1], p .. a[2]}
+      for i = 3, #a do args[#args + 1] = a[i] end
+      redis.call(unpack(args))
+    end
+    applied = applied + 1
+  end
+end
+return applied
+"""
+CHUNK = 500
+
+
+class RedisIndex:
+    def __init__(self, client: Redis, prefix: str = "berth:") -> None:
+        self.r = client
+        self.p = prefix
+        self._apply = client.register_script(_APPLY)
+
+    async def apply(self, ops: list[Op]) -> int:
+        """Apply operations in order; returns how many were fresh."""
+        applied = 0
+        for i in range(0, len(ops), CHUNK):
+            payload = [
+                [op.guard[0] if op.guard else "", op.guard[1] if op.guard else "", op.actions]
+                for op in ops[i : i + CHUNK]
+            ]
+            applied += int(await self._apply(keys=[], args=[self.p, json.dumps(payload, separators=(",", ":"))]))
+        return applied
+
+    async def node_pvs(self, node: str, storage_class: str) -> list[tuple[str, int]]:
+        """A node's available local PVs of a class, smallest first: (name, capacity bytes)."""
+        got: list[tuple[bytes, float]] = await self.r.zrange(
+            f"{self.p}pvidx:{node}:{storage_class}", 0, -1, withscores=True
+        )  # type: ignore[assignment]
+        return [(_text(name), int(score)) for name, score in got]
+
+    async def used(self, node: str) -> dict[str, int]:
+        got = await self.r.hgetall(f"{self.p}used:{node}")
+        return {_text(k): int(v) for k, v in got.items() if int(v)}
+
+    async def set_watermark(self, topic: str, partition: int, offset: int) -> None:
+        await self.r.set(f"{self.p}watermark:{topic}:{partition}", offset)
+
+    async def watermark(self, topic: str, partition: int) -> int:
+        got = await self.r.get(f"{self.p}watermark:{topic}:{partition}")
+        return int(got) if got is not None else 0
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
