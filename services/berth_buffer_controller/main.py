@@ -23,13 +23,13 @@ StatusWriter = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 async def serve(
     settings: Settings,
-    profile: Profile,
+    profile_of: Callable[[], Profile],
     stop: asyncio.Event,
     bus: Bus | None = None,
     write_status: StatusWriter | None = None,
 ) -> None:
     metrics = Metrics("buffer-controller")
-    engine = BufferEngine(profile)
+    engine = BufferEngine(profile_of())
     progress = worker.Progress()
     rebuilt = False
     http = HttpServer(metrics, lambda: rebuilt and 0 <= progress.lag < READY_LAG, settings.service.http_port)
@@ -39,13 +39,20 @@ async def serve(
     await bus.start()
     try:
         await bus.create_topics(topics_of(settings))
-        n = await rebuild(bus, t.cluster_events, settings.groups.buffer_controller, engine.handle)
-        rebuilt = True
-        log.info("state rebuilt", extra={"events": n, "buffers": len(engine.store.buffers)})
         controller = BufferController(engine, bus, t.buffer_status, metrics, write_status)
+
+        async def take_over() -> None:
+            nonlocal rebuilt
+            fresh = BufferEngine(profile_of())
+            n = await rebuild(bus, t.cluster_events, settings.groups.buffer_controller, fresh.handle)
+            controller.engine = fresh
+            rebuilt = True
+            log.info("state rebuilt", extra={"events": n, "buffers": len(fresh.store.buffers)})
+
         await worker.run(
             bus, t.cluster_events, settings.groups.buffer_controller, controller.handle, stop, progress,
             dead_letter_topic=t.dead_letter, service="buffer-controller", drain=False, metrics=metrics,
+            on_assign=take_over,
         )  # fmt: skip
     finally:
         await bus.stop()

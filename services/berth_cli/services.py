@@ -56,8 +56,9 @@ def _settings() -> Settings:
     return from_env(os.environ)
 
 
-def _profile(settings: Settings, path: str | None) -> Any:
-    return load_config(path or settings.service.scheduler_config or None).profile()
+def _profile(settings: Settings, path: str | None) -> Callable[[], Any]:
+    """A maker of fresh plugin sets (validated once, now)."""
+    return load_config(path or settings.service.scheduler_config or None).profile
 
 
 def run_scorer(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from berth.adapters import worker
 from berth.adapters.connect import READY_LAG, kafka_bus, rebuild, redis_store, topics_of
@@ -19,13 +20,23 @@ log = logging.getLogger("berth.scorer")
 
 
 async def serve(
-    settings: Settings, profile: Profile, stop: asyncio.Event, bus: Bus | None = None, store: Store | None = None
+    settings: Settings,
+    profile_of: Callable[[], Profile],
+    stop: asyncio.Event,
+    bus: Bus | None = None,
+    store: Store | None = None,
 ) -> None:
+    """profile_of builds fresh plugins: each rebuilt engine needs its own (their state is per view)."""
     metrics = Metrics("scorer")
-    engine = ScorerEngine(profile, top_nodes=settings.service.top_nodes or None)
-    engine.scheduler.observe = lambda plugin, point, s: (
-        metrics.decision_seconds.observe(s) if point == "Decide" else metrics.plugin(plugin, point, s)
-    )
+
+    def make_engine() -> ScorerEngine:
+        engine = ScorerEngine(profile_of(), top_nodes=settings.service.top_nodes or None)
+        engine.scheduler.observe = lambda plugin, point, s: (
+            metrics.decision_seconds.observe(s) if point == "Decide" else metrics.plugin(plugin, point, s)
+        )
+        return engine
+
+    engine = make_engine()
     progress = worker.Progress()
     rebuilt = False
     http = HttpServer(metrics, lambda: rebuilt and 0 <= progress.lag < READY_LAG, settings.service.http_port)
@@ -36,14 +47,21 @@ async def serve(
     await bus.start()
     try:
         await bus.create_topics(topics_of(settings))
-        n = await rebuild(bus, t.cluster_events, settings.groups.scorer, engine.handle)
-        engine.take_released()
-        rebuilt = True
-        log.info("state rebuilt", extra={"events": n, "pods": len(engine.state.pods)})
         scorer = Scorer(engine, bus, store, t.decisions, metrics)
+
+        async def take_over() -> None:
+            """Partitions assigned: rebuild from what the group committed, then go on from there."""
+            nonlocal rebuilt
+            fresh = make_engine()
+            n = await rebuild(bus, t.cluster_events, settings.groups.scorer, fresh.handle)
+            fresh.take_released()
+            scorer.engine = fresh
+            rebuilt = True
+            log.info("state rebuilt", extra={"events": n, "pods": len(fresh.state.pods)})
+
         await worker.run(
             bus, t.cluster_events, settings.groups.scorer, scorer.handle, stop, progress,
-            dead_letter_topic=t.dead_letter, service="scorer", drain=False, metrics=metrics,
+            dead_letter_topic=t.dead_letter, service="scorer", drain=False, metrics=metrics, on_assign=take_over,
         )  # fmt: skip
     finally:
         await bus.stop()

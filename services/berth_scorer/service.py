@@ -29,6 +29,8 @@ class Scorer:
 
     async def handle(self, ev: Event) -> RejectRecord | None:
         records, reject = self.engine.handle(ev)
+        for key in self.engine.take_released():  # first: what this event freed may be taken below
+            await self.store.release(key)
         for r in records:
             if r.status == "Scheduled":
                 held = self.engine.state.reserved(r.pod)
@@ -49,6 +51,4 @@ class Scorer:
                 log.info(
                     r.message, extra={"decision_id": r.decision_id, "pod": r.pod, "status": r.status, "node": r.node}
                 )
-        for key in self.engine.take_released():
-            await self.store.release(key)
         return reject

@@ -21,7 +21,8 @@ BERTH = str(Path(sys.executable).parent / "berth")
 
 
 def isolated_env(broker: Server, redis: Server, **extra: str) -> dict[str, str]:
-    """Settings for one test: its own topics, groups and key prefix."""
+    """Settings for one test: its own topics (created now, with one partition each: the broker would
+    otherwise auto-create them with four on first use), groups and key prefix."""
     tag = uuid.uuid4().hex[:8]
     env = {k: v for k, v in os.environ.items() if not k.startswith("BERTH_")}
     env.update(
@@ -41,7 +42,24 @@ def isolated_env(broker: Server, redis: Server, **extra: str) -> dict[str, str]:
         BERTH_LOG_LEVEL="WARNING",
     )
     env.update(extra)
+    asyncio.run(_create_topics(env))
     return env
+
+
+async def _create_topics(env: dict[str, str]) -> None:
+    bus = KafkaBus(env["BERTH_KAFKA_BOOTSTRAP_SERVERS"], client_id="test-setup")
+    await bus.start()
+    names = [
+        env[k]
+        for k in (
+            "BERTH_TOPIC_CLUSTER_EVENTS",
+            "BERTH_TOPIC_DECISIONS",
+            "BERTH_TOPIC_BUFFER_STATUS",
+            "BERTH_TOPIC_DEAD_LETTER",
+        )
+    ]
+    await bus.create_topics(dict.fromkeys(names, 1))
+    await bus.stop()
 
 
 @contextmanager
@@ -64,8 +82,9 @@ def run_berth(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[st
     return subprocess.run([BERTH, *args], env=env, capture_output=True, text=True, check=False, timeout=300)
 
 
-async def collect(env: dict[str, str], topic: str, want: int, timeout: float) -> list[Message]:
-    """Read a topic from the start until `want` messages arrived or the time is up."""
+async def collect(env: dict[str, str], topic: str, want: int, timeout: float, grace: float = 3.0) -> list[Message]:
+    """Read a topic from the start until `want` messages arrived (then `grace` seconds more, to
+    catch any that should not be there) or the time is up."""
     bus = KafkaBus(env["BERTH_KAFKA_BOOTSTRAP_SERVERS"], client_id="test-collector", session_timeout_ms=6000)
     await bus.start()
     consumer = bus.consumer([topic], f"collector-{uuid.uuid4().hex[:6]}")
@@ -75,6 +94,9 @@ async def collect(env: dict[str, str], topic: str, want: int, timeout: float) ->
     deadline = loop.time() + timeout
     try:
         while len(got) < want and loop.time() < deadline:
+            got += await consumer.getmany(1000, timeout=0.5)
+        settle = loop.time() + grace
+        while loop.time() < settle:
             got += await consumer.getmany(1000, timeout=0.5)
     finally:
         await consumer.stop()

@@ -145,8 +145,8 @@ class KafkaConsumer:
             total += max(0, high - await self._consumer.position(tp))
         return total
 
-    def assignment(self) -> set[TopicPartition]:
-        return set(self._consumer.assignment())
+    def assignment(self) -> frozenset[tuple[str, int]]:
+        return frozenset((tp.topic, tp.partition) for tp in self._consumer.assignment())
 
     async def stop(self) -> None:
         await self._consumer.stop()

@@ -102,6 +102,9 @@ class MemoryConsumer:
     async def lag(self) -> int:
         return sum(len(self.bus.topics[t][p]) - pos for (t, p), pos in self.position.items())
 
+    def assignment(self) -> frozenset[tuple[str, int]]:
+        return frozenset(self.position)
+
     async def stop(self) -> None:
         return None
 

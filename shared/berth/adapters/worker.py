@@ -49,15 +49,23 @@ async def run(
     service: str = "",
     drain: bool = True,
     metrics: Metrics | None = None,
+    on_assign: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Consume until `done` is set: then, with drain, until nothing is left (the embedded pipeline);
-    without, at once after the batch in hand (a service shutting down)."""
+    without, at once after the batch in hand (a service shutting down).
+
+    on_assign runs before the first batch after this member's partitions change (a standby taking
+    over): the service rebuilds its state from what the group committed, then goes on from there."""
     consumer = bus.consumer([topic], group)
     await consumer.start()
     progress = progress or Progress()
+    held: frozenset[tuple[str, int]] = frozenset()
     try:
         while True:
             messages = await consumer.getmany(batch, timeout=0.05)
+            if messages and on_assign is not None and consumer.assignment() != held:
+                held = consumer.assignment()
+                await on_assign()
             if done.is_set() and not drain:
                 return
             if not messages:

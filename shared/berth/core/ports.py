@@ -38,6 +38,10 @@ class Consumer(Protocol):
         """Messages not yet returned, across the subscribed partitions."""
         ...
 
+    def assignment(self) -> frozenset[tuple[str, int]]:
+        """The (topic, partition)s this member of the group holds now."""
+        ...
+
     async def stop(self) -> None: ...
 
 
