@@ -27,6 +27,16 @@ def add_parsers(sub: Any) -> None:
         "Settings come from BERTH_* environment variables.",
     )
     p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration (default: $BERTH_SCHEDULER_CONFIG)")
+    p.add_argument(
+        "--bind",
+        action="store_true",
+        help="binder mode: bind pods with schedulerName berth, and serve the extender's bind verb "
+        "(PV claimRef, selected-node, pods/binding through the API)",
+    )
+    p.add_argument(
+        "--kubeconfig", metavar="FILE", help="with --bind: kubeconfig (default: in-cluster, then ~/.kube/config)"
+    )
+    p.add_argument("--context", help="with --bind: kubeconfig context")
     p.set_defaults(run=run_scorer)
     p = sub.add_parser(
         "buffer-controller",
@@ -67,7 +77,21 @@ def run_scorer(args: argparse.Namespace) -> int:
     settings = _settings()
     profile = _profile(settings, args.config)
     logs.setup("scorer", settings.service.log_level)
-    asyncio.run(_until_signal(lambda stop: serve(settings, profile, stop)))
+
+    async def main(stop: asyncio.Event) -> None:
+        if not args.bind:
+            await serve(settings, profile, stop)
+            return
+        from berth.adapters.kube import KubeClient
+        from berth_scorer.binder import Binder
+
+        client = await KubeClient.connect(args.kubeconfig, args.context)
+        try:
+            await serve(settings, profile, stop, binder=Binder(client))
+        finally:
+            await client.close()
+
+    asyncio.run(_until_signal(main))
     return 0
 
 

@@ -88,7 +88,14 @@ def credentials(settings: Settings) -> Any:
     return None
 
 
-def build(settings: Settings, metrics: Metrics, data_dir: str = "/tmp/berth-indexer") -> tuple[faust.App, Indexer]:
+def build(
+    settings: Settings,
+    metrics: Metrics,
+    data_dir: str = "/tmp/berth-indexer",
+    from_history: bool = True,
+) -> tuple[faust.App, Indexer]:
+    """The app and its Indexer. from_history=False skips the start-up rebuild (faust's test_context
+    has no broker to read history from)."""
     t = settings.topics
     app = faust.App(
         settings.groups.indexer,
@@ -126,7 +133,7 @@ def build(settings: Settings, metrics: Metrics, data_dir: str = "/tmp/berth-inde
         metrics.dead_letters.labels("indexer").inc()
 
     indexer = Indexer(IndexerEngine(), RedisIndex(client, settings.redis.prefix), metrics, send_watermark, dead_letter)
-    rebuilt = False
+    rebuilt = not from_history
 
     @app.agent(events)
     async def index(stream: faust.StreamT[bytes]) -> None:

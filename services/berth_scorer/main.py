@@ -14,6 +14,8 @@ from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import Bus, Store
 from berth.core.scheduler import Profile
 from berth.settings import Settings
+from berth_scorer.binder import Binder
+from berth_scorer.extender import ExtenderBindingArgs, Routes
 from berth_scorer.service import Scorer
 
 log = logging.getLogger("berth.scorer")
@@ -25,8 +27,10 @@ async def serve(
     stop: asyncio.Event,
     bus: Bus | None = None,
     store: Store | None = None,
+    binder: Binder | None = None,
 ) -> None:
-    """profile_of builds fresh plugins: each rebuilt engine needs its own (their state is per view)."""
+    """profile_of builds fresh plugins: each rebuilt engine needs its own (their state is per view).
+    binder: binder mode (--bind), berth binds pods and their volumes."""
     metrics = Metrics("scorer")
 
     def make_engine() -> ScorerEngine:
@@ -43,11 +47,17 @@ async def serve(
     bus = bus or kafka_bus(settings, "scorer")
     store = store or redis_store(settings)
     t = settings.topics
+    scorer = Scorer(engine, bus, store, t.decisions, metrics, binder)
+
+    async def bind(args: ExtenderBindingArgs) -> str:
+        return await scorer.bind(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
+
+    # the extender API; the engine is looked up per request (take_over swaps it)
+    Routes(lambda: scorer.engine, bind if binder is not None else None).add_to(http.app)
     await http.start()
     await bus.start()
     try:
         await bus.create_topics(topics_of(settings))
-        scorer = Scorer(engine, bus, store, t.decisions, metrics)
 
         async def take_over() -> None:
             """Partitions assigned: rebuild from what the group committed, then go on from there."""

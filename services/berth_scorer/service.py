@@ -12,15 +12,25 @@ from berth.core.pipeline.records import RejectRecord
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import DECISIONS, Bus, Store
 from berth.core.resources import PODS
+from berth.core.state import Reservation
+from berth_scorer.binder import Binder, BindError
 
 log = logging.getLogger("berth.scorer")
 
 
 class Scorer:
     def __init__(
-        self, engine: ScorerEngine, bus: Bus, store: Store, topic: str = DECISIONS, metrics: Metrics | None = None
+        self,
+        engine: ScorerEngine,
+        bus: Bus,
+        store: Store,
+        topic: str = DECISIONS,
+        metrics: Metrics | None = None,
+        binder: Binder | None = None,
     ) -> None:
+        """binder: bind the pods berth schedules itself, and serve the extender's bind (--bind)."""
         self.engine = engine
+        self.binder = binder
         self.bus = bus
         self.store = store
         self.topic = topic
@@ -34,16 +44,15 @@ class Scorer:
         for r in records:
             if r.status == "Scheduled":
                 held = self.engine.state.reserved(r.pod)
-                pvs = [pv for _, pv in held.bindings] if held else []
-                requests = {**held.pod.requests, PODS: 1} if held else {}
-                budget = self.engine.budget(r.node or "", requests)
-                ok = await self.store.reserve(r.pod, r.node or "", pvs, requests, budget)
-                if self.metrics is not None:
-                    self.metrics.reservations.labels("taken" if ok else "conflict").inc()
-                if not ok:
-                    self.engine.revoke(r.pod)  # another replica took the PVs or the room first
+                if not await self._reserve(r.pod, r.node or "", held):
                     log.info("reservation conflict", extra={"decision_id": r.decision_id, "pod": r.pod, "node": r.node})
                     continue
+                if self.binder is not None and held is not None and self.binder.ours(self.engine, r.pod):
+                    try:
+                        await self.binder.write(self.engine, held)
+                    except BindError:
+                        await self.store.release(r.pod)  # revoked: the pod is decided again later
+                        continue
             if await self.store.first_time(r.decision_id):
                 await self.bus.send(self.topic, self._encoder.encode(r), r.pod.encode())
                 if self.metrics is not None:
@@ -52,3 +61,40 @@ class Scorer:
                     r.message, extra={"decision_id": r.decision_id, "pod": r.pod, "status": r.status, "node": r.node}
                 )
         return reject
+
+    async def _reserve(self, key: str, node: str, held: Reservation | None) -> bool:
+        """Take the reservation in the store too; revoked in the engine if another replica was first."""
+        pvs = [pv for _, pv in held.bindings] if held else []
+        requests = {**held.pod.requests, PODS: 1} if held else {}
+        budget = self.engine.budget(node, requests)
+        ok = await self.store.reserve(key, node, pvs, requests, budget)
+        if self.metrics is not None:
+            self.metrics.reservations.labels("taken" if ok else "conflict").inc()
+        if not ok:
+            self.engine.revoke(key)  # another replica took the PVs or the room first
+        return ok
+
+    async def bind(self, namespace: str, name: str, uid: str, node: str) -> str:
+        """The extender's bind: kube-scheduler chose the node. "" when bound, else why not."""
+        if self.binder is None:
+            return "berth: the scorer does not bind (run `berth scorer --bind`)"
+        engine = self.engine
+        key = f"{namespace}/{name}"
+        pod = engine.state.pods.get(key)
+        if pod is None:
+            return f"berth: pod {key} is not known to berth yet"
+        if uid and pod.uid and uid != pod.uid:
+            return f"berth: pod {key} has uid {pod.uid}, not {uid}"
+        outcome = engine.place(pod, node)
+        held = outcome.reservation
+        if held is None:
+            return f"berth: {outcome.decision.message}"
+        await self.store.release(key)  # any earlier reservation of berth's own choice
+        if not await self._reserve(key, node, held):
+            return f"berth: the reservation for {key} on {node} was lost to another scorer"
+        try:
+            await self.binder.write(engine, held)
+        except BindError as e:
+            await self.store.release(key)
+            return f"berth: {e}"
+        return ""

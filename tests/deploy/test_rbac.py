@@ -41,6 +41,8 @@ Rule = tuple[str, str, str]  # (API group, resource[/subresource], verb)
 MODES: dict[str, str] = {
     "berth.adapters.kube.patch_buffer_status": "write-status",
     "berth.adapters.kube.bind_pod": "binder",
+    "berth.adapters.kube.prebind_pv": "binder",
+    "berth.adapters.kube.select_node": "binder",
 }
 # Each mode: the service that makes the calls, and the argument that turns the mode on.
 MODE_SERVICE = {"read": "watcher", "write-status": "buffer-controller", "binder": "scorer"}

@@ -280,3 +280,40 @@ async def bind_pod(client: KubeClient, namespace: str, name: str, node: str, uid
         meta["uid"] = uid
     body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta, "target": {"kind": "Node", "name": node}}
     await client.request("POST", PODS.path("v1", namespace, name, "binding"), body=body)
+
+
+PERSISTENT_VOLUMES = BY_PLURAL["persistentvolumes"]
+PERSISTENT_VOLUME_CLAIMS = BY_PLURAL["persistentvolumeclaims"]
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+
+
+async def prebind_pv(
+    client: KubeClient, name: str, namespace: str, claim: str, uid: str = "", resource_version: str = ""
+) -> dict[str, Any]:
+    """Reserve a PV for a claim as kube-scheduler's VolumeBinding PreBind does: set spec.claimRef
+    (RBAC: patch persistentvolumes); the PV controller completes the binding. With the PV's
+    resourceVersion as berth saw it, the API server answers 409 if it changed since."""
+    ref: dict[str, Any] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": namespace, "name": claim}
+    if uid:
+        ref["uid"] = uid
+    meta: dict[str, Any] = {"annotations": {BOUND_BY_CONTROLLER: "yes"}}
+    if resource_version:
+        meta["resourceVersion"] = resource_version
+    return await client.request(
+        "PATCH",
+        PERSISTENT_VOLUMES.path("v1", None, name),
+        body={"metadata": meta, "spec": {"claimRef": ref}},
+        content_type="application/merge-patch+json",
+    )
+
+
+async def select_node(client: KubeClient, namespace: str, claim: str, node: str) -> dict[str, Any]:
+    """Ask for a claim to be provisioned on a node, as kube-scheduler's PreBind does: the
+    volume.kubernetes.io/selected-node annotation (RBAC: patch persistentvolumeclaims)."""
+    return await client.request(
+        "PATCH",
+        PERSISTENT_VOLUME_CLAIMS.path("v1", namespace, claim),
+        body={"metadata": {"annotations": {SELECTED_NODE: node}}},
+        content_type="application/merge-patch+json",
+    )

@@ -34,6 +34,7 @@ class Outcome:
     decision: Decision
     reservation: Reservation | None
     rejected_by: frozenset[str] = frozenset()  # plugins that turned nodes (or the pod) away
+    pre_filter_rejected: bool = False  # a PreFilter turned the pod away: no node can help (unresolvable)
 
 
 class Scheduler:
@@ -47,11 +48,12 @@ class Scheduler:
         for ext in profile.extensions:
             state.attach(ext)
 
-    def decide(self, pod: Pod, now: datetime) -> Outcome:
+    def decide(self, pod: Pod, now: datetime, on: str | None = None) -> Outcome:
+        """on: place the pod on this node (if feasible there) instead of the best one (the extender's bind)."""
         if self.observe is None:
-            return self._decide(pod, now)
+            return self._decide(pod, now, on)
         start = time.perf_counter()
-        outcome = self._decide(pod, now)
+        outcome = self._decide(pod, now, on)
         self.observe("", "Decide", time.perf_counter() - start)
         return outcome
 
@@ -63,7 +65,7 @@ class Scheduler:
         self.observe(plugin, point, time.perf_counter() - start)
         return out
 
-    def _decide(self, pod: Pod, now: datetime) -> Outcome:
+    def _decide(self, pod: Pod, now: datetime, on: str | None = None) -> Outcome:
         cycle = Cycle(pod=pod, state=self.state, now=now)
         nodes = self.state.nodes
         total_nodes = len(nodes)
@@ -76,7 +78,10 @@ class Scheduler:
                 message = f"0/{total_nodes} nodes are available: {status.message}."
                 every = {n: NodeResult(feasible=False, reasons=[status.message]) for n in sorted(nodes.slot)}
                 return Outcome(
-                    Decision(pod.key, "Unschedulable", None, message, nodes=every), None, frozenset({plugin.name})
+                    Decision(pod.key, "Unschedulable", None, message, nodes=every),
+                    None,
+                    frozenset({plugin.name}),
+                    pre_filter_rejected=True,
                 )
             if status.code is not Code.SKIP:
                 active.append(plugin)
@@ -103,6 +108,17 @@ class Scheduler:
             if p.name in scores:
                 total += weight * scores[p.name]
         results = self._node_results(failures, feasible, scores, total)
+        if on is not None:
+            wanted = nodes.slot.get(on)
+            if wanted is None or not feasible[wanted]:
+                known = results.get(on)
+                why = "not known" if wanted is None else "; ".join(known.reasons if known else []) or "not feasible"
+                message = f"{pod.key} does not fit on node {on}: {why}"
+                return Outcome(
+                    Decision(pod.key, "Unschedulable", None, message, nodes=results), None, frozenset(rejected)
+                )
+            feasible = np.zeros_like(feasible)
+            feasible[wanted] = True
         if not feasible.any():
             counts: dict[str, int] = {}
             for f in failures:

@@ -7,6 +7,7 @@ MODIFIED event with the decided node confirms the reservation; DELETED releases 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
@@ -23,7 +24,7 @@ from berth.core.pipeline.stats import Binding, DecisionPoint, NodeUse, RunStats
 from berth.core.plugins import REQUEUE
 from berth.core.quantity import ceil_units
 from berth.core.resources import CPU, MEMORY
-from berth.core.scheduler import Profile, Scheduler
+from berth.core.scheduler import Outcome, Profile, Scheduler
 from berth.core.state import ClusterState
 
 
@@ -135,6 +136,38 @@ class ScorerEngine:
     def take_released(self) -> list[str]:
         out, self._released = self._released, []
         return out
+
+    def evaluate(self, pod: Pod) -> Outcome:
+        """The pod against the state now, every node listed, nothing kept (the extender's filter and
+        prioritize). A reservation the pod already holds is left out while it is evaluated."""
+        scheduler = copy.copy(self.scheduler)
+        scheduler.top_nodes = None
+        scheduler.observe = None
+        held = self.state.reserved(pod.key)
+        if held is None:
+            return scheduler.decide(pod, self.applier.now)
+        self.state.release(pod.key)
+        try:
+            return scheduler.decide(pod, self.applier.now)
+        finally:
+            self.state.reserve(held)
+
+    def place(self, pod: Pod, node: str) -> Outcome:
+        """Reserve the pod on the node another scheduler chose (the extender's bind), in place of any
+        reservation it held; no reservation if it does not fit there."""
+        held = self.state.reserved(pod.key)
+        if held is not None:
+            self.state.release(pod.key)
+        outcome = self.scheduler.decide(pod, self.applier.now, on=node)
+        if outcome.reservation is None:
+            if held is not None:
+                self.state.reserve(held)
+            return outcome
+        self.state.reserve(outcome.reservation)
+        self.queue.remove(pod.key)
+        self._placed[pod.key] = node
+        self._bindings[pod.key] = self._binding_stats(outcome.reservation.bindings)
+        return outcome
 
     def revoke(self, key: str) -> None:
         """Undo a Scheduled decision another replica beat us to; the pod waits and is retried."""

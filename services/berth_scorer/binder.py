@@ -1,0 +1,61 @@
+"""Binder mode (`berth scorer --bind`): berth writes its decisions to the API server.
+
+Two ways in: pods with `schedulerName: berth` are bound as soon as the scorer decides them (berth is
+a secondary scheduler), and kube-scheduler's extender bindVerb hands berth the node it chose. Either
+way the pod's volumes are bound first, as kube-scheduler's VolumeBinding PreBind does (claimRef on
+the chosen PVs, the selected-node annotation on claims to provision), then the pod's Binding is
+created. A 409 from any of them means someone else got there first: the reservation is released and
+the pod is decided again later.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from berth.adapters.kube import KubeClient, KubeError, bind_pod, prebind_pv, select_node
+from berth.core.pipeline.scorer import ScorerEngine
+from berth.core.state import Reservation
+
+log = logging.getLogger("berth.scorer")
+
+SCHEDULER_NAME = "berth"
+
+
+class BindError(Exception):
+    def __init__(self, message: str, conflict: bool = False) -> None:
+        super().__init__(message)
+        self.conflict = conflict
+
+
+class Binder:
+    def __init__(self, client: KubeClient, scheduler_name: str = SCHEDULER_NAME) -> None:
+        self.client = client
+        self.scheduler_name = scheduler_name
+
+    def ours(self, engine: ScorerEngine, pod_key: str) -> bool:
+        """Whether berth schedules this pod itself (its schedulerName)."""
+        pod = engine.state.pods.get(pod_key)
+        return pod is not None and pod.scheduler_name == self.scheduler_name
+
+    async def write(self, engine: ScorerEngine, held: Reservation) -> None:
+        """PreBind the reservation's volumes, then bind the pod. On failure the reservation is revoked
+        (the pod waits and is retried) and BindError says why (conflict: a 409)."""
+        pod, state = held.pod, engine.state
+        try:
+            for claim_key, pv_name in held.bindings:
+                pv, pvc = state.pvs.get(pv_name), state.pvcs.get(claim_key)
+                if pv is None or pvc is None:
+                    raise BindError(f"PV {pv_name} or claim {claim_key} is gone")
+                await prebind_pv(self.client, pv_name, pvc.namespace, pvc.name, pvc.uid, pv.resource_version)
+            for claim_key in held.provisions:
+                namespace, _, name = claim_key.partition("/")
+                await select_node(self.client, namespace, name, held.node)
+            await bind_pod(self.client, pod.namespace, pod.name, held.node, pod.uid or None)
+        except KubeError as e:
+            engine.revoke(pod.key)
+            log.info("bind failed", extra={"pod": pod.key, "node": held.node, "error": str(e)})
+            raise BindError(f"binding {pod.key} to {held.node}: {e}", conflict=e.status == 409) from e
+        except BindError:
+            engine.revoke(pod.key)
+            raise
+        log.info("bound", extra={"pod": pod.key, "node": held.node})

@@ -1,0 +1,136 @@
+"""The indexer: its pure engine, idempotent writes to a real Redis, the order of side effects, and
+the faust agent under faust's own test_context."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from redis.asyncio import Redis
+
+from berth.adapters.metrics import Metrics
+from berth.adapters.redisindex import RedisIndex
+from berth.core.events import Event, encode_event
+from berth.core.pipeline.indexer import IndexerEngine
+from berth_indexer.app import Indexer
+from tests.builders import node, pod, pv, zone_affinity
+from tests.servers import Server
+
+GI = 2**30
+
+
+def ev(obj: dict[str, Any], kind: str = "ADDED", rv: str = "1") -> Event:
+    obj["metadata"]["resourceVersion"] = rv
+    return Event(kind, obj)
+
+
+def actions(engine: IndexerEngine, *events: Event) -> list[list[str]]:
+    out: list[list[str]] = []
+    for e in events:
+        ops, reason = engine.handle(e)
+        assert reason is None
+        out += [a for op in ops for a in op.actions]
+    out += [a for op in engine.end_batch() for a in op.actions]
+    return out
+
+
+def test_local_and_zonal_pvs_are_indexed_where_they_fit() -> None:
+    engine = IndexerEngine()
+    actions(engine, ev(node("n1", zone="z1")), ev(node("n2", zone="z1")))
+    got = actions(engine, ev(pv("local", "10Gi", on="n1")), ev(pv("zonal", "1Ti", affinity=zone_affinity("z1"))))
+    assert got == [
+        ["ZADD", "pvidx:n1:local", str(10 * GI), "local"],
+        ["ZADD", "pvidx:*:local", str(1024 * GI), "zonal"],
+    ]
+
+
+def test_a_claimed_pv_leaves_the_index() -> None:
+    engine = IndexerEngine()
+    actions(engine, ev(node("n1")), ev(pv("a", "10Gi", on="n1")))
+    got = actions(engine, ev(pv("a", "10Gi", on="n1", claim="db/data", phase="Bound"), "MODIFIED", rv="2"))
+    assert got == [["ZREM", "pvidx:n1:local", "a"]]
+
+
+def test_bound_pods_add_up_per_node_and_move() -> None:
+    engine = IndexerEngine()
+    actions(engine, ev(node("n1")), ev(node("n2")))
+    got = actions(engine, ev(pod("p", node_name="n1", cpu="500m", memory=None)))
+    assert got == [["HINCRBY", "used:n1", "cpu", "500"], ["HINCRBY", "used:n1", "pods", "1"]]
+    got = actions(engine, ev(pod("p", node_name="n1", cpu="500m", memory=None), "DELETED", rv="3"))
+    assert got == [["HINCRBY", "used:n1", "cpu", "-500"], ["HINCRBY", "used:n1", "pods", "-1"]]
+    assert engine.usage() == {}
+
+
+def test_redelivered_events_give_nothing_to_write() -> None:
+    engine = IndexerEngine()
+    first = ev(node("n1"), rv="7")
+    assert actions(engine, first)
+    assert actions(engine, first) == []
+
+
+def test_node_labels_moving_pvs_are_handled_once_per_batch() -> None:
+    engine = IndexerEngine()
+    actions(engine, ev(node("n1", zone="z1")), ev(pv("zonal", "10Gi", affinity=zone_affinity("z2"))))
+    got = actions(engine, ev(node("n1", zone="z2"), "MODIFIED", rv="2"), ev(node("n2", zone="z2")))
+    assert ["ZADD", "pvidx:*:local", str(10 * GI), "zonal"] in got
+
+
+@pytest_asyncio.fixture
+async def index(redis_server: Server) -> AsyncIterator[RedisIndex]:
+    client = Redis.from_url(f"redis://{redis_server.address}/0")
+    yield RedisIndex(client, f"t{uuid.uuid4().hex[:8]}:")
+    await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_writes_apply_once_whatever_the_redelivery(index: RedisIndex) -> None:
+    engine = IndexerEngine()
+    events = [ev(node("n1")), ev(pv("a", "10Gi", on="n1")), ev(pod("p", node_name="n1", cpu="1", memory=None), rv="5")]
+    ops = [op for e in events for op in engine.handle(e)[0]]
+    assert await index.apply(ops) == 3
+    assert await index.apply(ops) == 0  # the same batch again: every guard holds
+    assert await index.used("n1") == {"cpu": 1000, "pods": 1}
+    assert await index.node_pvs("n1", "local") == [("a", 10 * GI)]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+        self.dead: list[tuple[bytes, str]] = []
+
+    async def send(self, value: bytes) -> None:
+        self.sent.append(value)
+
+    async def dead_letter(self, value: bytes, reason: str) -> None:
+        self.dead.append((value, reason))
+
+
+@pytest.mark.asyncio
+async def test_side_effects_redis_then_produce(index: RedisIndex) -> None:
+    rec = Recorder()
+    indexer = Indexer(IndexerEngine(), index, Metrics("indexer"), rec.send, rec.dead_letter)
+    values = [(encode_event(ev(node("n1"))), 0, 0), (b"junk", 0, 1), (encode_event(ev(pv("a", "1Gi", on="n1"))), 0, 2)]
+    await indexer.handle(values, full=False)
+    assert indexer.steps == ["redis", "produce"]
+    assert json.loads(rec.sent[0]) == {"partition": 0, "offset": 3}
+    assert await index.watermark("berth.index-watermarks", 0) == 3
+    assert [reason.split(":")[0] for _, reason in rec.dead] == ["line 2"]
+
+
+@pytest.mark.asyncio
+async def test_a_failed_redis_write_produces_nothing() -> None:
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from tests.servers import free_port
+
+    rec = Recorder()
+    gone = Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")  # nothing listens: the write fails
+    indexer = Indexer(IndexerEngine(), RedisIndex(gone), Metrics("indexer"), rec.send, rec.dead_letter)
+    with pytest.raises(RedisConnectionError):
+        await indexer.handle([(encode_event(ev(node("n1"))), 0, 0)], full=False)
+    assert rec.sent == [] and indexer.steps == []  # not produced, so not acknowledged: it comes again
+    await gone.aclose()
