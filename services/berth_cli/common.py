@@ -25,6 +25,17 @@ def rfc3339(value: str) -> datetime:
         raise argparse.ArgumentTypeError(f"invalid RFC 3339 time {value!r}") from None
 
 
+def positive_float(text: str) -> float:
+    """argparse type: a number above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"want a positive number, got {text!r}")
+    return value
+
+
 def now_or(value: datetime | None) -> datetime:
     return value if value is not None else datetime.now(UTC)
 

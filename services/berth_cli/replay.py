@@ -18,7 +18,7 @@ from berth.adapters.eventlog import Reject, read_events, write_rejects
 from berth.core.errors import InputError
 from berth.core.events import Event
 from berth.core.pipeline.records import RejectRecord
-from berth_cli.common import load_config, rfc3339
+from berth_cli.common import load_config, positive_float, rfc3339
 from berth_cli.pipeline import Lane, Pipeline
 from berth_cli.progress import watch
 
@@ -33,7 +33,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("logs", nargs="+", metavar="LOG", help="event logs, replayed one after another")
     p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration-style YAML")
     pace = p.add_mutually_exclusive_group()
-    pace.add_argument("--speed", type=_positive_float, metavar="X", help="replay in log time divided by X")
+    pace.add_argument("--speed", type=positive_float, metavar="X", help="replay in log time divided by X")
     pace.add_argument("--as-fast-as-possible", action="store_true", help="no pacing (the default)")
     p.add_argument(
         "--from", dest="start", type=rfc3339, metavar="TS", help="events before TS only build the starting state"
@@ -64,16 +64,6 @@ def add_parser(sub: Any) -> None:
         "instead of replaying it here: the services then process it as if a watcher had seen it",
     )
     p.set_defaults(run=run)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"want a positive number, got {text!r}")
-    return value
 
 
 def events(paths: list[str], rejects: list[Reject], strict: bool, until: datetime | None) -> Iterator[Event]:

@@ -13,6 +13,7 @@ from berth.adapters import logs
 from berth.adapters.kube import KINDS, select_kinds
 from berth.core.errors import ConfigError
 from berth.settings import Settings, from_env
+from berth_cli.common import positive_float
 from berth_watcher.main import Options, serve
 
 
@@ -50,19 +51,9 @@ def add_parser(sub: Any) -> None:
         "--once", action="store_true", help="list every kind once and exit, without watching (a snapshot as a log)"
     )
     p.add_argument(
-        "--duration", type=_positive_float, metavar="SECONDS", help="stop after SECONDS (default: run until stopped)"
+        "--duration", type=positive_float, metavar="SECONDS", help="stop after SECONDS (default: run until stopped)"
     )
     p.set_defaults(run=run)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"want a positive number, got {text!r}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
