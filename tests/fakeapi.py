@@ -28,12 +28,15 @@ import contextlib
 import copy
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest_asyncio
 from aiohttp import web
+
+from berth.adapters.kube import KubeClient, Timeouts
 
 
 @dataclass
@@ -578,3 +581,21 @@ class FakeAPI:
 
 def _line(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc, separators=(",", ":")).encode() + b"\n"
+
+
+# ---- fixtures shared by the watcher and extender tests (import them into a conftest) ----
+FAST = Timeouts(connect=2.0, request=5.0, watch=30, watch_grace=5.0)
+
+
+@pytest_asyncio.fixture
+async def api() -> AsyncIterator[FakeAPI]:
+    fake = await FakeAPI().start()
+    yield fake
+    await fake.close()
+
+
+@pytest_asyncio.fixture
+async def client(api: FakeAPI, tmp_path: Path) -> AsyncIterator[KubeClient]:
+    c = await KubeClient.connect(str(api.write_kubeconfig(tmp_path / "kubeconfig")), timeouts=FAST)
+    yield c
+    await c.close()

@@ -4,22 +4,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest_asyncio
 
 from berth.adapters.http import HttpServer
-from berth.adapters.kube import KubeClient, Timeouts
 from berth.adapters.metrics import Metrics
 from berth.core.config import parse_config
 from berth.core.events import Event
 from berth.core.pipeline.scorer import ScorerEngine
 from berth_scorer.extender import BindFn, Routes
-from tests.fakeapi import FakeAPI
-
-FAST = Timeouts(connect=2.0, request=5.0, watch=30, watch_grace=5.0)
+from tests.fakeapi import FAST, FakeAPI, api, client  # noqa: F401 - shared fixtures
 
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
 
@@ -64,17 +60,3 @@ async def serve() -> AsyncIterator[Any]:
         yield start
     for s in servers:
         await s.stop()
-
-
-@pytest_asyncio.fixture
-async def api() -> AsyncIterator[FakeAPI]:
-    fake = await FakeAPI().start()
-    yield fake
-    await fake.close()
-
-
-@pytest_asyncio.fixture
-async def client(api: FakeAPI, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    c = await KubeClient.connect(str(api.write_kubeconfig(tmp_path / "kubeconfig")), timeouts=FAST)
-    yield c
-    await c.close()

@@ -5,30 +5,10 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest_asyncio
-
-from berth.adapters.kube import KubeClient, Timeouts
 from berth.core.events import Event
-from tests.fakeapi import FakeAPI
-
-FAST = Timeouts(connect=2.0, request=5.0, watch=30, watch_grace=5.0)
-
-
-@pytest_asyncio.fixture
-async def api() -> AsyncIterator[FakeAPI]:
-    fake = await FakeAPI().start()
-    yield fake
-    await fake.close()
-
-
-@pytest_asyncio.fixture
-async def client(api: FakeAPI, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    c = await KubeClient.connect(str(api.write_kubeconfig(tmp_path / "kubeconfig")), timeouts=FAST)
-    yield c
-    await c.close()
+from tests.fakeapi import FAST, FakeAPI, api, client  # noqa: F401 - shared fixtures
 
 
 class Sleeps:

@@ -99,7 +99,8 @@ def owner_refs(f: Fields) -> tuple[OwnerRef, ...]:
     return tuple(out)
 
 
-def _name(f: Fields) -> str:
+def name_of(f: Fields) -> str:
+    """metadata.name, required."""
     name = f.str("metadata.name")
     if not name:
         raise f.error("metadata.name", "is required")
@@ -138,7 +139,7 @@ def pod_spec_resources(f: Fields, spec: Any, at: str) -> tuple[dict[str, int], d
 
 def pod_from_raw(raw: Mapping[str, Any]) -> Pod:
     f = Fields(raw)
-    name = _name(f)
+    name = name_of(f)
     spec = f.mapping("spec")
     requests, limits = pod_spec_resources(f, spec, "spec")
     volumes = []
@@ -218,7 +219,7 @@ def node_from_raw(raw: Mapping[str, Any]) -> Node:
     capacity = f.resources("status.capacity")
     allocatable = f.resources("status.allocatable") or capacity
     return Node(
-        name=_name(f),
+        name=name_of(f),
         uid=f.str("metadata.uid"),
         resource_version=f.str("metadata.resourceVersion"),
         labels=f.str_map("metadata.labels"),
@@ -242,7 +243,7 @@ def pv_from_raw(raw: Mapping[str, Any]) -> PersistentVolume:
     ref = f.get("spec.claimRef")
     affinity = f.get("spec.nodeAffinity.required")
     return PersistentVolume(
-        name=_name(f),
+        name=name_of(f),
         resource_version=f.str("metadata.resourceVersion"),
         labels=f.str_map("metadata.labels"),
         annotations=f.str_map("metadata.annotations"),
@@ -269,7 +270,7 @@ def pvc_from_raw(raw: Mapping[str, Any]) -> PersistentVolumeClaim:
     selector = f.get("spec.selector")
     return PersistentVolumeClaim(
         namespace=f.str("metadata.namespace") or "default",
-        name=_name(f),
+        name=name_of(f),
         uid=f.str("metadata.uid"),
         resource_version=f.str("metadata.resourceVersion"),
         labels=f.str_map("metadata.labels"),
@@ -313,7 +314,7 @@ def storage_class_from_raw(raw: Mapping[str, Any]) -> StorageClass:
             f"unsupported value {mode!r}: want Immediate or WaitForFirstConsumer",
         )
     return StorageClass(
-        name=_name(f),
+        name=name_of(f),
         resource_version=f.str("metadata.resourceVersion"),
         annotations=annotations,
         provisioner=f.str("provisioner"),
@@ -326,7 +327,7 @@ def storage_class_from_raw(raw: Mapping[str, Any]) -> StorageClass:
 def csi_driver_from_raw(raw: Mapping[str, Any]) -> CSIDriver:
     f = Fields(raw)
     return CSIDriver(
-        name=_name(f),
+        name=name_of(f),
         resource_version=f.str("metadata.resourceVersion"),
         storage_capacity=f.bool("spec.storageCapacity"),
     )
@@ -337,7 +338,7 @@ def csi_capacity_from_raw(raw: Mapping[str, Any]) -> CSIStorageCapacity:
     topology = f.get("nodeTopology")
     return CSIStorageCapacity(
         namespace=f.str("metadata.namespace") or "default",
-        name=_name(f),
+        name=name_of(f),
         resource_version=f.str("metadata.resourceVersion"),
         storage_class=f.str("storageClassName"),
         capacity=f.quantity("capacity"),

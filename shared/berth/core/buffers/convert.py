@@ -32,20 +32,13 @@ from berth.core.buffers.model import (
     StatefulSet,
     Workload,
 )
-from berth.core.convert import label_selector
+from berth.core.convert import label_selector, name_of
 from berth.core.errors import InputError
 from berth.core.quantity import ceil_milli
 from berth.core.rawfields import Fields
 from berth.core.selectors import LabelSelector
 
 Converter = Callable[[Mapping[str, Any]], Any]
-
-
-def _name(f: Fields) -> str:
-    name = f.str("metadata.name")
-    if not name:
-        raise f.error("metadata.name", "is required")
-    return name
 
 
 def _namespace(f: Fields) -> str:
@@ -171,7 +164,7 @@ def buffer_from_raw(raw: Mapping[str, Any]) -> CapacityBuffer:
         status = BufferStatus()  # a malformed old status is replaced, never fatal
     return CapacityBuffer(
         namespace=_namespace(f),
-        name=_name(f),
+        name=name_of(f),
         uid=f.str("metadata.uid"),
         resource_version=f.str("metadata.resourceVersion"),
         generation=f.int("metadata.generation") or 0,
@@ -190,7 +183,7 @@ def pod_template_from_raw(raw: Mapping[str, Any]) -> PodTemplate:
     f = Fields(raw)
     return PodTemplate(
         namespace=_namespace(f),
-        name=_name(f),
+        name=name_of(f),
         uid=f.str("metadata.uid"),
         resource_version=f.str("metadata.resourceVersion"),
         generation=f.int("metadata.generation") or 0,
@@ -216,7 +209,7 @@ def _workload(cls: type[Workload]) -> Converter:
         count = f.int(count_field)
         return cls(
             namespace=_namespace(f),
-            name=_name(f),
+            name=name_of(f),
             uid=f.str("metadata.uid"),
             resource_version=f.str("metadata.resourceVersion"),
             selector=selector,
@@ -246,7 +239,7 @@ def quota_from_raw(raw: Mapping[str, Any]) -> ResourceQuota:
         )
     return ResourceQuota(
         namespace=_namespace(f),
-        name=_name(f),
+        name=name_of(f),
         uid=f.str("metadata.uid"),
         resource_version=f.str("metadata.resourceVersion"),
         hard=milli_list(f, "status.hard"),
