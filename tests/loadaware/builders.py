@@ -171,3 +171,12 @@ class World:
 
 def ago(seconds: float) -> datetime:
     return T0 - timedelta(seconds=seconds)
+
+
+def least_used_rows(used: Any, cap: Any, weights: Any, dominant_weight: int) -> Any:
+    """least_used on node-by-resource rows, as upstream writes them."""
+    import numpy as np
+
+    from berth.core.loadaware.plugin import least_used
+
+    return least_used(used.T, np.where(cap == 0, 1, cap).T, (cap == 0).T, weights, dominant_weight)

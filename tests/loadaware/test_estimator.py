@@ -7,7 +7,7 @@ import pytest
 from berth.core.convert import convert, node_from_raw
 from berth.core.loadaware.args import parse_args
 from berth.core.loadaware.estimator import BATCH, FREE, MID, PROD, Estimator, node_allocatable, priority_class
-from berth.core.loadaware.vectors import Resources, round_half_away, round_half_away_array
+from berth.core.loadaware.vectors import Resources, round_half_away
 
 from .builders import GI, node, pod
 
@@ -24,10 +24,7 @@ def estimator(**raw: Any) -> Estimator:
     [(0.5, 1), (1.5, 2), (2.5, 3), (-2.5, -3), (0.49999999999999994, 0), (65.4, 65), (65.5, 66), (8.5, 9), (0.0, 0)],
 )
 def test_round_half_away(x: float, want: int) -> None:
-    import numpy as np
-
     assert round_half_away(x) == want
-    assert round_half_away_array(np.array([x]))[0] == want
 
 
 @pytest.mark.parametrize(

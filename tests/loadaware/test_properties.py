@@ -8,9 +8,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from berth.core.loadaware.plugin import least_used
-
 from .builders import World, ago, node, node_metric, pod, pod_usage
+from .builders import least_used_rows as least_used
 
 cpu_m = st.integers(min_value=0, max_value=200_000)
 mem_mi = st.integers(min_value=0, max_value=400_000)
@@ -172,3 +171,57 @@ def test_incremental_equals_rebuilt(events: list[tuple[Any, ...]]) -> None:
     incoming = pod("in", cpu="1")
     assert w.filter(incoming) == fresh.filter(incoming)
     assert w.score(incoming) == fresh.score(incoming)
+
+
+@given(
+    used=st.integers(-(10**13), 10**15),
+    alloc=st.integers(1, 10**15),
+    thr=st.integers(1, 1000),
+)
+def test_threshold_test_is_go_round(used: int, alloc: int, thr: int) -> None:
+    """The filter tests used/alloc*100 >= thr + 0.5 instead of Round(used/alloc*100) > thr."""
+    from berth.core.loadaware.vectors import round_half_away
+
+    pct = float(np.float64(used) / np.float64(alloc) * 100)
+    assert (round_half_away(pct) > thr) == (pct >= thr + 0.5)
+
+
+@given(
+    metrics=st.lists(
+        st.tuples(
+            st.integers(1, 64),  # allocatable cpu
+            st.one_of(st.none(), st.tuples(cpu_m, mem_mi, st.sampled_from([0, 100, 400]))),  # usage, age s
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    incoming=st.tuples(st.integers(0, 64_000), st.integers(0, 100_000)),
+    prod=st.booleans(),
+    args=st.fixed_dictionaries(
+        {
+            "usageThresholds": st.fixed_dictionaries({"cpu": st.integers(0, 100), "memory": st.integers(0, 100)}),
+            "prodUsageThresholds": st.fixed_dictionaries({"cpu": st.integers(0, 100)}),
+            "filterExpiredNodeMetrics": st.booleans(),
+            "enableScheduleWhenNodeMetricsExpired": st.booleans(),
+        }
+    ),
+)
+def test_single_node_check_agrees_with_filter(
+    metrics: list[tuple[int, tuple[int, int, int] | None]],
+    incoming: tuple[int, int],
+    prod: bool,
+    args: dict[str, Any],
+) -> None:
+    """passes() (the queueing hint's check) is the Filter for one node."""
+    w = World(args)
+    for i, (alloc, m) in enumerate(metrics):
+        w.apply(node(f"n{i}", cpu=str(alloc), memory="256Gi"))
+        if m is not None:
+            w.apply(node_metric(f"n{i}", cpu=f"{m[0]}m", memory=f"{m[1]}Mi", update=ago(m[2])))
+    labels = {"koordinator.sh/priority-class": "koord-prod" if prod else "koord-batch"}
+    p = pod("in", cpu=f"{incoming[0]}m", memory=f"{incoming[1]}Mi", labels=labels)
+    now = ago(0)
+    got = w.filter(p, now)
+    c = w.cycle(p, now)
+    for name, reason in got.items():
+        assert w.plugin.passes(w.state, c.pod, w.state.nodes.slot[name], now) == (reason is None), name

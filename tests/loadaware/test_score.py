@@ -5,9 +5,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from berth.core.loadaware.plugin import least_used
-
 from .builders import World, ago, node, node_metric, pod, pod_usage
+from .builders import least_used_rows as least_used
 
 BASE: dict[str, Any] = {"estimatedScalingFactors": {"cpu": 100, "memory": 100}}
 PROD_POD = pod("in", cpu="1", memory="1Gi")  # exactly 1% of the node

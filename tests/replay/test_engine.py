@@ -165,3 +165,24 @@ def test_only_changes_that_can_help_retry_a_pod() -> None:
     log.add(pv("pv1", "10Gi", on="n2"), at=200)
     engine, records = replay(log)
     assert [r.status for r in records] == ["Unschedulable", "Scheduled"]
+
+
+def test_a_nodemetric_update_retries_only_when_that_node_now_passes() -> None:
+    """The LoadAware queueing hint: an update that leaves its node over the threshold retries nothing."""
+    from tests.loadaware.builders import node_metric
+
+    def metric(name: str, cpu: str, at: float) -> dict[str, Any]:
+        return node_metric(name, cpu=cpu, memory="1Gi", update=T0 + timedelta(seconds=at))
+
+    log = Log().add(node("n1")).add(node("n2"))
+    log.add(metric("n1", "31", 0)).add(metric("n2", "31", 0))  # both far over the 65% cpu threshold
+    log.add(pod("pa", ()), at=1)
+    log.add(metric("n1", "30", 20), at=20)  # still over: skipped
+    log.add(metric("n2", "29", 40), at=40)  # still over: skipped
+    engine, records = replay(log)
+    assert [r.status for r in records] == ["Unschedulable"]
+    assert engine.queue.attempts("default/pa") == 1
+    log.add(metric("n2", "2", 60), at=60)  # n2 passes now: retried and placed there
+    _, records = replay(log)
+    assert [(r.status, r.node) for r in records] == [("Unschedulable", None), ("Scheduled", "n2")]
+    assert records[1].attempt == 2

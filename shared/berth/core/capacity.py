@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import numpy.typing as npt
 
@@ -18,24 +20,28 @@ def go_div(num: Ints, den: Ints | int) -> Ints:
     return q
 
 
-def round_half_away(x: npt.NDArray[np.float64]) -> Ints:
-    """Go's math.Round: halves go away from zero (Python's round() goes to even)."""
-    out: Ints = (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(np.int64)
+def shape_score(shape: Shape, utilization: Ints) -> Ints:
+    """f(p) for integer utilizations 0..100; shape scores are scaled x10 to 0..100."""
+    table = _table(shape)
+    out: Ints = table[np.clip(utilization, 0, 100)]
     return out
 
 
-def shape_score(shape: Shape, utilization: Ints) -> Ints:
-    """f(p) for integer utilizations 0..100; shape scores are scaled x10 to 0..100."""
+@lru_cache(maxsize=64)
+def _table(shape: Shape) -> Ints:
+    """f(0..100): kube's piecewise-linear interpolation in integer math, once per shape."""
     u = np.array([p[0] for p in shape], dtype=np.int64)
     s = np.array([p[1] * (100 // MAX_CUSTOM_SCORE) for p in shape], dtype=np.int64)
-    i = np.searchsorted(u, utilization, side="left")
-    out = np.full(utilization.shape, s[-1], dtype=np.int64)
+    util = np.arange(101, dtype=np.int64)
+    i = np.searchsorted(u, util, side="left")
+    out = np.full(util.shape, s[-1], dtype=np.int64)
     out[i == 0] = s[0]
     mid = (i > 0) & (i < len(u))
     if mid.any():
         j = i[mid]
-        num = (s[j] - s[j - 1]) * (utilization[mid] - u[j - 1])
+        num = (s[j] - s[j - 1]) * (util[mid] - u[j - 1])
         out[mid] = s[j - 1] + go_div(num, u[j] - u[j - 1])
+    out.flags.writeable = False
     return out
 
 
@@ -47,12 +53,17 @@ def class_score(shape: Shape, requested: Ints, capacity: Ints) -> Ints:
 
 
 def weighted_node_score(scores: list[Ints], weights: list[int], present: list[npt.NDArray[np.bool_]]) -> Ints:
-    """Σ(score × weight) / Σ weight over the classes present on each node, rounded half away."""
+    """Σ(score × weight) / Σ weight over the classes present on each node, rounded half away.
+    Integer math: for non-negative n and d, Go's Round(n / d) is (2n + d) // 2d."""
     if not scores:
         return np.zeros(0, dtype=np.int64)
-    num = np.zeros(scores[0].shape, dtype=np.float64)
-    den = np.zeros(scores[0].shape, dtype=np.float64)
+    if len(scores) == 1:  # one class: the weighted mean is the score itself
+        return np.where(present[0], scores[0], 0).astype(np.int64)
+    num = np.zeros(scores[0].shape, dtype=np.int64)
+    den = np.zeros(scores[0].shape, dtype=np.int64)
     for sc, w, p in zip(scores, weights, present, strict=True):
-        num += np.where(p, sc * w, 0)
-        den += np.where(p, w, 0)
-    return np.where(den > 0, round_half_away(num / np.where(den > 0, den, 1)), 0).astype(np.int64)
+        num[p] += sc[p] * w
+        den[p] += w
+    out: Ints = (2 * num + den) // np.maximum(2 * den, 1)
+    out[den <= 0] = 0
+    return out

@@ -8,6 +8,7 @@ would give. A Score plugin returns an int64 array of 0..100 for the feasible slo
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -83,6 +84,11 @@ class ScorePlugin(Protocol):
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
         """Scores 0..100 for every slot (only feasible slots are read)."""
         ...
+
+
+# A queueing hint (kube's QueueingHintFn), over many waiting pods at once: which of them the change
+# can help. The int names the pod list (same number, same pods), so a plugin may cache per list.
+Hint = Callable[[list[Pod | None], int | None], "npt.NDArray[np.bool_]"]
 
 
 class FilterError(Exception):

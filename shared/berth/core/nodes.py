@@ -40,7 +40,7 @@ class NodeTable:
         self.taint_sets: list[tuple[Taint, ...]] = [()]
         self._taint_ids: dict[tuple[Taint, ...], int] = {(): 0}
         self._columns: dict[str, int] = {}
-        self._alloc: Ints = np.zeros((0, 0), dtype=np.int64)
+        self._alloc: Ints = np.zeros((0, 0), dtype=np.int64)  # resource x slot
         self._used: Ints = np.zeros((0, 0), dtype=np.int64)
         self._used_by_name: dict[str, dict[str, int]] = {}
         self._labels: dict[str, dict[str, set[int]]] = {}
@@ -80,10 +80,10 @@ class NodeTable:
         self._nodes[s] = node
         self.unschedulable[s] = node.unschedulable
         self.taint_set[s] = self._taint_id(node.taints)
-        self._alloc[s, :] = 0
+        self._alloc[:, s] = 0
         for name, v in node.allocatable.items():
             c = self._column(name)  # may grow the arrays: resolve before indexing
-            self._alloc[s, c] = v
+            self._alloc[c, s] = v
         return s
 
     def remove(self, name: str) -> int | None:
@@ -98,8 +98,8 @@ class NodeTable:
         self.valid[s] = False
         self.unschedulable[s] = False
         self.taint_set[s] = 0
-        self._alloc[s, :] = 0
-        self._used[s, :] = 0
+        self._alloc[:, s] = 0
+        self._used[:, s] = 0
         self._free.append(s)
         return s
 
@@ -107,7 +107,7 @@ class NodeTable:
         if self._free:
             return self._free.pop()
         if self.size == len(self.valid):
-            self._grow(max(16, 2 * self.size))
+            self._grow(self.size + max(16, self.size // 8))  # small steps: every pass is over all slots
         self.size += 1
         self.names.append(None)
         self._nodes.append(None)
@@ -122,8 +122,8 @@ class NodeTable:
         self.valid = grow(self.valid, False)
         self.unschedulable = grow(self.unschedulable, False)
         self.taint_set = grow(self.taint_set)
-        self._alloc = grow(self._alloc)
-        self._used = grow(self._used)
+        self._alloc = grow(self._alloc.T).T.copy()  # resource by slot: one resource is contiguous
+        self._used = grow(self._used.T).T.copy()
         self._masks.clear()
 
     def _taint_id(self, taints: tuple[Taint, ...]) -> int:
@@ -141,17 +141,17 @@ class NodeTable:
         if c is None:
             c = len(self._columns)
             self._columns[name] = c
-            self._alloc = np.hstack([self._alloc, np.zeros((len(self._alloc), 1), dtype=np.int64)])
-            self._used = np.hstack([self._used, np.zeros((len(self._used), 1), dtype=np.int64)])
+            self._alloc = np.vstack([self._alloc, np.zeros((1, len(self.valid)), dtype=np.int64)])
+            self._used = np.vstack([self._used, np.zeros((1, len(self.valid)), dtype=np.int64)])
         return c
 
     def allocatable(self, resource: str) -> Ints:
         c = self._columns.get(resource)
-        return np.zeros(len(self.valid), dtype=np.int64) if c is None else self._alloc[:, c]
+        return np.zeros(len(self.valid), dtype=np.int64) if c is None else self._alloc[c]
 
     def requested(self, resource: str) -> Ints:
         c = self._columns.get(resource)
-        return np.zeros(len(self.valid), dtype=np.int64) if c is None else self._used[:, c]
+        return np.zeros(len(self.valid), dtype=np.int64) if c is None else self._used[c]
 
     def add_usage(self, node_name: str, amounts: Mapping[str, int], sign: int = 1) -> None:
         """Add (sign=1) or take away (sign=-1) a pod's requests on a node, known or not yet."""
@@ -162,13 +162,13 @@ class NodeTable:
         if s is not None:
             for k, v in amounts.items():
                 c = self._column(k)
-                self._used[s, c] += sign * v
+                self._used[c, s] += sign * v
 
     def _set_usage_row(self, s: int, used: Mapping[str, int]) -> None:
-        self._used[s, :] = 0
+        self._used[:, s] = 0
         for k, v in used.items():
             c = self._column(k)
-            self._used[s, c] = v
+            self._used[c, s] = v
 
     # ---- labels and selectors ----------------------------------------------
     def _index_labels(self, s: int, labels: Mapping[str, str]) -> None:

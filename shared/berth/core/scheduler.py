@@ -143,8 +143,16 @@ class Scheduler:
 
     def _winner(self, feasible: Mask, total: np.ndarray) -> int:
         """The highest total; ties go to the node name."""
-        tied = np.flatnonzero(feasible & (total == total[feasible].max()))
-        return int(tied[np.argmin(self.state.nodes.name_rank()[tied])])
+        return int(np.argmax(self._rank_key(feasible, total)))
+
+    def _rank_key(self, feasible: Mask, total: np.ndarray) -> np.ndarray:
+        """One int per slot that orders by total, then by node name; -1 where infeasible."""
+        n = len(total)
+        key = total * (n + 1)
+        key += n
+        key -= self.state.nodes.name_rank()
+        key[~feasible] = -1
+        return key
 
     def _volumes(self, cycle: Cycle, slot: int) -> tuple[list[tuple[str, str]], list[str]]:
         vb = next((p for p in self.profile.filters if isinstance(p, VolumeBinding)), None)
@@ -178,12 +186,14 @@ class Scheduler:
 
     def _top_results(self, feasible: Mask, scores: dict[str, np.ndarray], total: np.ndarray) -> dict[str, NodeResult]:
         names = self.state.nodes.names
-        slots = np.flatnonzero(feasible)
-        if not len(slots) or not self.top_nodes:
+        k = self.top_nodes or 0
+        if not k:
             return {}
-        # highest total first, then node name
-        order = np.lexsort((self.state.nodes.name_rank()[slots], -total[slots]))
-        best = slots[order[: self.top_nodes]].tolist()
+        key = self._rank_key(feasible, total)
+        n = len(key)
+        part = np.argpartition(key, n - k)[n - k :] if k < n else np.arange(n)
+        best = part[np.argsort(-key[part], kind="stable")]
+        best = best[key[best] >= 0].tolist()  # highest total first, then node name
         return {
             names[s] or "": NodeResult(True, [], {k: int(v[s]) for k, v in scores.items()}, int(total[s])) for s in best
         }

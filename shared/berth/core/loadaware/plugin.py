@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from datetime import datetime
+from typing import Any, ClassVar
 
 import numpy as np
 
 from berth.core.errors import ConfigError
-from berth.core.framework import OK, SKIP, Code, Cycle, Failure, FilterError, Mask, Scores, Status
+from berth.core.framework import OK, SKIP, Code, Cycle, Failure, FilterError, Hint, Mask, Scores, Status
 from berth.core.loadaware.args import LoadAwareSchedulingArgs, validate
 from berth.core.loadaware.estimator import PROD, priority_class
+from berth.core.loadaware.model import NodeMetric
 from berth.core.loadaware.store import US, NodeMetricStore, to_us
-from berth.core.loadaware.vectors import Resources, Vec, round_half_away_array
+from berth.core.loadaware.vectors import Resources, Vec
 from berth.core.model import Pod
 from berth.core.state import ClusterState
 
@@ -39,6 +41,9 @@ class LoadAwareScheduling:
             raise ConfigError(problems)
         self.res = Resources.of(self.args)
         self.store = NodeMetricStore(self.args, self.res)
+        # for queueing hints: per pod list (a queue group's version), and per pod
+        self._matrices: dict[int, tuple[Vec, Mask, Mask]] = {}
+        self._estimates: dict[str, tuple[Pod, Vec, bool]] = {}
         self.weights: Vec | None = self.res.vec(self.args.resource_weights)
         if self.args.dominant_resource_weight == 0 and not self.weights.any():
             self.weights = None  # upstream's nil weight vector: every score is 0
@@ -51,10 +56,18 @@ class LoadAwareScheduling:
             state: ClusterState = cycle.state
             if not any(ext is self.store for ext in state.extensions):
                 raise FilterError("LoadAwareScheduling: its NodeMetric store is not a ClusterState extension")
-            got = (self.store.estimator.estimate(cycle.pod), priority_class(cycle.pod) == PROD)
-            cycle.data[_KEY] = got
+            got = cycle.data[_KEY] = self._estimate(cycle.pod)
         est, prod = got
         return est, prod
+
+    def _estimate(self, pod: Pod) -> tuple[Vec, bool]:
+        """(estimate, prod), kept per pod object: a waiting pod is estimated once, not per attempt."""
+        one = self._estimates.get(pod.key)
+        if one is None or one[0] is not pod:
+            if len(self._estimates) >= 65536:
+                self._estimates.clear()
+            one = self._estimates[pod.key] = (pod, self.store.estimator.estimate(pod), priority_class(pod) == PROD)
+        return one[1], one[2]
 
     def _expired(self, cycle: Cycle) -> Mask:
         st = self.store
@@ -73,12 +86,9 @@ class LoadAwareScheduling:
         est, prod_pod = self._prepare(cycle)
         if is_daemonset(cycle.pod):
             return []
-        st = self.store
-        valid = cycle.state.nodes.valid
-        prod_path = st.prod_on & prod_pod
-        agg_path = ~prod_path & st.agg_on
-        thr = np.where(prod_path[:, None], st.thr_prod, np.where(agg_path[:, None], st.thr_agg, st.thr_usage))
-        check = valid & st.has_metric & (thr != 0).any(axis=1)
+        st = self.store.views()
+        v = 1 if prod_pod else 0
+        check = cycle.state.nodes.valid & st.f_check[v]
         out = []
         if self.args.filter_expired_node_metrics:
             expired = check & self._expired(cycle)
@@ -88,54 +98,122 @@ class LoadAwareScheduling:
         check &= st.has_nm
         if not check.any():
             return out
-        existing = np.where(
-            prod_path[:, None],
-            st.prod,
-            np.where(agg_path[:, None], st.existing_agg(st.agg_f_ok, st.agg_f), st.existing_node()),
-        )
-        used = (existing + est).astype(np.float64)
-        alloc = st.alloc
-        pct = round_half_away_array(used / np.where(alloc == 0, 1, alloc).astype(np.float64) * 100)
-        over = (pct > thr) & (thr != 0) & (alloc != 0) & check[:, None]
-        failing = over.any(axis=1)
-        if not failing.any():
-            return out
-        first = over.argmax(axis=1)
-        for i, resource in enumerate(self.res.names):
-            hit = failing & (first == i)
+        # Go's Round(used / alloc * 100) > thr  <=>  used / alloc * 100 >= thr + 0.5 (exact for floats).
+        # A node fails on the first resource over its threshold, in resource-name order.
+        failing = np.zeros(len(check), dtype=bool)
+        ex, half, alloc = st.f_ex[v], st.f_half[v], st.alloc_f
+        agg_path = st.f_agg[v]
+        for r, resource in enumerate(self.res.names):
+            pct = (ex[r] + est[r]) / alloc[r]
+            pct *= 100
+            hit = pct >= half[r]
+            hit &= check
+            hit &= ~failing
             if not hit.any():
                 continue
+            failing |= hit
             for aggregated in (False, True):
                 mask = hit & (agg_path if aggregated else ~agg_path)
                 if mask.any():
                     out.append(Failure(mask, usage_reason(resource, aggregated)))
         return out
 
+    # ---- queueing hint (kube's QueueingHintFn) -------------------------------
+    def queueing_hint(self, state: ClusterState, obj: Any, now: datetime) -> Hint | None:
+        """For a NodeMetric change: retry a pod this plugin rejected only if that node passes now.
+        Other nodes did not change, so a pod that still fails there would fail everywhere again."""
+        if not isinstance(obj, NodeMetric):
+            return None
+        slot = state.nodes.slot.get(obj.name)
+        zero = self.res.zeros()[None, :]
+        if slot is None or not any(self._judge(state, slot, now, v, zero)[0] for v in (0, 1)):
+            return lambda pods, version: np.zeros(len(pods), dtype=bool)  # fails even with no load added
+        return lambda pods, version: self._hint(state, slot, now, pods, version)
+
+    def passes(self, state: ClusterState, pod: Pod, slot: int, now: datetime) -> bool:
+        """The Filter for one node and one pod (tests check it against filter())."""
+        return bool(self._hint(state, slot, now, [pod], None)[0])
+
+    def _hint(self, state: ClusterState, slot: int, now: datetime, pods: list[Pod | None], version: int | None) -> Mask:
+        est, prod, free = self._pods_matrix(pods, version)
+        out = free.copy()
+        for v in (0, 1):
+            rows = (prod == bool(v)) & ~free
+            if rows.any():
+                out[rows] = self._judge(state, slot, now, v, est[rows])
+        return out
+
+    def _pods_matrix(self, pods: list[Pod | None], version: int | None) -> tuple[Vec, Mask, Mask]:
+        """(estimates, prod pod, not judged: DaemonSet or gone) for a list of pods, cached per version."""
+        got = self._matrices.get(version) if version is not None else None
+        if got is not None:
+            return got
+        est = np.zeros((len(pods), self.res.size), dtype=np.int64)
+        prod = np.zeros(len(pods), dtype=bool)
+        free = np.zeros(len(pods), dtype=bool)
+        for i, pod in enumerate(pods):
+            if pod is None or is_daemonset(pod):
+                free[i] = True
+                continue
+            est[i], prod[i] = self._estimate(pod)
+        got = (est, prod, free)
+        if version is not None:
+            if len(self._matrices) >= 256:
+                self._matrices.clear()
+            self._matrices[version] = got
+        return got
+
+    def _judge(self, state: ClusterState, slot: int, now: datetime, v: int, est: Vec) -> Mask:
+        """The Filter on one node for rows of estimates (pods of one kind: v = 1 for prod)."""
+        st = self.store.views()
+        if not state.nodes.valid[slot] or not st.f_check[v][slot]:
+            return np.ones(len(est), dtype=bool)
+        if self.args.filter_expired_node_metrics:
+            limit = self.args.node_metric_expiration_seconds * US
+            if not st.has_time[slot] or to_us(now) - int(st.time_us[slot]) >= limit:
+                return np.full(len(est), bool(self.args.enable_schedule_when_node_metrics_expired))
+        if not st.has_nm[slot]:
+            return np.ones(len(est), dtype=bool)
+        pct = (st.f_ex[v][:, slot] + est) / st.alloc_f[:, slot]
+        pct *= 100
+        passing: Mask = np.all(pct < st.f_half[v][:, slot], axis=1)
+        return passing
+
     # ---- Score --------------------------------------------------------------
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
         est, prod_pod = self._prepare(cycle)
-        st = self.store
+        st = self.store.views()
         size = len(cycle.state.nodes.valid)
         if self.weights is None:
             return np.zeros(size, dtype=np.int64)
         ok = feasible & cycle.state.nodes.valid & st.has_metric & st.has_nm & ~self._expired(cycle)
-        if prod_pod and self.args.score_according_prod_usage:
-            existing = st.prod
-        elif st.score_agg is not None:
-            existing = st.existing_agg(st.agg_s_ok, st.agg_s)
-        else:
-            existing = st.existing_node()
-        return np.where(ok, least_used(existing + est, st.alloc, self.weights, self.args.dominant_resource_weight), 0)
+        existing = st.s_ex[1 if prod_pod and self.args.score_according_prod_usage else 0]
+        scores = least_used(
+            existing + est[:, None], st.alloc_safe, st.alloc_zero, self.weights, self.args.dominant_resource_weight
+        )
+        scores[~ok] = 0
+        return scores
 
 
-def least_used(used: Vec, cap: Vec, weights: Vec, dominant_weight: int) -> Scores:
-    """Upstream's integer score per row: weighted least-used plus the optional dominant term."""
-    safe = np.where(cap == 0, 1, cap)
-    per = np.where((cap == 0) | (used > cap), 0, ((cap - used) * 100) // safe)
-    total = per @ weights
+def least_used(used: Vec, safe: Vec, zero: Mask, weights: Vec, dominant_weight: int) -> Scores:
+    """Upstream's integer score per node: weighted least-used plus the optional dominant term.
+    Arrays are resource by node (r x n): used, allocatable with 0 replaced by 1, allocatable == 0."""
+    n = used.shape[1]
     denom = int(weights.sum()) + dominant_weight
-    if dominant_weight > 0:
-        total = total + np.minimum(per.min(axis=1), 100) * dominant_weight
     if denom <= 0:
-        return np.zeros(len(used), dtype=np.int64)
-    return np.clip(total // denom, 0, 100).astype(np.int64)
+        return np.zeros(n, dtype=np.int64)
+    total = np.zeros(n, dtype=np.int64)
+    lowest = np.full(n, 100, dtype=np.int64)
+    for r in range(len(used)):
+        free = safe[r] - used[r]
+        per = free * 100
+        per //= safe[r]
+        per[zero[r] | (free < 0)] = 0
+        if weights[r]:
+            total += per * weights[r]
+        if dominant_weight > 0:
+            np.minimum(lowest, per, out=lowest)
+    if dominant_weight > 0:
+        total += lowest * dominant_weight
+    total //= denom
+    return np.clip(total, 0, 100)

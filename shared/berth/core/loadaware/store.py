@@ -35,6 +35,7 @@ ZERO_TIME = -(2**62)  # Go's zero time: before everything
 RECENT = 2**62  # a pod assigned "now" (no PodScheduled time): after everything
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PROFILE_CACHE = 4096
+_DERIVED = frozenset({"alloc_safe", "alloc_f", "alloc_zero"})  # with f_* and s_*: rebuilt, not copied
 
 
 def to_us(t: datetime) -> int:
@@ -189,13 +190,29 @@ class NodeMetricStore:
         self.prod_on, self.agg_on = flags(), flags()
         self.agg_key: list[tuple[str, int]] = [("", 0)] * cap
 
+        # derived per slot for Filter and Score, refreshed lazily from the dirty slots (see views);
+        # laid out resource by resource (r x cap) so per-resource passes read contiguous memory
+        def cols() -> Rows:
+            return np.zeros((r, cap), dtype=np.int64)
+
+        self.alloc_safe = np.ones((r, cap), dtype=np.int64)  # allocatable, 0 replaced by 1
+        self.alloc_f = np.ones((r, cap), dtype=np.float64)
+        self.alloc_zero = np.ones((r, cap), dtype=bool)
+        self.f_ex = [cols(), cols()]  # existing usage, [non-prod pod, prod pod]
+        self.f_half = [np.full((r, cap), np.inf), np.full((r, cap), np.inf)]  # threshold + 0.5; inf: off
+        self.f_check = [flags(), flags()]  # has a metric and some threshold
+        self.f_agg = [flags(), flags()]  # the reason says "aggregated"
+        self.s_ex = [cols(), cols()]  # existing usage for Score, [other pods, prod pods by prod usage]
+        self._dirty: set[int] = set()
+
     def _grow(self, cap: int) -> None:
-        old = {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray)}
-        keys = self.agg_key
+        old = {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray) and k not in _DERIVED}
+        keys, dirty = self.agg_key, self._dirty
         self._alloc_arrays(cap)
         for k, v in old.items():
             getattr(self, k)[: len(v)] = v
         self.agg_key[: len(keys)] = keys
+        self._dirty = dirty | set(range(self.cap))  # derived arrays are rebuilt from the raw ones
         self._objs.extend([None] * (cap - len(self._objs)))
         self.cap = cap
 
@@ -265,6 +282,40 @@ class NodeMetricStore:
             self.delta[s] = rec.node_delta
             self.est[s] = rec.node_est
             self.prod[s] = rec.prod_usage + rec.prod_delta
+        self._dirty.add(s)
+
+    def views(self) -> NodeMetricStore:
+        """Refresh the derived arrays of the slots changed since the last call; returns self."""
+        if self._dirty:
+            self._derive(np.fromiter(self._dirty, dtype=np.int64, count=len(self._dirty)))
+            self._dirty.clear()
+        return self
+
+    def _derive(self, i: npt.NDArray[np.int64]) -> None:
+        """Upstream's per-node choice of path (prod, aggregated, node usage), made once per change
+        instead of once per pod: thresholds, existing usage and whether a node is checked at all."""
+        alloc = self.alloc[i]
+        self.alloc_safe[:, i] = np.where(alloc == 0, 1, alloc).T
+        self.alloc_f[:, i] = self.alloc_safe[:, i]
+        self.alloc_zero[:, i] = (alloc == 0).T
+        agg = self.agg_on[i]
+        ex_agg = np.where(self.agg_f_ok[i][:, None], self.agg_f[i] + self.delta[i], self.est[i])
+        ex_np = np.where(agg[:, None], ex_agg, self.usage[i] + self.delta[i])
+        thr_np = np.where(agg[:, None], self.thr_agg[i], self.thr_usage[i])
+        prod = self.prod_on[i]
+        ex_p = np.where(prod[:, None], self.prod[i], ex_np)
+        thr_p = np.where(prod[:, None], self.thr_prod[i], thr_np)
+        metric = self.has_metric[i]
+        for v, ex, thr, aggr in ((0, ex_np, thr_np, agg), (1, ex_p, thr_p, agg & ~prod)):
+            self.f_ex[v][:, i] = ex.T
+            self.f_half[v][:, i] = np.where((thr != 0) & (alloc != 0), thr + 0.5, np.inf).T
+            self.f_check[v][i] = metric & (thr != 0).any(axis=1)
+            self.f_agg[v][i] = aggr
+        if self.score_agg is not None:
+            self.s_ex[0][:, i] = np.where(self.agg_s_ok[i][:, None], self.agg_s[i] + self.delta[i], self.est[i]).T
+        else:
+            self.s_ex[0][:, i] = (self.usage[i] + self.delta[i]).T
+        self.s_ex[1][:, i] = self.prod[i].T
 
     def _slot(self, state: ClusterState, name: str) -> int | None:
         s = state.nodes.slot.get(name)
@@ -390,14 +441,6 @@ class NodeMetricStore:
         s = self._slot(state, e.node)
         if s is not None:
             self._write_pods(s, self.records.get(e.node))
-
-    # ---- reads for Filter and Score --------------------------------------
-    def existing_node(self) -> Rows:
-        return self.usage + self.delta
-
-    def existing_agg(self, ok: Mask, base: Rows) -> Rows:
-        """base + nodeDelta where the aggregate exists, else the sum of full estimates."""
-        return np.where(ok[:, None], base + self.delta, self.est)
 
 
 if TYPE_CHECKING:

@@ -11,7 +11,6 @@ import numpy.typing as npt
 from berth.core.loadaware.args import LoadAwareSchedulingArgs
 
 Vec = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float64]
 
 
 class Resources:
@@ -50,11 +49,3 @@ def round_half_away(x: float) -> int:
     if abs(x - whole) >= 0.5:
         whole += 1 if x > 0 else -1
     return whole
-
-
-def round_half_away_array(x: Floats) -> Floats:
-    """Elementwise math.Round, exact (x - trunc(x) is exact in float64)."""
-    whole = np.trunc(x)
-    frac = x - whole
-    out: Floats = whole + np.sign(x) * (np.abs(frac) >= 0.5)
-    return out

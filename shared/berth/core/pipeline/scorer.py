@@ -14,11 +14,14 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from berth.core.decision import Decision
 from berth.core.events import Event
+from berth.core.framework import Hint, Mask
 from berth.core.model import Pod
 from berth.core.pipeline.applier import Applier
-from berth.core.pipeline.queue import UnschedulableQueue
+from berth.core.pipeline.queue import Group, UnschedulableQueue, Waiting
 from berth.core.pipeline.records import DecisionRecord, RejectRecord
 from berth.core.pipeline.stats import Binding, DecisionPoint, NodeUse, RunStats
 from berth.core.plugins import REQUEUE
@@ -91,7 +94,7 @@ class ScorerEngine:
             relevant = self._pod_event(obj, applied.old, ev, out)
             kind = "PodGone"
         if relevant and self.queue:
-            self._retry(ev, out, REQUEUE.get(kind, frozenset()))
+            self._retry(ev, out, REQUEUE.get(kind, frozenset()), obj)
         return out, None
 
     def _pod_event(self, pod: Pod, old: Any, ev: Event, out: list[DecisionRecord]) -> bool:
@@ -180,14 +183,41 @@ class ScorerEngine:
                 del self.stats.decisions[i]
                 break
 
-    def _retry(self, ev: Event, out: list[DecisionRecord], helps: frozenset[str]) -> None:
+    def _retry(self, ev: Event, out: list[DecisionRecord], helps: frozenset[str], obj: Any = None) -> None:
         now = self.applier.now.timestamp()
-        for key in self.queue.eligible(now, self.applier.has_clock, helps):
+        hints = self._hints(helps, obj)
+        judge = None
+        if hints:
+
+            def judge(group: Group, members: list[Waiting]) -> Mask | None:
+                """kube's QueueingHint: retry unless every plugin that rejected the pod and cares about
+                this change says it does not help."""
+                cares = group.rejected & helps
+                if not cares <= hints.keys():
+                    return None
+                pods = [self.state.pods.get(w.key) for w in members]
+                helped = np.zeros(len(members), dtype=bool)
+                for name in cares:
+                    helped |= hints[name](pods, group.version)
+                return helped
+
+        for key in self.queue.eligible(now, self.applier.has_clock, helps, judge):
             pod = self.state.pods.get(key)
             if pod is None or not pod.pending or self.state.reserved(key) is not None:
                 self.queue.remove(key)
                 continue
             self._decide(pod, ev, out, self.queue.attempts(key) + 1, retry=True)
+
+    def _hints(self, helps: frozenset[str], obj: Any) -> dict[str, Hint]:
+        """Per plugin that can tell, whether this change can make it accept a given pod."""
+        out = {}
+        for plugin in self.scheduler.profile.filters:
+            hint = getattr(plugin, "queueing_hint", None)
+            if plugin.name in helps and hint is not None:
+                fn = hint(self.state, obj, self.applier.now)
+                if fn is not None:
+                    out[plugin.name] = fn
+        return out
 
     def _decide(self, pod: Pod, ev: Event, out: list[DecisionRecord], attempt: int, retry: bool = False) -> None:
         outcome = self.scheduler.decide(pod, self.applier.now)

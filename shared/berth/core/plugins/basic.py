@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import numpy as np
-
 from berth.core.framework import OK, Cycle, Failure, Status
 from berth.core.model import Taint, Toleration
 from berth.core.resources import CPU, EPHEMERAL, MEMORY, PODS
@@ -96,6 +94,6 @@ class NodeResourcesFit:
             if want <= 0:
                 continue
             short = nodes.valid & (nodes.allocatable(name) - nodes.requested(name) < want)
-            if np.any(short):
+            if short.any():
                 out.append(Failure(short, f"Insufficient {name}"))
         return out

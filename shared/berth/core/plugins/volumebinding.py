@@ -54,12 +54,14 @@ class _Static:
         i = int(self.best[slot])
         return None if i < 0 or self.index is None else self.index.order[i]
 
-    def capacity_bytes(self) -> Ints:
+    def capacity_bytes(self, slots: Ints) -> Ints:
+        """The matched PV's capacity on each of `slots` (0 where none)."""
         if self.prebound is not None:
-            return np.full(len(self.best), ceil_units(self.prebound.capacity), dtype=np.int64)
+            return np.full(len(slots), ceil_units(self.prebound.capacity), dtype=np.int64)
         if self.index is None or not len(self.index.order):
-            return np.zeros(len(self.best), dtype=np.int64)
-        return np.where(self.best >= 0, self.index.cap_ceil[np.maximum(self.best, 0)], 0)
+            return np.zeros(len(slots), dtype=np.int64)
+        best = self.best[slots]
+        return np.where(best >= 0, self.index.cap_ceil[np.maximum(best, 0)], 0)
 
 
 @dataclass
@@ -257,41 +259,44 @@ class VolumeBinding:
 
     # ---- Score -------------------------------------------------------------
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
-        n = len(cycle.state.nodes.valid)
+        """Computed on the feasible slots only (compacted), then scattered back."""
+        out = np.zeros(len(cycle.state.nodes.valid), dtype=np.int64)
         pv: _PodVolumes | None = cycle.data.get(self.name)
         if pv is None or (not pv.static and not pv.provisions):
-            return np.zeros(n, dtype=np.int64)
-        has_static = np.zeros(n, dtype=bool)
+            return out
+        idx = np.flatnonzero(feasible)
+        k = len(idx)
+        if not k:
+            return out
+
+        def acc(group: dict[str, list[Ints]], cls: str) -> list[Ints]:
+            return group.setdefault(cls, [np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros(k, bool)])
+
+        has_static = np.zeros(k, dtype=bool)
         static: dict[str, list[Ints]] = {}
-        for s in pv.static:
-            m = s.matched()
+        for st in pv.static:
+            m = st.matched()[idx]
             has_static |= m
-            req = np.where(m, ceil_units(s.claim.request or 0), 0)
-            cap = np.where(m, s.capacity_bytes(), 0)
-            acc = static.setdefault(
-                s.claim.storage_class,
-                [np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool)],
-            )
-            acc[0] += req
-            acc[1] += cap
-            acc[2] |= m
+            a = acc(static, st.claim.storage_class)
+            a[0][m] += ceil_units(st.claim.request or 0)
+            a[1][m] += st.capacity_bytes(idx[m])
+            a[2] |= m
         dynamic: dict[str, list[Ints]] = {}
         for p in pv.provisions:
-            m = p.listed & (p.capacity >= 0) & ~has_static
-            acc = dynamic.setdefault(
-                p.claim.storage_class,
-                [np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool)],
-            )
-            acc[0] += np.where(m, ceil_units(p.claim.request or 0), 0)
-            acc[1] = np.where(m, p.capacity, acc[1])
-            acc[2] |= m
+            cap = p.capacity[idx]
+            m = p.listed[idx] & (cap >= 0) & ~has_static
+            a = acc(dynamic, p.claim.storage_class)
+            a[0][m] += ceil_units(p.claim.request or 0)
+            a[1][m] = cap[m]
+            a[2] |= m
         scores, weights, present = [], [], []
         for group in (static, dynamic):
             for cls, (req, cap, here) in sorted(group.items()):
                 scores.append(class_score(self.args.shape, req, cap))
                 weights.append(self.weight(cycle.state, cls))
                 present.append(here.astype(bool))
-        return weighted_node_score(scores, weights, present)
+        out[idx] = weighted_node_score(scores, weights, present)
+        return out
 
     def weight(self, state: ClusterState, storage_class: str) -> int:
         if storage_class in self._weights:
