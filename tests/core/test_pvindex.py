@@ -28,14 +28,15 @@ def nodes_state() -> ClusterState:
     return state
 
 
-@given(ops, st.sampled_from(SIZES))
-def test_incremental_equals_rebuilt(steps: list[Any], request: str) -> None:
+@given(ops, st.lists(st.sampled_from(SIZES), min_size=1, max_size=3), st.integers(1, 3))
+def test_incremental_equals_rebuilt(steps: list[Any], requests: list[str], every: int) -> None:
+    """Also checks the answers best() keeps per claim shape: several shapes, asked every few steps."""
     state = nodes_state()
     live = ClassIndex()
     live.ensure(state.nodes)
     current: dict[str, Any] = {}
-    claim = convert(pvc("c", request))
-    for op, i, size, where in steps:
+    claims = [convert(pvc("c", r)) for r in requests]
+    for step, (op, i, size, where) in enumerate(steps):
         name = f"pv{i}"
         if op == "put":  # where < 0: a zonal PV that fits every node of one zone
             placed = {"affinity": zone_affinity(f"z{-where}")} if where < 0 else {"on": f"n{where}"}
@@ -50,6 +51,9 @@ def test_incremental_equals_rebuilt(steps: list[Any], request: str) -> None:
             fresh.put(v)
         fresh.ensure(state.nodes)
         n = len(state.nodes.valid)
+        claim = claims[step % len(claims)]
+        if step % every:
+            continue
         got = live.best(claim, n, [])
         want = fresh.best(claim, n, [])
         assert [live.order[e].name if e >= 0 else None for e in got] == [

@@ -11,6 +11,7 @@ ties broken by PV name (upstream's tie order is random; berth's is not).
 from __future__ import annotations
 
 import bisect
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +35,17 @@ def mode_bits(modes: tuple[str, ...]) -> int:
 
 def available(pv: PersistentVolume) -> bool:
     return pv.phase == "Available" and pv.claim_ref is None and not pv.deleting
+
+
+@dataclass
+class _Query:
+    """A kept answer of best() for one claim shape, without exclusions."""
+
+    start: int
+    nslots: int
+    ok: npt.NDArray[np.bool_]  # candidates() from start
+    best: Ints  # the one-node part, _NONE where none
+    seen: int  # kills applied so far
 
 
 class ClassIndex:
@@ -67,6 +79,10 @@ class ClassIndex:
         self._group_slots: list[Ints] = []
         self.group_slot = np.zeros(0, dtype=np.int64)  # (slot, group) pairs of the groups
         self.group_id = np.zeros(0, dtype=np.int64)
+        # answers kept per claim shape, patched on kills; any other change forgets them (see best)
+        self._queries: dict[tuple[object, ...], _Query] = {}
+        self._kills: list[int] = []  # entries killed since the arrays last moved
+        self._by_slot: tuple[Ints, Ints] | None = None  # (start per slot, entries in slot order)
 
     def put(self, pv: PersistentVolume) -> None:
         old = self.pvs.get(pv.name)
@@ -99,7 +115,14 @@ class ClassIndex:
             self._slots[pv.name] = s
         return s
 
+    def _moved(self) -> None:
+        """Entries were renumbered or pairs changed: kept answers no longer apply."""
+        self._queries.clear()
+        self._kills.clear()
+        self._by_slot = None
+
     def _rebuild(self, nodes: NodeTable) -> None:
+        self._moved()
         if self._built_labels != nodes.label_version:
             self._slots = {}
         self._pending = {}
@@ -153,8 +176,10 @@ class ClassIndex:
             i += 1
         self.alive[i] = False
         self._dead += 1
+        self._kills.append(i)
 
     def _insert(self, pv: PersistentVolume, nodes: NodeTable) -> None:
+        self._moved()
         key = (pv.capacity, pv.name)
         i = bisect.bisect_right(self.keys, key)
         self.keys.insert(i, key)
@@ -209,9 +234,29 @@ class ClassIndex:
 
     def best(self, claim: PersistentVolumeClaim, nslots: int, exclude: list[Ints]) -> Ints:
         """Per slot, the entry of the smallest fitting PV, or -1. `exclude` holds, per slot,
-        entries already chosen for this pod's earlier claims on that node (-1 for none)."""
+        entries already chosen for this pod's earlier claims on that node (-1 for none).
+
+        Without `exclude`, the one-node part is kept per claim shape and patched when PVs are
+        taken: only the slots whose answer was taken are looked up again."""
         start = self._first_fitting(claim.request or 0)
-        ok = self.candidates(claim, start)
+        shape = (claim.request, claim.access_modes, claim.volume_mode, claim.attributes_class, claim.selector)
+        q = None if exclude else self._queries.get(shape)
+        if q is not None and q.nslots == nslots:
+            self._catch_up(q)
+            ok, best = q.ok, q.best.copy()
+        else:
+            ok = self.candidates(claim, start)
+            best = self._pairs_best(ok, start, nslots, exclude)
+            if not exclude:
+                if len(self._queries) >= 64:
+                    self._queries.clear()
+                self._queries[shape] = _Query(start, nslots, ok, best.copy(), len(self._kills))
+        if len(self.group_id):
+            np.minimum(best, self._best_in_groups(ok, start, nslots, exclude), out=best)
+        best[best == _NONE] = -1
+        return best
+
+    def _pairs_best(self, ok: npt.NDArray[np.bool_], start: int, nslots: int, exclude: list[Ints]) -> Ints:
         first_pair = int(np.searchsorted(self.pair_entry, start, side="left"))
         entries = self.pair_entry[first_pair:]
         slots = self.pair_slot[first_pair:]
@@ -220,10 +265,33 @@ class ClassIndex:
             pm &= entries != ex[slots]
         best = np.full(nslots, _NONE, dtype=np.int64)
         np.minimum.at(best, slots[pm], entries[pm])
-        if len(self.group_id):
-            np.minimum(best, self._best_in_groups(ok, start, nslots, exclude), out=best)
-        best[best == _NONE] = -1
         return best
+
+    def _catch_up(self, q: _Query) -> None:
+        """Apply the kills since the answer was kept: a slot whose PV was taken gets its next one."""
+        kills = self._kills[q.seen :]
+        q.seen = len(self._kills)
+        if not kills:
+            return
+        ptr, by_slot = self._slot_lists()
+        for e in kills:
+            if e < q.start:
+                continue
+            q.ok[e - q.start] = False
+            for s in np.flatnonzero(q.best == e).tolist():
+                mine = by_slot[ptr[s] : ptr[s + 1]]
+                mine = mine[mine >= q.start]
+                fits = mine[q.ok[mine - q.start]]
+                q.best[s] = fits[0] if len(fits) else _NONE
+
+    def _slot_lists(self) -> tuple[Ints, Ints]:
+        """The one-node pairs grouped by slot, entries ascending within each slot."""
+        if self._by_slot is None:
+            order = np.argsort(self.pair_slot, kind="stable")
+            slots = self.pair_slot[order]
+            top = int(slots[-1]) + 2 if len(slots) else 1
+            self._by_slot = (np.searchsorted(slots, np.arange(top)), self.pair_entry[order])
+        return self._by_slot
 
     def _best_in_groups(self, ok: npt.NDArray[np.bool_], start: int, nslots: int, exclude: list[Ints]) -> Ints:
         """Per slot, the smallest fitting multi-node PV not excluded there: each group's k+1
