@@ -67,7 +67,8 @@ class Pipeline:
                 wait = (ev.ts - first).total_seconds() / self.speed - (time.perf_counter() - start)
                 if wait > 0:
                     await asyncio.sleep(wait)
-            await self.bus.send(CLUSTER_EVENTS, encode_event(ev, with_position=True), event_key(ev))
+            value = encode_event(ev, with_position=True)
+            await self.bus.send(CLUSTER_EVENTS, value, event_key(ev), event=ev, readers=2 * len(self.lanes))
             self.published += 1
             if self.published % 1000 == 0:
                 await asyncio.sleep(0)  # let the workers run
@@ -82,13 +83,14 @@ class Pipeline:
             tasks.append(
                 asyncio.create_task(
                     worker.run(self.bus, CLUSTER_EVENTS, f"berth-scorer{lane.suffix}", scorer.handle, self.done,
-                               lane.progress, dead_letter_topic=DEAD_LETTER + lane.suffix)
+                               lane.progress, dead_letter_topic=DEAD_LETTER + lane.suffix, parse=self.bus.parse)
                 )
             )  # fmt: skip
             tasks.append(
                 asyncio.create_task(
                     worker.run(self.bus, CLUSTER_EVENTS, f"berth-buffer-controller{lane.suffix}", controller.handle,
-                               self.done, dead_letter_topic=DEAD_LETTER + ".buffer-controller" + lane.suffix)
+                               self.done, dead_letter_topic=DEAD_LETTER + ".buffer-controller" + lane.suffix,
+                               parse=self.bus.parse)
                 )
             )  # fmt: skip
         await asyncio.gather(*tasks)

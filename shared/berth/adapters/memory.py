@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import zlib
 from collections.abc import Mapping
+from typing import Any
 
+from berth.core.events import Event, parse_event
 from berth.core.ports import Message
 
 
@@ -18,6 +20,7 @@ class MemoryBus:
         self.topics: dict[str, list[list[Message]]] = {}
         self.committed: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> next offset
         self._arrived = asyncio.Event()
+        self._parsed: dict[tuple[str, int, int], list[Any]] = {}  # (topic, partition, offset) -> [event, reads left]
 
     async def start(self) -> None:
         return None
@@ -30,13 +33,31 @@ class MemoryBus:
         count = len(self.topics[topic])
         return 0 if key is None or count == 1 else zlib.crc32(key) % count
 
-    async def send(self, topic: str, value: bytes, key: bytes | None = None) -> None:
+    async def send(
+        self, topic: str, value: bytes, key: bytes | None = None, event: Event | None = None, readers: int = 0
+    ) -> None:
+        """event: the value already parsed (the embedded pipeline's reader), kept for `readers` reads
+        through `parse`, so that each consumer need not parse the bytes again."""
         if topic not in self.topics:
             await self.create_topics({topic: 1})
         p = self.partition_of(topic, key)
         log = self.topics[topic][p]
+        if event is not None and readers > 0:
+            self._parsed[(topic, p, len(log))] = [event, readers]
         log.append(Message(topic, p, len(log), key, value))
         self._arrived.set()
+
+    def parse(self, msg: Message) -> Event:
+        """The event a message holds: the one sent along with it, or parsed from its bytes."""
+        where = (msg.topic, msg.partition, msg.offset)
+        kept = self._parsed.get(where)
+        if kept is None:
+            return parse_event(msg.value, msg.offset + 1)
+        kept[1] -= 1
+        if kept[1] <= 0:
+            del self._parsed[where]
+        ev: Event = kept[0]
+        return ev
 
     async def flush(self) -> None:
         return None

@@ -50,12 +50,14 @@ async def run(
     drain: bool = True,
     metrics: Metrics | None = None,
     on_assign: Callable[[], Awaitable[None]] | None = None,
+    parse: Callable[[Message], Event] | None = None,
 ) -> None:
     """Consume until `done` is set: then, with drain, until nothing is left (the embedded pipeline);
     without, at once after the batch in hand (a service shutting down).
 
     on_assign runs before the first batch after this member's partitions change (a standby taking
-    over): the service rebuilds its state from what the group committed, then goes on from there."""
+    over): the service rebuilds its state from what the group committed, then goes on from there.
+    parse: how a message becomes an event (default: parse its bytes)."""
     consumer = bus.consumer([topic], group)
     await consumer.start()
     progress = progress or Progress()
@@ -75,7 +77,7 @@ async def run(
                 continue
             for msg in messages:
                 try:
-                    ev = parse_event(msg.value, msg.offset + 1)
+                    ev = parse(msg) if parse is not None else parse_event(msg.value, msg.offset + 1)
                 except InputError as e:
                     progress.rejects += 1
                     if metrics is not None:
