@@ -216,4 +216,6 @@ def least_used(used: Vec, safe: Vec, zero: Mask, weights: Vec, dominant_weight: 
     if dominant_weight > 0:
         total += lowest * dominant_weight
     total //= denom
-    return np.clip(total, 0, 100)
+    np.maximum(total, 0, out=total)
+    np.minimum(total, 100, out=total)
+    return total
