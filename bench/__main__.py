@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHES = ["volume_binding", "loadaware", "combined", "replay"]
+BENCHES = ["volume_binding", "loadaware", "combined", "replay", "streaming"]
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """The indexer as a faust-streaming app: a thin agent over the pure IndexerEngine.
 
 Per batch (stream.take_events), in this order, so a crash at any point loses nothing and repeats harmlessly:
-  1. Redis: the batch's operations, each guarded by its object's resourceVersion (one Lua call);
+  1. Redis: the batch's operations, each guarded by its object's resourceVersion (Lua, one round trip);
   2. downstream: a watermark record (topic, partition, next offset) on berth.index-watermarks,
      awaited until the broker has it, and the node-usage table (changelog-backed) for changed nodes;
   3. commit: faust commits the offsets of acknowledged events, which happens after the batch.
@@ -10,19 +10,20 @@ Per batch (stream.take_events), in this order, so a crash at any point loses not
 from __future__ import annotations
 
 import logging
+import weakref
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import faust
 import msgspec
+from faust.streams import _current_event
 from redis.asyncio import Redis
 
-from berth.adapters.connect import kafka_bus, rebuild
+from berth.adapters.connect import kafka_bus
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import RedisIndex
-from berth.core.errors import InputError
-from berth.core.events import parse_event
 from berth.core.pipeline.indexer import IndexerEngine, Op
 from berth.settings import Settings
 
@@ -42,23 +43,19 @@ class Indexer:
     dead_letter: Callable[[bytes, str], Awaitable[None]]
     caught_up: bool = False
     batches: int = 0
-    steps: list[str] = field(default_factory=list)  # the order of side effects, for tests
+    steps: deque[str] = field(default_factory=lambda: deque(maxlen=60))  # the latest side effects, in order
 
     async def handle(self, values: list[tuple[bytes, int, int]], full: bool) -> dict[str, dict[str, int]]:
         """values: (message bytes, partition, offset). Returns the usage of nodes the batch changed."""
         ops: list[Op] = []
-        touched: set[str] = set()
+        handle = self.engine.handle_raw
+        self.engine.take_touched()
         for value, _, offset in values:
-            try:
-                ev = parse_event(value, offset + 1)
-            except InputError as e:
-                await self.dead_letter(value, e.line())
-                continue
-            found, reason = self.engine.handle(ev)
+            found, reason = handle(value, offset + 1)
             if reason is not None:
                 await self.dead_letter(value, reason)
-            ops += found
-            touched |= {a[1].removeprefix("used:") for op in found for a in op.actions if a[1].startswith("used:")}
+            if found:
+                ops += found
         ops += self.engine.end_batch()
         await self.index.apply(ops)
         self.steps.append("redis")
@@ -69,8 +66,8 @@ class Indexer:
         self.metrics.events.labels("indexer").inc(len(values))
         self.caught_up = not full
         self.batches += 1
-        usage = self.engine.usage()
-        return {node: usage.get(node, {}) for node in touched}
+        touched = self.engine.take_touched()
+        return self.engine.usage(touched) if touched else {}
 
 
 def credentials(settings: Settings) -> Any:
@@ -93,9 +90,11 @@ def build(
     metrics: Metrics,
     data_dir: str = "/tmp/berth-indexer",
     from_history: bool = True,
+    send_watermark: Callable[[bytes], Awaitable[None]] | None = None,
+    dead_letter: Callable[[bytes, str], Awaitable[None]] | None = None,
 ) -> tuple[faust.App, Indexer]:
-    """The app and its Indexer. from_history=False skips the start-up rebuild (faust's test_context
-    has no broker to read history from)."""
+    """The app and its Indexer. For faust's test_context, which has no broker: from_history=False
+    skips the start-up rebuild, and send_watermark and dead_letter replace the producers."""
     t = settings.topics
     app = faust.App(
         settings.groups.indexer,
@@ -117,11 +116,11 @@ def build(
     usage = app.Table("node-usage", default=dict, partitions=t.partitions)
     client = Redis.from_url(settings.redis.url, **settings.redis.client_kwargs())
 
-    async def send_watermark(value: bytes) -> None:
+    async def produce_watermark(value: bytes) -> None:
         fut = await watermarks.send(value=value)
         await fut  # delivered before the batch is acknowledged
 
-    async def dead_letter(value: bytes, reason: str) -> None:
+    async def produce_dead_letter(value: bytes, reason: str) -> None:
         record = {
             "kind": "Reject",
             "source": f"indexer:{t.cluster_events}",
@@ -132,7 +131,13 @@ def build(
         await dead.send(value=msgspec.json.encode(record))
         metrics.dead_letters.labels("indexer").inc()
 
-    indexer = Indexer(IndexerEngine(), RedisIndex(client, settings.redis.prefix), metrics, send_watermark, dead_letter)
+    indexer = Indexer(
+        IndexerEngine(),
+        RedisIndex(client, settings.redis.prefix),
+        metrics,
+        send_watermark or produce_watermark,
+        dead_letter or produce_dead_letter,
+    )
     rebuilt = not from_history
 
     @app.agent(events)
@@ -140,19 +145,34 @@ def build(
         nonlocal rebuilt
         async for batch in stream.take_events(BATCH, within=0.2):  # type: ignore[attr-defined]
             if not rebuilt:  # what this group committed before: rebuild the in-memory view from it
-                bus = kafka_bus(settings, "indexer-rebuild")
-                await bus.start()
-                try:
-                    n = await rebuild(bus, t.cluster_events, settings.groups.indexer, indexer.engine.handle)
-                finally:
-                    await bus.stop()
-                indexer.engine.end_batch()
+                n = await rebuild(settings, indexer.engine)
                 rebuilt = True
                 log.info("state rebuilt", extra={"events": n})
             values = [(e.value, e.message.partition, e.message.offset) for e in batch]
             changed = await indexer.handle(values, full=len(batch) >= BATCH)
-            stream._set_current_event(batch[-1])  # type: ignore[attr-defined]  # table writes need an event
-            for node, amounts in changed.items():
-                usage[node] = amounts
+            # Table writes take their changelog partition from the current event. Set it for this
+            # task only: the stream's own current_event is what take_events files the next event
+            # under, and changing it here made that event a copy of this batch's last one.
+            token = _current_event.set(weakref.ref(batch[-1]))
+            try:
+                for node, amounts in changed.items():
+                    usage[node] = amounts
+            finally:
+                _current_event.reset(token)
+            indexer.steps.append("table")
 
     return app, indexer
+
+
+async def rebuild(settings: Settings, engine: IndexerEngine) -> int:
+    """Replay what the group committed into the engine (no writes: Redis has it already)."""
+    bus = kafka_bus(settings, "indexer-rebuild")
+    await bus.start()
+    try:
+        history = await bus.history(settings.topics.cluster_events, settings.groups.indexer)
+    finally:
+        await bus.stop()
+    for msg in history:
+        engine.handle_raw(msg.value, msg.offset + 1)
+    engine.end_batch()
+    return len(history)

@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
 
+from berth.adapters.eventlog import open_log
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import RedisIndex
-from berth.core.events import Event, encode_event
+from berth.core.errors import InputError
+from berth.core.events import Event, encode_event, parse_event
 from berth.core.pipeline.indexer import IndexerEngine
 from berth_indexer.app import Indexer
 from tests.builders import node, pod, pv, zone_affinity
@@ -79,6 +82,115 @@ def test_node_labels_moving_pvs_are_handled_once_per_batch() -> None:
     assert ["ZADD", "pvidx:*:local", str(10 * GI), "zonal"] in got
 
 
+# ---- the fast path: handle_raw decodes only what the index needs -------------------------------
+
+SAMPLE = Path(__file__).parents[2] / "examples" / "small.jsonl.gz"
+LOGS = sorted((Path(__file__).parents[1] / "data" / "logs").glob("*.jsonl"))
+
+
+def both(lines: list[bytes]) -> tuple[list[Any], list[Any]]:
+    """(ops and reasons from handle(parse_event(...)), the same from handle_raw), per event, with
+    end_batch every 50 events."""
+    exact, fast = IndexerEngine(), IndexerEngine()
+    a: list[Any] = []
+    b: list[Any] = []
+    for i, line in enumerate(lines):
+        try:
+            ops, reason = exact.handle(parse_event(line, i + 1))
+        except InputError as e:
+            ops, reason = [], e.line()
+        a.append(([op.__dict__ for op in ops], reason))
+        ops, reason = fast.handle_raw(line, i + 1)
+        b.append(([op.__dict__ for op in ops], reason))
+        if i % 50 == 49:
+            a.append(exact.end_batch())
+            b.append(fast.end_batch())
+    a.append((exact.end_batch(), exact.usage()))
+    b.append((fast.end_batch(), fast.usage()))
+    return a, b
+
+
+@pytest.mark.parametrize("log", [SAMPLE, *LOGS], ids=lambda p: p.name)
+def test_the_fast_path_writes_what_the_converters_would(log: Path) -> None:
+    with open_log(str(log)) as f:
+        lines = [line.encode() if isinstance(line, str) else line for line in f if line.strip()]
+    bus = []  # as the services see them: berth's canonical line with its position
+    for i, line in enumerate(lines):
+        try:
+            bus.append(encode_event(parse_event(line, i + 1), with_position=True))
+        except InputError:
+            bus.append(line)
+    for variant in (lines, bus):
+        exact, fast = both(variant)
+        assert fast == exact
+
+
+def raw(obj: dict[str, Any], kind: str = "ADDED", rv: str = "1") -> bytes:
+    return encode_event(ev(obj, kind, rv))
+
+
+BAD = [
+    raw(pv("a", "lots", on="n1")),  # a quantity that is not one
+    raw(pv("a", "1Gi", affinity={"required": {"nodeSelectorTerms": "x"}})),
+    raw(pv("a", "1Gi", claim="db/x", spec={"claimRef": "db/x"})),
+    raw(pod("p", node_name="n1", cpu="much", memory=None)),  # a bound pod's requests
+    raw({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {}}),  # no name
+    raw(node("n1", cpu="x")),
+    b'{"type": "ADDED", "ts": "yesterday", "object": {"kind": "Pod", "metadata": {"name": "p"}}}',
+    b'{"type": "ADDED", "object": {"metadata": {"name": "p"}}}',
+    b'{"type": "ADDED", "object": {"kind": "", "metadata": {"name": "p"}}}',
+    b'{"type": "CHANGED", "object": {"kind": "Pod", "metadata": {"name": "p"}}}',
+    b'{"type": "ADDED", "position": "x", "object": {"kind": "Pod"}}',
+    b"[1, 2]",
+    b"junk",
+]
+
+
+@pytest.mark.parametrize("line", BAD, ids=range(len(BAD)))
+def test_what_the_converters_reject_the_fast_path_rejects_with_the_same_reason(line: bytes) -> None:
+    engine = IndexerEngine()
+    actions(engine, ev(node("n1")))
+    ops, reason = engine.handle_raw(line, 7)
+    try:
+        want = IndexerEngine().handle(parse_event(line, 7))[1]
+    except InputError as e:
+        want = e.line()
+    assert ops == [] and reason is not None and reason == want
+
+
+def test_other_kinds_and_unread_fields_are_not_converted() -> None:
+    """The indexer reads Nodes, PVs and Pods, and of PVs and Pods only what it indexes: what is
+    wrong elsewhere is for the scorer and buffer controller to dead-letter."""
+    engine = IndexerEngine()
+    actions(engine, ev(node("n1")))
+    metric = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": "n1"}}
+    metric["status"] = {"nodeMetric": {"nodeUsage": {"resources": {"cpu": "lots"}}}}
+    assert engine.handle_raw(raw(metric)) == ([], None)
+    pending = pod("p", cpu="much", memory=None)  # not bound: its requests do not count anywhere
+    assert engine.handle_raw(raw(pending)) == ([], None)
+    odd = pv("a", "1Gi", on="n1", modes=("Sideways",))
+    odd["spec"]["volumeMode"] = 7  # not read by the index
+    ops, reason = engine.handle_raw(raw(odd))
+    assert reason is None and ops[0].guard == ("rv:PersistentVolume:a", "1")
+
+
+def test_the_simulator_shape_takes_the_exact_path() -> None:
+    engine = IndexerEngine()
+    actions(engine, ev(node("n1")))
+    line = json.dumps({"time": "2026-11-01T10:00:00Z", "event": "Add", "resource": pv("a", "1Gi", on="n1")})
+    ops, reason = engine.handle_raw(line.encode())
+    assert reason is None and [a for op in ops for a in op.actions] == [["ZADD", "pvidx:n1:local", str(GI), "a"]]
+
+
+def test_an_older_event_after_a_newer_one_changes_nothing() -> None:
+    engine = IndexerEngine()
+    actions(engine, ev(node("n1")), ev(node("n2")))
+    assert engine.handle_raw(raw(pod("p", node_name="n1", cpu="1", memory=None), rv="5"))[0]
+    assert engine.handle_raw(raw(pod("p", node_name="n1", cpu="1", memory=None), "DELETED", rv="6"))[0]
+    assert engine.handle_raw(raw(pod("p", node_name="n2", cpu="1", memory=None), rv="5")) == ([], None)
+    assert engine.usage() == {}
+
+
 @pytest_asyncio.fixture
 async def index(redis_server: Server) -> AsyncIterator[RedisIndex]:
     client = Redis.from_url(f"redis://{redis_server.address}/0")
@@ -95,6 +207,19 @@ async def test_writes_apply_once_whatever_the_redelivery(index: RedisIndex) -> N
     assert await index.apply(ops) == 0  # the same batch again: every guard holds
     assert await index.used("n1") == {"cpu": 1000, "pods": 1}
     assert await index.node_pvs("n1", "local") == [("a", 10 * GI)]
+
+
+@pytest.mark.asyncio
+async def test_a_batch_of_several_lua_calls_applies_in_order_and_once(index: RedisIndex) -> None:
+    engine = IndexerEngine()
+    events = [ev(node("n1"))] + [ev(pv(f"pv-{i:04}", "1Gi", on="n1"), rv=str(10 + i)) for i in range(1200)]
+    events.append(ev(pv("pv-0000", "1Gi", on="n1", claim="db/x", phase="Bound"), "MODIFIED", rv="9999"))
+    ops = [op for e in events for op in engine.handle(e)[0]]
+    assert len(ops) == 1202  # three Lua calls, sent in one round trip
+    assert await index.apply(ops) == 1202
+    assert await index.apply(ops) == 0
+    got = await index.node_pvs("n1", "local")
+    assert len(got) == 1199 and got[0] == ("pv-0001", GI)  # the last operation (a claim) came last
 
 
 class Recorder:
@@ -115,7 +240,7 @@ async def test_side_effects_redis_then_produce(index: RedisIndex) -> None:
     indexer = Indexer(IndexerEngine(), index, Metrics("indexer"), rec.send, rec.dead_letter)
     values = [(encode_event(ev(node("n1"))), 0, 0), (b"junk", 0, 1), (encode_event(ev(pv("a", "1Gi", on="n1"))), 0, 2)]
     await indexer.handle(values, full=False)
-    assert indexer.steps == ["redis", "produce"]
+    assert list(indexer.steps) == ["redis", "produce"]
     assert json.loads(rec.sent[0]) == {"partition": 0, "offset": 3}
     assert await index.watermark("berth.index-watermarks", 0) == 3
     assert [reason.split(":")[0] for _, reason in rec.dead] == ["line 2"]
@@ -132,5 +257,5 @@ async def test_a_failed_redis_write_produces_nothing() -> None:
     indexer = Indexer(IndexerEngine(), RedisIndex(gone), Metrics("indexer"), rec.send, rec.dead_letter)
     with pytest.raises(RedisConnectionError):
         await indexer.handle([(encode_event(ev(node("n1"))), 0, 0)], full=False)
-    assert rec.sent == [] and indexer.steps == []  # not produced, so not acknowledged: it comes again
+    assert rec.sent == [] and not indexer.steps  # not produced, so not acknowledged: it comes again
     await gone.aclose()

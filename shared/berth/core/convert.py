@@ -27,7 +27,21 @@ from berth.core.model import (
     Taint,
     Toleration,
 )
-from berth.core.rawfields import Fields
+from berth.core.rawfields import (
+    Fields,
+    Irregular,
+    fast_path,
+    flag,
+    integer,
+    items,
+    moment,
+    obj,
+    quantity,
+    resource_list,
+    text,
+    text_list,
+    text_map,
+)
 from berth.core.selectors import (
     LabelSelector,
     NodeSelector,
@@ -137,6 +151,186 @@ def pod_spec_resources(f: Fields, spec: Any, at: str) -> tuple[dict[str, int], d
     return resources.effective(reqs, init_r, overhead, pod_req), limits
 
 
+# ---- fast paths (see rawfields): the common well-formed shapes, Irregular for the rest ----
+
+
+# In the loops below, string fields are read as `d.get(name, "")` and checked together: only a
+# null or a wrong type goes through `text`, which reads null as "" and raises Irregular otherwise.
+
+
+def _requirements_fast(v: Any) -> tuple[Requirement, ...]:
+    out = []
+    for r in items(v):
+        if type(r) is not dict:
+            raise Irregular
+        key, op = r.get("key", ""), r.get("operator", "")
+        if not (type(key) is type(op) is str):
+            key, op = text(key), text(op)
+        out.append(Requirement(key=key, operator=op, values=text_list(r.get("values"))))
+    return tuple(out)
+
+
+def _node_selector_fast(v: Any) -> NodeSelector:
+    if type(v) is not dict:
+        raise Irregular
+    terms = []
+    for t in items(v.get("nodeSelectorTerms")):
+        if type(t) is not dict:
+            raise Irregular
+        terms.append(
+            NodeSelectorTerm(
+                match_expressions=_requirements_fast(t.get("matchExpressions")),
+                match_fields=_requirements_fast(t.get("matchFields")),
+            )
+        )
+    return NodeSelector(terms=tuple(terms))
+
+
+def label_selector_fast(v: Any) -> LabelSelector:
+    """`label_selector` on the fast path, for a selector that is present."""
+    if type(v) is not dict:
+        raise Irregular
+    return LabelSelector(
+        match_labels=tuple(sorted(text_map(v.get("matchLabels")).items())),
+        match_expressions=_requirements_fast(v.get("matchExpressions")),
+    )
+
+
+def _owner_refs_fast(meta: dict[str, Any]) -> tuple[OwnerRef, ...]:
+    refs = meta.get("ownerReferences")
+    if refs is None:
+        return ()
+    out = []
+    for o in items(refs):
+        if type(o) is not dict:
+            raise Irregular
+        kind, name, uid, api = o.get("kind", ""), o.get("name", ""), o.get("uid", ""), o.get("apiVersion", "")
+        if not (type(kind) is type(name) is type(uid) is type(api) is str):
+            kind, name, uid, api = text(kind), text(name), text(uid), text(api)
+        controller = o.get("controller", False)
+        if type(controller) is not bool:
+            controller = flag(controller)
+        out.append(OwnerRef(kind=kind, name=name, uid=uid, api_version=api, controller=controller))
+    return tuple(out)
+
+
+def meta_fast(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """(metadata, name) of a well-formed object: metadata an object, name set."""
+    meta = raw.get("metadata")
+    if type(meta) is not dict:
+        raise Irregular
+    name = meta.get("name")
+    if type(name) is not str or not name:
+        raise Irregular
+    return meta, name
+
+
+def ids_fast(meta: dict[str, Any]) -> tuple[str, str, str]:
+    """(namespace or "default", uid, resourceVersion) of an object's metadata."""
+    ns, uid, rv = meta.get("namespace", ""), meta.get("uid", ""), meta.get("resourceVersion", "")
+    if not (type(ns) is type(uid) is type(rv) is str):
+        ns, uid, rv = text(ns), text(uid), text(rv)
+    return ns or "default", uid, rv
+
+
+def _container_resources_fast(c: Any) -> tuple[dict[str, int], dict[str, int]]:
+    if type(c) is not dict:
+        raise Irregular
+    res = obj(c.get("resources"))
+    if res is None:
+        return {}, {}
+    limits = resource_list(res.get("limits"))
+    requests = resource_list(res.get("requests"))
+    return {**limits, **requests}, limits
+
+
+def _pod_spec_resources_fast(spec: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+    reqs, lims = [], []
+    for c in items(spec.get("containers")):
+        r, lim = _container_resources_fast(c)
+        reqs.append(r)
+        lims.append(lim)
+    init_r, init_l = [], []
+    for c in items(spec.get("initContainers")):
+        r, lim = _container_resources_fast(c)
+        sidecar = text(c.get("restartPolicy")) == "Always"
+        init_r.append((r, sidecar))
+        init_l.append((lim, sidecar))
+    overhead = resource_list(spec.get("overhead"))
+    pod_level = obj(spec.get("resources"))
+    pod_lim = {} if pod_level is None else resource_list(pod_level.get("limits"))
+    pod_req = {**pod_lim, **({} if pod_level is None else resource_list(pod_level.get("requests")))}
+    limits = resources.effective(lims, init_l, {}, pod_lim)
+    limits = resources.add(limits, {k: v for k, v in overhead.items() if k in limits})
+    return resources.effective(reqs, init_r, overhead, pod_req), limits
+
+
+def _pod_fast(raw: dict[str, Any]) -> Pod:
+    meta, name = meta_fast(raw)
+    spec = raw.get("spec")
+    if type(spec) is not dict:
+        raise Irregular
+    status = obj(raw.get("status")) or {}
+    requests, limits = _pod_spec_resources_fast(spec)
+    volumes = []
+    for v in items(spec.get("volumes")):
+        if type(v) is not dict:
+            raise Irregular
+        vname = text(v.get("name"))
+        source = obj(v.get("persistentVolumeClaim"))
+        claim = "" if source is None else text(source.get("claimName"))
+        if claim:
+            volumes.append(PodVolume(name=vname, claim_name=claim))
+        elif v.get("ephemeral") is not None:
+            volumes.append(PodVolume(name=vname, claim_name=f"{name}-{vname}", ephemeral=True))
+    affinity_raw = obj(spec.get("affinity"))
+    node_affinity = None if affinity_raw is None else obj(affinity_raw.get("nodeAffinity"))
+    required = None if node_affinity is None else node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    tolerations = []
+    for t in items(spec.get("tolerations")):
+        if type(t) is not dict:
+            raise Irregular
+        key, op, value, effect = t.get("key", ""), t.get("operator", ""), t.get("value", ""), t.get("effect", "")
+        if not (type(key) is type(op) is type(value) is type(effect) is str):
+            key, op, value, effect = text(key), text(op), text(value), text(effect)
+        tolerations.append(Toleration(key=key, operator=op or "Equal", value=value, effect=effect))
+    conditions = []
+    for c in items(status.get("conditions")):
+        if type(c) is not dict:
+            raise Irregular
+        ctype, cstatus = c.get("type", ""), c.get("status", "")
+        if not (type(ctype) is type(cstatus) is str):
+            ctype, cstatus = text(ctype), text(cstatus)
+        conditions.append(
+            PodCondition(type=ctype, status=cstatus, last_transition_time=moment(c.get("lastTransitionTime")))
+        )
+    namespace, uid, resource_version = ids_fast(meta)
+    return Pod(
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        resource_version=resource_version,
+        labels=text_map(meta.get("labels")),
+        annotations=text_map(meta.get("annotations")),
+        owner_refs=_owner_refs_fast(meta),
+        creation=moment(meta.get("creationTimestamp")),
+        deleting=meta.get("deletionTimestamp") is not None,
+        node_name=text(spec.get("nodeName")),
+        phase=text(status.get("phase")) or "Pending",
+        scheduler_name=text(spec.get("schedulerName")) or "default-scheduler",
+        priority=integer(spec.get("priority")),
+        priority_class_name=text(spec.get("priorityClassName")),
+        node_selector=text_map(spec.get("nodeSelector")),
+        affinity=None if required is None else _node_selector_fast(required),
+        tolerations=tuple(tolerations),
+        volumes=tuple(volumes),
+        requests=requests,
+        limits=limits,
+        conditions=tuple(conditions),
+    )
+
+
+@fast_path(_pod_fast)
 def pod_from_raw(raw: Mapping[str, Any]) -> Pod:
     f = Fields(raw)
     name = name_of(f)
@@ -204,6 +398,30 @@ def pod_from_raw(raw: Mapping[str, Any]) -> Pod:
     )
 
 
+def _node_fast(raw: dict[str, Any]) -> Node:
+    meta, name = meta_fast(raw)
+    spec = obj(raw.get("spec")) or {}
+    status = obj(raw.get("status")) or {}
+    taints = []
+    for t in items(spec.get("taints")):
+        if type(t) is not dict:
+            raise Irregular
+        taints.append(Taint(key=text(t.get("key")), value=text(t.get("value")), effect=text(t.get("effect"))))
+    capacity = resource_list(status.get("capacity"))
+    return Node(
+        name=name,
+        uid=text(meta.get("uid")),
+        resource_version=text(meta.get("resourceVersion")),
+        labels=text_map(meta.get("labels")),
+        annotations=text_map(meta.get("annotations")),
+        unschedulable=flag(spec.get("unschedulable")),
+        taints=tuple(taints),
+        allocatable=resource_list(status.get("allocatable")) or capacity,
+        capacity=capacity,
+    )
+
+
+@fast_path(_node_fast)
 def node_from_raw(raw: Mapping[str, Any]) -> Node:
     f = Fields(raw)
     taints = []
@@ -238,6 +456,55 @@ def _class_of(f: Fields) -> str:
     return f.str("spec.storageClassName")
 
 
+def _volume_texts(annotations: dict[str, str], spec: dict[str, Any]) -> tuple[str, str, str]:
+    """(storage class, volume mode or "Filesystem", attributes class) of a PV or PVC."""
+    cls, mode, attrs = (
+        spec.get("storageClassName", ""),
+        spec.get("volumeMode", ""),
+        spec.get("volumeAttributesClassName", ""),
+    )
+    if not (type(cls) is type(mode) is type(attrs) is str):
+        mode, attrs = text(mode), text(attrs)
+        if ANN_BETA_CLASS not in annotations:  # the general path reads storageClassName only then
+            cls = text(cls)
+    return annotations.get(ANN_BETA_CLASS, cls), mode or "Filesystem", attrs
+
+
+def _pv_fast(raw: dict[str, Any]) -> PersistentVolume:
+    meta, name = meta_fast(raw)
+    spec = obj(raw.get("spec")) or {}
+    status = obj(raw.get("status")) or {}
+    annotations = text_map(meta.get("annotations"))
+    capacity = obj(spec.get("capacity"))
+    storage = None if capacity is None else capacity.get("storage")
+    ref = obj(spec.get("claimRef"))
+    claim_ref = None
+    if ref is not None:
+        ns, claim, uid = ref.get("namespace", ""), ref.get("name", ""), ref.get("uid", "")
+        if not (type(ns) is type(claim) is type(uid) is str):
+            ns, claim, uid = text(ns), text(claim), text(uid)
+        claim_ref = ClaimRef(namespace=ns, name=claim, uid=uid)
+    affinity = obj(spec.get("nodeAffinity"))
+    required = None if affinity is None else affinity.get("required")
+    storage_class, volume_mode, attributes_class = _volume_texts(annotations, spec)
+    return PersistentVolume(
+        name=name,
+        resource_version=text(meta.get("resourceVersion")),
+        labels=text_map(meta.get("labels")),
+        annotations=annotations,
+        storage_class=storage_class,
+        capacity=0 if storage is None else quantity(storage),
+        access_modes=text_list(spec.get("accessModes")),
+        volume_mode=volume_mode,
+        claim_ref=claim_ref,
+        phase=text(status.get("phase")),
+        deleting=meta.get("deletionTimestamp") is not None,
+        node_affinity=None if required is None else _node_selector_fast(required),
+        attributes_class=attributes_class,
+    )
+
+
+@fast_path(_pv_fast)
 def pv_from_raw(raw: Mapping[str, Any]) -> PersistentVolume:
     f = Fields(raw)
     ref = f.get("spec.claimRef")
@@ -265,6 +532,38 @@ def pv_from_raw(raw: Mapping[str, Any]) -> PersistentVolume:
     )
 
 
+def _pvc_fast(raw: dict[str, Any]) -> PersistentVolumeClaim:
+    meta, name = meta_fast(raw)
+    spec = obj(raw.get("spec")) or {}
+    status = obj(raw.get("status")) or {}
+    annotations = text_map(meta.get("annotations"))
+    res = obj(spec.get("resources"))
+    requests = None if res is None else obj(res.get("requests"))
+    storage = None if requests is None else requests.get("storage")
+    selector = spec.get("selector")
+    namespace, uid, resource_version = ids_fast(meta)
+    storage_class, volume_mode, attributes_class = _volume_texts(annotations, spec)
+    return PersistentVolumeClaim(
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        resource_version=resource_version,
+        labels=text_map(meta.get("labels")),
+        annotations=annotations,
+        owner_refs=_owner_refs_fast(meta),
+        storage_class=storage_class,
+        volume_name=text(spec.get("volumeName")),
+        request=None if storage is None else quantity(storage),
+        access_modes=text_list(spec.get("accessModes")),
+        volume_mode=volume_mode,
+        selector=None if selector is None else label_selector_fast(selector),
+        phase=text(status.get("phase")),
+        deleting=meta.get("deletionTimestamp") is not None,
+        attributes_class=attributes_class,
+    )
+
+
+@fast_path(_pvc_fast)
 def pvc_from_raw(raw: Mapping[str, Any]) -> PersistentVolumeClaim:
     f = Fields(raw)
     selector = f.get("spec.selector")

@@ -32,10 +32,22 @@ from berth.core.buffers.model import (
     StatefulSet,
     Workload,
 )
-from berth.core.convert import label_selector, name_of
+from berth.core.convert import ids_fast, label_selector, label_selector_fast, meta_fast, name_of
 from berth.core.errors import InputError
 from berth.core.quantity import ceil_milli
-from berth.core.rawfields import Fields
+from berth.core.rawfields import (
+    FastPath,
+    Fields,
+    Irregular,
+    fast_path,
+    integer,
+    items,
+    milli_amounts,
+    obj,
+    text,
+    text_list,
+    text_map,
+)
 from berth.core.selectors import LabelSelector
 
 Converter = Callable[[Mapping[str, Any]], Any]
@@ -192,6 +204,36 @@ def pod_template_from_raw(raw: Mapping[str, Any]) -> PodTemplate:
 
 
 def _workload(cls: type[Workload]) -> Converter:
+    count_key = "parallelism" if cls is Job else "replicas"
+
+    def fast(raw: dict[str, Any]) -> Workload:
+        meta, name = meta_fast(raw)
+        spec = obj(raw.get("spec")) or {}
+        status = obj(raw.get("status")) or {}
+        template = dict(obj(spec.get("template")) or {})
+        template_meta = obj(template.get("metadata"))
+        template_labels = {} if template_meta is None else text_map(template_meta.get("labels"))
+        raw_selector = spec.get("selector")
+        if cls is ReplicationController:
+            labels = text_map(raw_selector) or template_labels
+            selector = LabelSelector(match_labels=tuple(sorted(labels.items())))
+        elif raw_selector is None:
+            selector = LabelSelector(match_labels=tuple(sorted(template_labels.items())))
+        else:
+            selector = label_selector_fast(raw_selector)
+        count = integer(spec.get(count_key))
+        namespace, uid, resource_version = ids_fast(meta)
+        return cls(
+            namespace=namespace,
+            name=name,
+            uid=uid,
+            resource_version=resource_version,
+            selector=selector,
+            template=template,
+            spec_replicas=1 if count is None else count,
+            status_replicas=integer(status.get("replicas")) or 0,
+        )
+
     def convert(raw: Mapping[str, Any]) -> Workload:
         f = Fields(raw)
         template = dict(f.mapping("spec.template"))
@@ -218,12 +260,42 @@ def _workload(cls: type[Workload]) -> Converter:
             status_replicas=f.int("status.replicas") or 0,
         )
 
-    return convert
+    return FastPath(fast, convert)
 
 
 # ---- ResourceQuota ---------------------------------------------------------------
 
 
+def _quota_fast(raw: dict[str, Any]) -> ResourceQuota:
+    meta, name = meta_fast(raw)
+    spec = obj(raw.get("spec")) or {}
+    status = obj(raw.get("status")) or {}
+    scope_selector = obj(spec.get("scopeSelector"))
+    selector = []
+    for r in items(None if scope_selector is None else scope_selector.get("matchExpressions")):
+        if type(r) is not dict:
+            raise Irregular
+        selector.append(
+            ScopeRequirement(
+                scope_name=text(r.get("scopeName")),
+                operator=text(r.get("operator")),
+                values=text_list(r.get("values")),
+            )
+        )
+    namespace, uid, resource_version = ids_fast(meta)
+    return ResourceQuota(
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        resource_version=resource_version,
+        hard=milli_amounts(status.get("hard")),
+        used=milli_amounts(status.get("used")),
+        scopes=text_list(spec.get("scopes")),
+        scope_selector=tuple(selector),
+    )
+
+
+@fast_path(_quota_fast)
 def quota_from_raw(raw: Mapping[str, Any]) -> ResourceQuota:
     f = Fields(raw)
     selector = []

@@ -7,7 +7,17 @@ from typing import Any
 
 from berth.core.loadaware.durations import DurationError, parse_duration
 from berth.core.loadaware.model import AGGREGATION_TYPES, AggregatedUsage, NodeMetric, PodMetric
-from berth.core.rawfields import Fields
+from berth.core.rawfields import (
+    Fields,
+    Irregular,
+    fast_path,
+    integer,
+    items,
+    moment,
+    obj,
+    resource_list,
+    text,
+)
 
 
 def _aggregated(f: Fields, items: list[Any]) -> tuple[AggregatedUsage, ...]:
@@ -47,6 +57,97 @@ def _pods(f: Fields) -> tuple[PodMetric, ...]:
     return tuple(out)
 
 
+# ---- fast path (see rawfields): the common well-formed shape, Irregular for the rest ----
+
+_DURATIONS: dict[str, int] = {}
+
+
+def _duration_fast(text: str) -> int:
+    ns = _DURATIONS.get(text)
+    if ns is None:
+        try:
+            ns = parse_duration(text)
+        except DurationError:
+            raise Irregular from None
+        if len(_DURATIONS) >= 1024:
+            _DURATIONS.clear()
+        _DURATIONS[text] = ns
+    return ns
+
+
+def _usage_fast(v: Any) -> dict[str, int]:
+    """`<v>.resources` of an object that may be absent."""
+    if v is None:
+        return {}
+    if type(v) is not dict:
+        raise Irregular
+    return resource_list(v.get("resources"))
+
+
+def _aggregated_fast(v: Any) -> tuple[AggregatedUsage, ...]:
+    out = []
+    for a in items(v):
+        if a is None:
+            continue
+        if type(a) is not dict:
+            raise Irregular
+        duration = text(a.get("duration"))
+        usage_raw = obj(a.get("usage"))
+        usage = {}
+        if usage_raw is not None:
+            for kind in AGGREGATION_TYPES:
+                u = usage_raw.get(kind)
+                if u is not None:
+                    if type(u) is not dict:
+                        raise Irregular
+                    usage[kind] = resource_list(u.get("resources"))
+        out.append(AggregatedUsage(duration=_duration_fast(duration) if duration else 0, usage=usage))
+    return tuple(out)
+
+
+def _pods_fast(v: Any) -> tuple[PodMetric, ...]:
+    out = []
+    for p in items(v):
+        if p is None:
+            continue
+        if type(p) is not dict:
+            raise Irregular
+        out.append(
+            PodMetric(
+                namespace=text(p.get("namespace")),
+                name=text(p.get("name")),
+                priority=text(p.get("priority")),
+                usage=_usage_fast(p.get("podUsage")),
+            )
+        )
+    return tuple(out)
+
+
+def _nodemetric_fast(raw: dict[str, Any]) -> NodeMetric:
+    meta = raw.get("metadata")
+    if type(meta) is not dict:
+        raise Irregular
+    name = meta.get("name")
+    if type(name) is not str or not name:
+        raise Irregular
+    spec = obj(raw.get("spec"))
+    policy = None if spec is None else obj(spec.get("metricCollectPolicy"))
+    status = obj(raw.get("status")) or {}
+    nm = obj(status.get("nodeMetric"))
+    return NodeMetric(
+        name=name,
+        resource_version=text(meta.get("resourceVersion")),
+        update_time=moment(status.get("updateTime")),
+        report_interval_seconds=None if policy is None else integer(policy.get("reportIntervalSeconds")),
+        has_node_metric=nm is not None,
+        node_usage={} if nm is None else _usage_fast(nm.get("nodeUsage")),
+        system_usage={} if nm is None else _usage_fast(nm.get("systemUsage")),
+        aggregated=() if nm is None else _aggregated_fast(nm.get("aggregatedNodeUsages")),
+        pods=_pods_fast(status.get("podsMetric")),
+    )
+
+
+@fast_path(_nodemetric_fast)
 def nodemetric_from_raw(raw: Mapping[str, Any]) -> NodeMetric:
     f = Fields(raw)
     name = f.str("metadata.name")

@@ -6,22 +6,33 @@ What it maintains (key layout in docs/redis-layout.md):
 - per node, allocatable resources and labels, and the summed requests of the pods bound there.
 
 Every operation carries the object's resourceVersion; the store applies it only when that version
-is newer than the one it holds, so a redelivered event changes nothing.
+is newer than the one it holds, so a redelivered event changes nothing. The engine keeps the same
+rule for its own view (what it last saw of each Node, PV and Pod).
+
+It reads only Nodes, PersistentVolumes and Pods: `handle_raw` decodes just the fields it needs
+(indexread); `handle` takes a parsed event through the kinds' converters. Both give the same
+operations, and the same reason for an event they reject.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NamedTuple
 
-from berth.core.events import Event
+from berth.core.convert import kind_key
+from berth.core.errors import InputError
+from berth.core.events import Event, parse_event
+from berth.core.kinds import CONVERTERS
 from berth.core.model import Node, PersistentVolume, Pod
-from berth.core.pipeline.applier import Applier
+from berth.core.nodes import NodeTable
+from berth.core.pipeline import indexread
+from berth.core.pipeline.indexread import INDEXED, POD, PV, PVFacts
 from berth.core.pvindex import available
 from berth.core.quantity import ceil_units
 from berth.core.resources import PODS
-from berth.core.state import ClusterState
+from berth.core.selectors import NodeSelector
+from berth.core.state import newer
 
 Action = list[str]
 
@@ -34,48 +45,97 @@ class Op:
     actions: list[Action] = field(default_factory=list)
 
 
+class _Placed(NamedTuple):
+    version: int  # of the node table's labels when this was worked out
+    keys: list[str]
+
+
 class IndexerEngine:
     def __init__(self) -> None:
-        self.state = ClusterState()
-        self.applier = Applier(self.state)
+        self.nodes = NodeTable()
+        self._rv: dict[tuple[str, str], str] = {}  # (kind, key) -> last resourceVersion applied
+        self._pvs: dict[str, PVFacts] = {}
         self._pv_keys: dict[str, list[str]] = {}  # PV -> index keys it is in
         self._usage: dict[str, tuple[str, dict[str, int]]] = {}  # pod -> (node, requests) counted
-        self._relabel = False  # a node came, went or changed labels: PVs may fit other nodes now
+        self._on_node: dict[str, set[str]] = {}  # node -> pods counted there
+        self._touched: set[str] = set()  # nodes whose usage changed since take_touched()
+        self._affinities = indexread.AffinityCache()
+        self._fits: dict[tuple[NodeSelector | None, str], list[str]] = {}  # (affinity, class) -> keys
+        self._version = 0  # bumped when a node comes, goes or changes labels
+        self._relabel = False  # ... and then, at the end of the batch, PVs may fit other nodes
+
+    # ---- events in -------------------------------------------------------------------------
+
+    def handle_raw(self, value: bytes, position: int = 0) -> tuple[list[Op], str | None]:
+        """Operations for one message as it came off the bus, or the reason it was rejected.
+        Other kinds are skipped without being converted; unusual input takes the exact path."""
+        head = indexread.head(value)
+        if head is not None:
+            if head.kind is None or head.kind not in INDEXED:
+                return [], None
+            if head.kind == PV:
+                pv = indexread.pv_facts(value, self._affinities)
+                if pv is not None:
+                    return self._pv_event(pv, head.deleted), None
+            elif head.kind == POD:
+                pod = indexread.pod_facts(value)
+                if pod is not None:
+                    out = self._pod_event(pod, head.deleted)
+                    if out is not None:
+                        return out, None
+        try:
+            ev = parse_event(value, position)
+        except InputError as e:
+            return [], e.line()
+        return self.handle(ev)
 
     def handle(self, ev: Event) -> tuple[list[Op], str | None]:
-        """Operations for one event, or the reason it was rejected."""
-        applied = self.applier.apply(ev)
-        if applied.reject is not None:
-            return [], applied.reject.reason
-        obj = applied.obj
-        if obj is None:
+        """Operations for one parsed event, or the reason it was rejected."""
+        if ev.type == "BOOKMARK":
             return [], None
-        guard = (f"rv:{type(obj).__name__}:{_key(obj)}", obj.resource_version) if obj.resource_version else None
-        op = Op(guard)
+        try:
+            kind = kind_key(ev.object)
+            if kind not in INDEXED:
+                return [], None
+            obj = CONVERTERS[kind](ev.object)
+        except InputError as e:
+            return [], e.line()
         if isinstance(obj, Node):
-            self._node(obj, ev.deleted, op)
-            old = applied.old
-            self._relabel |= ev.deleted or not isinstance(old, Node) or old.labels != obj.labels
-        elif isinstance(obj, PersistentVolume):
-            self._pv(obj.name, op)
-        elif isinstance(obj, Pod):
-            self._pod(obj, ev.deleted, op)
-        return ([op] if op.actions else []), None
+            return self._node_event(obj, ev.deleted), None
+        if isinstance(obj, PersistentVolume):
+            return self._pv_event(_pv_facts(obj), ev.deleted), None
+        assert isinstance(obj, Pod)
+        facts = indexread.PodFacts(obj.key, obj.resource_version, obj.node_name, obj.terminated, None)
+        return self._pod_change(facts, ev.deleted, obj.requests), None
 
-    def end_batch(self) -> list[Op]:
-        """After a batch: if node labels changed, put every PV where it fits now (once per batch)."""
-        if not self._relabel:
+    def _fresh(self, kind: str, key: str, rv: str) -> bool:
+        """Newer than what was applied (and remember it), as ClusterState.apply decides."""
+        k = (kind, key)
+        have = self._rv.get(k)
+        if have is not None and not newer(rv, have):
+            return False
+        if rv:
+            self._rv[k] = rv
+        return True
+
+    # ---- per kind ----------------------------------------------------------------------------
+
+    def _node_event(self, node: Node, deleted: bool) -> list[Op]:
+        if not self._fresh("Node", node.name, node.resource_version):
             return []
-        self._relabel = False
-        op = Op(None)
-        for name in sorted(set(self._pv_keys) | set(self.state.pvs)):
-            self._pv(name, op)
-        return [op] if op.actions else []
-
-    def _node(self, node: Node, deleted: bool, op: Op) -> None:
+        old = self.nodes.get(node.name)
+        if deleted:
+            self.nodes.remove(node.name)
+        else:
+            self.nodes.upsert(node)
+        if deleted or old is None or old.labels != node.labels:
+            self._relabel = True
+            self._version += 1
+            self._fits.clear()
+        op = Op(_guard("Node", node.name, node.resource_version))
         if deleted:
             op.actions += [["DEL", f"node:{node.name}"], ["DEL", f"alloc:{node.name}"]]
-            return
+            return [op]
         alloc = [str(x) for kv in sorted(node.allocatable.items()) for x in kv]
         op.actions.append(["DEL", f"alloc:{node.name}"])
         if alloc:
@@ -84,52 +144,132 @@ class IndexerEngine:
         op.actions.append(
             ["HSET", f"node:{node.name}", "labels", labels, "unschedulable", "1" if node.unschedulable else "0"]
         )
+        return [op]
 
-    def _pv(self, name: str, op: Op) -> None:
-        """Move a PV to the index keys it belongs in now (none when it is not available)."""
-        pv = self.state.pvs.get(name)
-        want: list[str] = []
-        if pv is not None and available(pv):
-            nodes = self.state.nodes
-            slots = nodes.selector_slots(pv.node_affinity)
+    def _pv_event(self, pv: PVFacts, deleted: bool) -> list[Op]:
+        if not self._fresh("PersistentVolume", pv.name, pv.rv):
+            return []
+        if deleted:
+            self._pvs.pop(pv.name, None)
+        else:
+            self._pvs[pv.name] = pv
+        op = Op(_guard("PersistentVolume", pv.name, pv.rv))
+        self._place(pv.name, op)
+        return [op] if op.actions else []
+
+    def _pod_event(self, pod: indexread.PodFacts, deleted: bool) -> list[Op] | None:
+        """None when the pod is bound and the converter would reject its requests."""
+        requests: dict[str, int] = {}
+        if self._counts(pod, deleted):
+            got = indexread.pod_requests(pod.spec) if pod.spec is not None else None
+            if got is None:
+                return None
+            requests = got
+        return self._pod_change(pod, deleted, requests)
+
+    @staticmethod
+    def _counts(pod: indexread.PodFacts, deleted: bool) -> bool:
+        """Its requests count on its node: bound, not finished, not deleted."""
+        return not (deleted or pod.terminated or not pod.node)
+
+    def _pod_change(self, pod: indexread.PodFacts, deleted: bool, requests: dict[str, int]) -> list[Op]:
+        if not self._fresh("Pod", pod.key, pod.rv):
+            return []
+        before = self._usage.get(pod.key)
+        if not self._counts(pod, deleted):
+            if before is None:
+                return []
+            now = None
+        else:
+            now = (pod.node, {**requests, PODS: 1})
+            if before == now:
+                return []
+        op = Op(_guard("Pod", pod.key, pod.rv))
+        if before is not None:
+            del self._usage[pod.key]
+            self._touched.add(before[0])
+            self._on_node[before[0]].discard(pod.key)
+            if not self._on_node[before[0]]:
+                del self._on_node[before[0]]
+            op.actions += [["HINCRBY", f"used:{before[0]}", k, str(-v)] for k, v in sorted(before[1].items())]
+        if now is not None:
+            self._usage[pod.key] = now
+            self._touched.add(now[0])
+            self._on_node.setdefault(now[0], set()).add(pod.key)
+            op.actions += [["HINCRBY", f"used:{now[0]}", k, str(v)] for k, v in sorted(now[1].items())]
+        return [op]
+
+    # ---- PVs and where they fit ----------------------------------------------------------------
+
+    def _keys(self, pv: PVFacts | None) -> list[str]:
+        """The index keys an available PV belongs in now (none when it is not available)."""
+        if pv is None or not pv.available:
+            return []
+        k = (pv.affinity, pv.storage_class)
+        keys = self._fits.get(k)
+        if keys is None:
+            slots = self.nodes.selector_slots(pv.affinity)
             if len(slots) == 1:
-                want = [f"pvidx:{nodes.names[int(slots[0])]}:{pv.storage_class}"]
+                keys = [f"pvidx:{self.nodes.names[int(slots[0])]}:{pv.storage_class}"]
             elif len(slots) > 1:
-                want = [f"pvidx:*:{pv.storage_class}"]
+                keys = [f"pvidx:*:{pv.storage_class}"]
+            else:
+                keys = []
+            self._fits[k] = keys
+        return keys
+
+    def _place(self, name: str, op: Op, only_moved: bool = False) -> None:
+        """Move a PV to the index keys it belongs in now."""
+        pv = self._pvs.get(name)
+        want = self._keys(pv)
         have = self._pv_keys.get(name, [])
+        if only_moved and want == have:
+            return
         for key in have:
             if key not in want:
                 op.actions.append(["ZREM", key, name])
         for key in want:
-            op.actions.append(["ZADD", key, str(ceil_units(pv.capacity) if pv else 0), name])
+            op.actions.append(["ZADD", key, str(pv.capacity if pv else 0), name])
         if want:
             self._pv_keys[name] = want
         else:
             self._pv_keys.pop(name, None)
 
-    def _pod(self, pod: Pod, deleted: bool, op: Op) -> None:
-        before = self._usage.pop(pod.key, None)
-        now = None if deleted or pod.terminated or not pod.node_name else (pod.node_name, {**pod.requests, PODS: 1})
-        if before == now:
-            if now is not None:
-                self._usage[pod.key] = now
-            return
-        if before is not None:
-            op.actions += [["HINCRBY", f"used:{before[0]}", k, str(-v)] for k, v in sorted(before[1].items())]
-        if now is not None:
-            self._usage[pod.key] = now
-            op.actions += [["HINCRBY", f"used:{now[0]}", k, str(v)] for k, v in sorted(now[1].items())]
+    def end_batch(self) -> list[Op]:
+        """After a batch: if nodes came, went or changed labels, move the PVs that fit elsewhere now
+        (once per batch)."""
+        if not self._relabel:
+            return []
+        self._relabel = False
+        op = Op(None)
+        for name in sorted(set(self._pv_keys) | set(self._pvs)):
+            self._place(name, op, only_moved=True)
+        return [op] if op.actions else []
 
-    def usage(self) -> dict[str, dict[str, int]]:
-        """Requests of bound pods per node (what the faust table keeps)."""
+    # ---- node usage ----------------------------------------------------------------------------
+
+    def take_touched(self) -> set[str]:
+        """The nodes whose usage changed since the last call."""
+        touched, self._touched = self._touched, set()
+        return touched
+
+    def usage(self, nodes: set[str] | None = None) -> dict[str, dict[str, int]]:
+        """Requests of bound pods per node (what the faust table keeps): of every node, or of
+        `nodes` (a node without pods then has {})."""
         out: dict[str, dict[str, int]] = {}
-        for node, requests in self._usage.values():
+        for node in self._on_node if nodes is None else nodes:
             acc = out.setdefault(node, {})
-            for k, v in requests.items():
-                acc[k] = acc.get(k, 0) + v
+            for pod in self._on_node.get(node, ()):
+                for k, v in self._usage[pod][1].items():
+                    acc[k] = acc.get(k, 0) + v
         return out
 
 
-def _key(obj: Any) -> str:
-    ns = getattr(obj, "namespace", None)
-    return f"{ns}/{obj.name}" if ns is not None else str(obj.name)
+def _guard(kind: str, key: str, rv: str) -> tuple[str, str] | None:
+    return (f"rv:{kind}:{key}", rv) if rv else None
+
+
+def _pv_facts(pv: PersistentVolume) -> PVFacts:
+    return PVFacts(
+        pv.name, pv.resource_version, available(pv), pv.storage_class, ceil_units(pv.capacity), pv.node_affinity
+    )

@@ -1,0 +1,160 @@
+"""The indexer's faust agent under faust's own test_context: events in through the agent, the Redis
+index out (a real redis-server), and the side effects in order: Redis, then the watermark, then
+the node-usage table, and only then are the events acknowledged (so faust may commit them).
+
+The test transport has no broker, so the app is built without the start-up rebuild and with
+recording producers for the watermark and dead-letter records."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from redis.asyncio import Redis
+
+from berth.adapters.metrics import Metrics
+from berth.adapters.redisindex import RedisIndex
+from berth.core.events import Event, encode_event
+from berth.settings import from_env
+from berth_indexer.app import BATCH, WATERMARKS, Indexer, build
+from tests.builders import node, pod, pv, zone_affinity
+from tests.servers import Server
+
+GI = 2**30
+pytestmark = pytest.mark.timeout(30)
+
+
+def ev(obj: dict[str, Any], kind: str = "ADDED", rv: str = "1") -> bytes:
+    obj["metadata"]["resourceVersion"] = rv
+    return encode_event(Event(kind, obj), with_position=True)
+
+
+class Recorder:
+    """Stands in for the producers; notes what had been acknowledged when the watermark went out."""
+
+    def __init__(self) -> None:
+        self.indexer: Indexer | None = None
+        self.watermarks: list[dict[str, int]] = []
+        self.dead: list[tuple[bytes, str]] = []
+        self.steps_at_send: list[list[str]] = []
+        self.events: list[Any] = []  # faust events put in, to check their acks
+        self.acked_at_send: list[int] = []
+        self.gate: asyncio.Event | None = None  # when set up, the first send waits for it
+        self.sending = asyncio.Event()
+
+    async def send(self, value: bytes) -> None:
+        assert self.indexer is not None
+        self.sending.set()
+        if self.gate is not None and not self.watermarks:
+            await self.gate.wait()
+        self.watermarks.append(json.loads(value))
+        self.steps_at_send.append(list(self.indexer.steps))
+        self.acked_at_send.append(sum(bool(e.message.acked) for e in self.events))
+
+    async def dead_letter(self, value: bytes, reason: str) -> None:
+        self.dead.append((value, reason))
+
+
+@pytest_asyncio.fixture
+async def built(redis_server: Server, tmp_path: Path) -> AsyncIterator[tuple[Any, Indexer, Recorder, RedisIndex]]:
+    prefix = f"t{uuid.uuid4().hex[:8]}:"
+    settings = from_env(
+        {
+            "BERTH_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9",  # never connected to
+            "BERTH_REDIS_URL": f"redis://{redis_server.address}/0",
+            "BERTH_REDIS_PREFIX": prefix,
+            "BERTH_GROUP_INDEXER": f"{prefix}indexer",
+        }
+    )
+    rec = Recorder()
+    app, indexer = build(
+        settings,
+        Metrics("indexer"),
+        str(tmp_path),
+        from_history=False,
+        send_watermark=rec.send,
+        dead_letter=rec.dead_letter,
+    )
+    rec.indexer = indexer
+    app.finalize()
+    app.conf.store = "memory://"
+    app.flow_control.resume()
+    client = Redis.from_url(f"redis://{redis_server.address}/0")
+    yield app, indexer, rec, RedisIndex(client, prefix)
+    await client.aclose()
+    await indexer.index.r.aclose()
+    if app._consumer is not None:  # acks made faust create its consumer, with a loop for a thread never started
+        app._consumer._thread.thread_loop.close()
+
+
+async def until(check: Any, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.asyncio
+async def test_the_agent_indexes_a_batch_then_produces_then_writes_the_table(
+    built: tuple[Any, Indexer, Recorder, RedisIndex],
+) -> None:
+    app, indexer, rec, index = built
+    agent = next(iter(app.agents.values()))
+    values = [
+        ev(node("n1", zone="z1")),
+        ev(node("n2", zone="z1")),
+        ev(pv("local", "10Gi", on="n1")),
+        ev(pv("zonal", "1Ti", affinity=zone_affinity("z1"))),
+        b"junk",
+        ev(pod("p", node_name="n1", cpu="500m", memory=None), rv="5"),
+        ev(pv("taken", "10Gi", on="n2", claim="db/data", phase="Bound")),
+    ]
+    async with agent.test_context() as tc:
+        for v in values:
+            rec.events.append(await tc.put(v))
+        await until(lambda: "table" in indexer.steps)
+        await until(lambda: all(e.message.acked for e in rec.events))
+
+    assert list(indexer.steps) == ["redis", "produce", "table"]  # one batch (fewer than BATCH events)
+    assert len(values) < BATCH and indexer.batches == 1
+    assert rec.steps_at_send == [["redis"]]  # the watermark went out after the Redis write ...
+    assert rec.acked_at_send == [0]  # ... and before any event was acknowledged
+    assert rec.watermarks == [{"partition": 0, "offset": len(values)}]
+    assert await index.watermark(WATERMARKS, 0) == len(values)
+    assert [reason.split(":")[0] for _, reason in rec.dead] == ["line 5"]
+
+    assert await index.node_pvs("n1", "local") == [("local", 10 * GI)]
+    assert await index.node_pvs("n2", "local") == []  # claimed: not in the index
+    assert await index.r.zrange(f"{index.p}pvidx:*:local", 0, -1, withscores=True) == [(b"zonal", 1024.0 * GI)]
+    assert await index.used("n1") == {"cpu": 500, "pods": 1}
+    assert await index.r.hget(f"{index.p}node:n1", "labels") is not None
+    usage = next(t for t in app.tables.values())
+    assert usage["n1"] == {"cpu": 500, "pods": 1}
+
+
+@pytest.mark.asyncio
+async def test_events_arriving_while_a_batch_is_written_go_in_the_next_batch(
+    built: tuple[Any, Indexer, Recorder, RedisIndex],
+) -> None:
+    """The agent must not disturb the stream's current event (take_events files the next event under
+    it): an event that came while a batch was being written was once replaced by a copy of that
+    batch's last event, so it was never indexed."""
+    app, indexer, rec, index = built
+    agent = next(iter(app.agents.values()))
+    rec.gate = asyncio.Event()
+    async with agent.test_context() as tc:
+        await tc.put(ev(node("n1")))
+        await tc.put(ev(pod("a", node_name="n1", cpu="1", memory=None), rv="2"))
+        await asyncio.wait_for(rec.sending.wait(), 5)  # the first batch is being written
+        await tc.put(ev(pod("b", node_name="n1", cpu="2", memory=None), rv="3"))
+        rec.gate.set()
+        await until(lambda: indexer.batches == 2)
+
+    assert rec.watermarks == [{"partition": 0, "offset": 2}, {"partition": 0, "offset": 3}]
+    assert await index.used("n1") == {"cpu": 3000, "pods": 2}
