@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from berth.core.config import parse_config
+from berth.core.convert import convert
 from berth.core.scheduler import Scheduler
+from berth.core.state import ClusterState, Reservation
 from tests.builders import NOW, cluster, node, pod, pv, pvc, storage_class
 from tests.core.vb_helpers import bindings, decide, reasons
 
@@ -176,3 +178,26 @@ def test_one_plugin_state_serves_one_cluster_view() -> None:
     with pytest.raises(ValueError, match="already belongs to another ClusterState"):
         ClusterState(extensions=profile.extensions)
     assert first.extensions
+
+
+def test_reserved_on_follows_reserve_confirm_and_release() -> None:
+    """The per-node sum of reservations stays right through every way a reservation ends."""
+    state = cluster(node("n1"), node("n2"), pod("a", cpu="1"), pod("b", cpu="2"), pod("c", cpu="500m"))
+
+    def held(state: ClusterState, node: str) -> dict[str, int]:
+        return {k: v for k, v in state.reserved_on(node).items() if k in ("cpu", "pods")}
+
+    a, b, c = (state.pods[f"default/{n}"] for n in "abc")
+    state.reserve(Reservation(a, "n1"))
+    state.reserve(Reservation(b, "n1"))
+    state.reserve(Reservation(c, "n2"))
+    assert held(state, "n1") == {"cpu": 3000, "pods": 2}
+    assert held(state, "n2") == {"cpu": 500, "pods": 1}
+    state.reserve(Reservation(c, "n1"))  # decided again elsewhere: only the newest reservation counts
+    assert held(state, "n2") == {}
+    assert held(state, "n1") == {"cpu": 3500, "pods": 3}
+    state.apply(convert(pod("a", cpu="1", node_name="n1")))  # the API server agrees: no longer held
+    state.release("default/b")
+    assert held(state, "n1") == {"cpu": 500, "pods": 1}
+    state.apply(convert(pod("c", cpu="500m")), deleted=True)
+    assert held(state, "n1") == {}

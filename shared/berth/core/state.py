@@ -101,6 +101,7 @@ class ClusterState:
         self._informer_pvcs: dict[str, PersistentVolumeClaim] = {}
         self._usage: dict[str, tuple[str, dict[str, int]]] = {}
         self._held: dict[str, _Held] = {}
+        self._held_on: dict[str, set[str]] = {}  # node -> keys of the pods held there
 
     def attach(self, ext: Extension) -> None:
         """Register an extension late: it sees the nodes and pods already here (not earlier objects of its kinds)."""
@@ -206,7 +207,7 @@ class ClusterState:
             if deleted or pod.terminated or (pod.node_name and pod.node_name != held.reservation.node):
                 self.release(pod.key)
             elif pod.node_name:
-                del self._held[pod.key]  # confirmed: the API server agrees with the decision
+                self._unhold(pod.key)  # confirmed: the API server agrees with the decision
             else:
                 return  # still in flight: keep the assumed pod
         old = self.pods.get(pod.key)
@@ -248,13 +249,15 @@ class ClusterState:
         old = self.pods.get(r.pod.key)
         self.pods[r.pod.key] = assumed
         self._account(r.pod.key, assumed)
+        self._unhold(r.pod.key)  # a pod held twice keeps only its newest reservation
         self._held[r.pod.key] = held
+        self._held_on.setdefault(r.node, set()).add(r.pod.key)
         for ext in self.extensions:
             ext.pod_changed(self, old, assumed)
 
     def release(self, pod_key: str) -> None:
         """Undo a reservation: restore PVs and claims to the API server's versions."""
-        held = self._held.pop(pod_key, None)
+        held = self._unhold(pod_key)
         if held is None:
             return
         for name in held.pvs:
@@ -271,11 +274,19 @@ class ClusterState:
     def reserved_on(self, node: str) -> dict[str, int]:
         """Requests of the pods reserved (decided, not yet bound) on a node, pods counted under 'pods'."""
         out: dict[str, int] = {}
-        for held in self._held.values():
-            if held.reservation.node == node:
-                for k, v in {**held.reservation.pod.requests, PODS: 1}.items():
-                    out[k] = out.get(k, 0) + v
+        for key in self._held_on.get(node, ()):
+            for k, v in {**self._held[key].reservation.pod.requests, PODS: 1}.items():
+                out[k] = out.get(k, 0) + v
         return out
+
+    def _unhold(self, pod_key: str) -> _Held | None:
+        held = self._held.pop(pod_key, None)
+        if held is not None:
+            keys = self._held_on[held.reservation.node]
+            keys.discard(pod_key)
+            if not keys:
+                del self._held_on[held.reservation.node]
+        return held
 
     def reserved(self, pod_key: str) -> Reservation | None:
         held = self._held.get(pod_key)
