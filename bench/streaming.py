@@ -34,7 +34,7 @@ from typing import Any
 from tests.integration.services import BERTH, isolated_env, run_berth
 from tests.servers import Server, free_port, start_broker, start_redis
 
-from bench.replay import log_path
+from bench.replay import TOP_NODES, log_path
 
 SKIP = 1000  # events handled before the clock starts (start-up, group join, the first batch)
 TIMEOUT = 900.0  # for a and b
@@ -125,7 +125,7 @@ def measure(path: str, broker: Server, redis: Server, worker_cpu: set[int]) -> N
     e2e = scorer(env, total, worker_cpu, cap)
     where = "all events" if e2e["done"] else f"stopped after {cap:.0f} s at event {e2e['reached']:,} of {total:,}"
     print(
-        f"c. end to end, `berth scorer` (a process) to berth.decisions: {e2e['rate']:,.0f} events/s,"
+        f"c. end to end, `berth scorer` (a process, top {TOP_NODES} nodes per decision) to berth.decisions: {e2e['rate']:,.0f} events/s,"
         f" {e2e['decisions_rate']:,.1f} decisions/s  ({e2e['events']:,} events and {e2e['decisions']:,} decisions"
         f" in {e2e['seconds']:.1f} s, {where}; {e2e['events'] / max(e2e['cpu'], 1e-9):,.0f} events per CPU-second)"
     )
@@ -171,7 +171,10 @@ def scorer(env: dict[str, str], total: int, where: set[int], cap: float) -> dict
     with tempfile.TemporaryDirectory(prefix="berth-bench-scorer-") as tmp:
         log = open(Path(tmp) / "scorer.log", "wb")  # noqa: SIM115 - closed below
         proc = subprocess.Popen(
-            [BERTH, "scorer"], env={**env, "BERTH_HTTP_PORT": str(port)}, stdout=log, stderr=subprocess.STDOUT
+            [BERTH, "scorer"],
+            env={**env, "BERTH_HTTP_PORT": str(port), "BERTH_TOP_NODES": str(TOP_NODES)},  # as bench.replay
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         pin(proc.pid, where)
         try:

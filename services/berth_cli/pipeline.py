@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -12,9 +11,11 @@ from datetime import datetime
 import msgspec
 
 from berth.adapters import worker
+from berth.adapters.collector import COLLECTOR
 from berth.adapters.memory import MemoryBus, MemoryStore
 from berth.core.config import SchedulerConfig
 from berth.core.events import Event, encode_event, event_key
+from berth.core.pipeline.applier import Converted
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.pipeline.records import BufferStatusRecord, DecisionRecord
 from berth.core.pipeline.scorer import ScorerEngine
@@ -37,9 +38,13 @@ class Lane:
     progress: worker.Progress = field(default_factory=worker.Progress)
 
     def __post_init__(self) -> None:
-        # each engine gets its own plugins: their state (NodeMetrics) belongs to one cluster view
-        self.scorer = ScorerEngine(self.config.profile(), label=self.label, top_nodes=self.top_nodes)
-        self.buffers = BufferEngine(self.config.profile())
+        # each engine gets its own plugins: their state (NodeMetrics) belongs to one cluster view;
+        # the models converted from the events they both read are shared (they are immutable)
+        converted = Converted()
+        self.scorer = ScorerEngine(
+            self.config.profile(), label=self.label, top_nodes=self.top_nodes, converted=converted
+        )
+        self.buffers = BufferEngine(self.config.profile(), converted=converted)
 
     @property
     def decisions_topic(self) -> str:
@@ -72,7 +77,6 @@ class Pipeline:
             await self.bus.send(CLUSTER_EVENTS, value, event_key(ev), event=ev, readers=2 * len(self.lanes))
             self.published += 1
             if self.published % 1000 == 0:
-                gc.freeze()  # see run()
                 await asyncio.sleep(0)  # let the workers run
         self.done.set()
 
@@ -95,13 +99,10 @@ class Pipeline:
                                parse=self.bus.parse)
                 )
             )  # fmt: skip
-        # The state only grows during a replay and holds millions of objects; the collector's full
-        # passes over them took a third of the run. Objects that have survived are frozen (left out
-        # of collections) every 1,000 events and thawed at the end, so cycles are still collected.
         try:
             await asyncio.gather(*tasks)
         finally:
-            gc.unfreeze()
+            COLLECTOR.close()  # the workers froze what survived (berth.adapters.collector)
 
     def records(self, lane: Lane) -> list[DecisionRecord | BufferStatusRecord]:
         """Decisions and buffer statuses in log order (decisions first at the same position)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from berth.adapters.collector import COLLECTOR
 from berth.adapters.metrics import Metrics
 from berth.core.errors import InputError
 from berth.core.events import Event, parse_event
@@ -95,6 +96,7 @@ async def run(
                     )
             await bus.flush()
             await consumer.commit()
+            COLLECTOR.handled(len(messages))
             progress.lag = await consumer.lag()
             if metrics is not None:
                 metrics.events.labels(metrics.service).inc(len(messages))

@@ -17,7 +17,7 @@ from berth.core.buffers.controller import BufferResult, reconcile
 from berth.core.buffers.status import status_json
 from berth.core.buffers.store import BufferStore
 from berth.core.events import Event
-from berth.core.pipeline.applier import Applier
+from berth.core.pipeline.applier import Applier, Converted
 from berth.core.pipeline.records import BufferStatusRecord, RejectRecord
 from berth.core.pipeline.stats import BufferPoint, RunStats
 from berth.core.scheduler import Profile, Scheduler
@@ -46,12 +46,17 @@ _WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "ReplicationCont
 
 class BufferEngine:
     def __init__(
-        self, profile: Profile, source: str = "stream", resync: float = RESYNC_SECONDS, max_chunks: int = 1000
+        self,
+        profile: Profile,
+        source: str = "stream",
+        resync: float = RESYNC_SECONDS,
+        max_chunks: int = 1000,
+        converted: Converted | None = None,
     ) -> None:
         self.store = BufferStore()
         self.state = ClusterState(extensions=[self.store, *profile.extensions])
         self.scheduler = Scheduler(self.state, profile, top_nodes=0)
-        self.applier = Applier(self.state, source)
+        self.applier = Applier(self.state, source, converted=converted)
         self.resync = resync
         self.max_chunks = max_chunks
         self.stats = RunStats()

@@ -20,7 +20,7 @@ from berth.core.decision import Decision
 from berth.core.events import Event
 from berth.core.framework import Hint, Mask
 from berth.core.model import Pod
-from berth.core.pipeline.applier import Applier
+from berth.core.pipeline.applier import Applier, Converted
 from berth.core.pipeline.queue import Group, UnschedulableQueue, Waiting
 from berth.core.pipeline.records import DecisionRecord, RejectRecord
 from berth.core.pipeline.stats import Binding, DecisionPoint, NodeUse, RunStats
@@ -54,17 +54,23 @@ def _spec_changed(old: Pod, new: Pod) -> bool:
 
 class ScorerEngine:
     def __init__(
-        self, profile: Profile, source: str = "stream", label: str = "default", top_nodes: int | None = None
+        self,
+        profile: Profile,
+        source: str = "stream",
+        label: str = "default",
+        top_nodes: int | None = None,
+        converted: Converted | None = None,
     ) -> None:
         self.state = ClusterState(extensions=profile.extensions)
         self.scheduler = Scheduler(self.state, profile, top_nodes)
-        self.applier = Applier(self.state, source)
+        self.applier = Applier(self.state, source, converted=converted)
         self.queue = UnschedulableQueue()
         self.stats = RunStats(label=label)
         self._bindings: dict[str, list[Binding]] = {}  # PVs berth chose, per pod, while they stand
         self._placed: dict[str, str] = {}  # pod -> the node berth chose
         self._released: list[str] = []  # reservations ended since take_released()
         self._hold: datetime | None = None
+        self._group_pods: dict[frozenset[str], tuple[int, list[Pod | None]]] = {}
 
     def hold_until(self, start: datetime) -> None:
         """Events before `start` only build the state; pods still pending then are decided at `start`."""
@@ -195,7 +201,7 @@ class ScorerEngine:
                 cares = group.rejected & helps
                 if not cares <= hints.keys():
                     return None
-                pods = [self.state.pods.get(w.key) for w in members]
+                pods = self._pods_of(group, members)
                 helped = np.zeros(len(members), dtype=bool)
                 for name in cares:
                     helped |= hints[name](pods, group.version)
@@ -207,6 +213,15 @@ class ScorerEngine:
                 self.queue.remove(key)
                 continue
             self._decide(pod, ev, out, self.queue.attempts(key) + 1, retry=True)
+
+    def _pods_of(self, group: Group, members: list[Waiting]) -> list[Pod | None]:
+        """The members' pods, kept per group version as the hints' own caches are: an update that
+        leaves a waiting pod in its group does not change what the hints read (see _spec_changed)."""
+        got = self._group_pods.get(group.rejected)
+        if got is None or got[0] != group.version:
+            got = (group.version, [self.state.pods.get(w.key) for w in members])
+            self._group_pods[group.rejected] = got
+        return got[1]
 
     def _hints(self, helps: frozenset[str], obj: Any) -> dict[str, Hint]:
         """Per plugin that can tell, whether this change can make it accept a given pod."""
