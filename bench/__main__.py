@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 BENCHES = ["volume_binding", "loadaware", "combined", "replay", "streaming"]
@@ -10,7 +11,10 @@ BENCHES = ["volume_binding", "loadaware", "combined", "replay", "streaming"]
 
 def main() -> None:
     names = sys.argv[1:] or BENCHES
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     for name in names:
+        if cpus is not None:
+            os.sched_setaffinity(0, cpus)  # a benchmark may pin this process to one core: not the next one
         try:
             module = importlib.import_module(f"bench.{name}")
         except ModuleNotFoundError as e:

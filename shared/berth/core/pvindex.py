@@ -269,25 +269,39 @@ class ClassIndex:
 
     def _catch_up(self, q: _Query) -> None:
         """Apply the kills since the answer was kept: a slot whose PV was taken gets its next one."""
-        kills = self._kills[q.seen :]
+        if q.seen == len(self._kills):
+            return
+        kills = np.array(self._kills[q.seen :], dtype=np.int64)
         q.seen = len(self._kills)
-        if not kills:
+        kills = kills[kills >= q.start]
+        if not len(kills):
+            return
+        # Kills only remove entries (an insert renumbers and drops every kept answer), so applying
+        # them all at once gives what applying them one by one would: each slot that lost its
+        # answer gets the smallest entry still fitting there.
+        q.ok[kills - q.start] = False
+        if len(kills) <= 16:  # the usual few: cheaper than np.isin's sort
+            hit = q.best == kills[0]
+            for e in kills[1:].tolist():
+                hit |= q.best == e
+        else:
+            hit = np.isin(q.best, kills)
+        lost = np.flatnonzero(hit)
+        if not len(lost):
             return
         ptr, by_slot = self._slot_lists()
-        for e in kills:
-            if e < q.start:
-                continue
-            q.ok[e - q.start] = False
-            for s in np.flatnonzero(q.best == e).tolist():
-                mine = by_slot[ptr[s] : ptr[s + 1]]
-                mine = mine[mine >= q.start]
-                fits = mine[q.ok[mine - q.start]]
-                q.best[s] = fits[0] if len(fits) else _NONE
+        for s in lost.tolist():
+            mine = by_slot[ptr[s] : ptr[s + 1]]
+            mine = mine[mine >= q.start]
+            fits = mine[q.ok[mine - q.start]]
+            q.best[s] = fits[0] if len(fits) else _NONE
 
     def _slot_lists(self) -> tuple[Ints, Ints]:
         """The one-node pairs grouped by slot, entries ascending within each slot."""
         if self._by_slot is None:
-            order = np.argsort(self.pair_slot, kind="stable")
+            narrow = len(self.pair_slot) and int(self.pair_slot.max()) < 1 << 16
+            by = self.pair_slot.astype(np.uint16) if narrow else self.pair_slot  # 16 bits: a radix sort
+            order = np.argsort(by, kind="stable")
             slots = self.pair_slot[order]
             top = int(slots[-1]) + 2 if len(slots) else 1
             self._by_slot = (np.searchsorted(slots, np.arange(top)), self.pair_entry[order])

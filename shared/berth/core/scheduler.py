@@ -67,11 +67,15 @@ class Scheduler:
 
     def _decide(self, pod: Pod, now: datetime, on: str | None = None) -> Outcome:
         cycle = Cycle(pod=pod, state=self.state, now=now)
+        timed = self.observe is not None
         nodes = self.state.nodes
         total_nodes = len(nodes)
         active: list[FilterPlugin] = []
         for plugin in self.profile.filters:
-            status = self._timed(plugin.name, "PreFilter", partial(plugin.pre_filter, cycle))
+            if timed:
+                status = self._timed(plugin.name, "PreFilter", partial(plugin.pre_filter, cycle))
+            else:
+                status = plugin.pre_filter(cycle)
             if status.code is Code.ERROR:
                 return self._error(pod, status.message)
             if status.rejects:
@@ -89,7 +93,10 @@ class Scheduler:
         rejected: set[str] = set()
         try:
             for plugin in active:
-                found = self._timed(plugin.name, "Filter", partial(plugin.filter, cycle))
+                if timed:
+                    found = self._timed(plugin.name, "Filter", partial(plugin.filter, cycle))
+                else:
+                    found = plugin.filter(cycle)
                 failing = [f for f in found if f.mask.any()]
                 failures.extend(failing)
                 if failing:
@@ -102,12 +109,16 @@ class Scheduler:
         scores: dict[str, np.ndarray] = {}
         if feasible.any():
             for p, _ in self.profile.scorers:
-                scores[p.name] = self._timed(p.name, "Score", partial(p.score, cycle, feasible))
+                if timed:
+                    scores[p.name] = self._timed(p.name, "Score", partial(p.score, cycle, feasible))
+                else:
+                    scores[p.name] = p.score(cycle, feasible)
         total = np.zeros(len(nodes.valid), dtype=np.int64)
         for p, weight in self.profile.scorers:
             if p.name in scores:
                 total += weight * scores[p.name]
-        results = self._node_results(failures, feasible, scores, total)
+        key = self._rank_key(feasible, total)
+        results = self._node_results(failures, feasible, scores, total, key)
         if on is not None:
             wanted = nodes.slot.get(on)
             if wanted is None or not feasible[wanted]:
@@ -125,7 +136,7 @@ class Scheduler:
                 counts[f.reason] = counts.get(f.reason, 0) + int(f.mask.sum())
             message = fit_error(total_nodes, counts)
             return Outcome(Decision(pod.key, "Unschedulable", None, message, nodes=results), None, frozenset(rejected))
-        slot = self._winner(feasible, total)
+        slot = self._winner(feasible, total) if on is not None else int(np.argmax(key))
         node = nodes.names[slot] or ""
         bindings, provisions = self._volumes(cycle, slot)
         out = [VolumeBindingOut(claim=c, pv=v) for c, v in bindings]
@@ -164,10 +175,11 @@ class Scheduler:
         feasible: Mask,
         scores: dict[str, np.ndarray],
         total: np.ndarray,
+        key: np.ndarray,
     ) -> dict[str, NodeResult]:
         names = self.state.nodes.names
         if self.top_nodes is not None:
-            return self._top_results(feasible, scores, total)
+            return self._top_results(feasible, scores, total, key)
         reasons: dict[int, list[str]] = {}
         for f in failures:
             for s in np.flatnonzero(f.mask).tolist():
@@ -184,16 +196,18 @@ class Scheduler:
                 out[names[s] or ""] = NodeResult(False, reasons.get(s, []))
         return out
 
-    def _top_results(self, feasible: Mask, scores: dict[str, np.ndarray], total: np.ndarray) -> dict[str, NodeResult]:
+    def _top_results(
+        self, feasible: Mask, scores: dict[str, np.ndarray], total: np.ndarray, key: np.ndarray
+    ) -> dict[str, NodeResult]:
+        """The top_nodes feasible nodes, highest total first, then node name (keys are unique)."""
         names = self.state.nodes.names
         k = self.top_nodes or 0
-        if not k:
+        idx = np.flatnonzero(feasible)
+        if not k or not len(idx):
             return {}
-        key = self._rank_key(feasible, total)
-        n = len(key)
-        part = np.argpartition(key, n - k)[n - k :] if k < n else np.arange(n)
-        best = part[np.argsort(-key[part], kind="stable")]
-        best = best[key[best] >= 0].tolist()  # highest total first, then node name
+        if len(idx) > k:
+            idx = idx[np.argpartition(key[idx], len(idx) - k)[len(idx) - k :]]
+        best = idx[np.argsort(-key[idx], kind="stable")].tolist()
         return {
             names[s] or "": NodeResult(True, [], {k: int(v[s]) for k, v in scores.items()}, int(total[s])) for s in best
         }
