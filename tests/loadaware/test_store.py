@@ -191,8 +191,8 @@ def test_aggregated_alias_is_the_longest_non_empty_duration() -> None:
     agg = {"5m0s": {"p95": ("15", "49Gi")}, "30m0s": {"p95": ("16", "50Gi")}, "1h": {"p99": ("1", "1")}}
     w = World(BASE, node("n"), node_metric("n", agg=agg))
     r = rec(w)
-    assert r.agg[("p95", 0)].tolist() == [16000, 50 * G]
-    assert r.agg[("p99", 0)].tolist() == [1000, 1]
+    assert r.agg[("p95", 0)] == {"cpu": 16000, "memory": 50 * G}
+    assert r.agg[("p99", 0)] == {"cpu": 1000, "memory": 1}
     assert ("p95", 600 * 10**9) not in r.agg
 
 

@@ -294,7 +294,9 @@ class ClusterState:
 
     # ---- reads -------------------------------------------------------------
     def class_index(self, storage_class: str) -> ClassIndex:
-        idx = self.pv_index.setdefault(storage_class, ClassIndex())
+        idx = self.pv_index.get(storage_class)
+        if idx is None:
+            idx = self.pv_index[storage_class] = ClassIndex()
         idx.ensure(self.nodes)
         return idx
 

@@ -9,6 +9,7 @@ threshold profile) into the slot arrays when node objects change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -84,7 +85,7 @@ class NodeLoad:
     window: int = ZERO_TIME  # updateTime in us, kept when a NodeMetric has none
     interval: int = 60 * US
     node_usage: Vec | None = None  # None: no status.nodeMetric
-    agg: dict[tuple[str, int], Vec] = field(default_factory=dict)
+    agg: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)  # as reported: made a Vec when read
     usage: dict[str, Vec] = field(default_factory=dict)
     prod_pods: set[str] = field(default_factory=set)
     pods: dict[str, PodEntry] = field(default_factory=dict)
@@ -136,12 +137,14 @@ class NodeLoad:
         if e.est is not None:
             self.node_est -= e.est
 
-    def agg_base(self, kind: str, duration: int) -> Vec | None:
+    def agg_base(self, kind: str, duration: int, vec: Callable[[dict[str, int]], Vec]) -> Vec | None:
         """Aggregated usage (kind, duration); duration 0 falls back to nodeUsage when missing."""
         if self.node_usage is None:
             return None
-        v = self.agg.get((kind, duration))
-        return self.node_usage if v is None and duration == 0 else v
+        rl = self.agg.get((kind, duration))
+        if rl is None:
+            return self.node_usage if duration == 0 else None
+        return vec(rl)
 
     @property
     def empty(self) -> bool:
@@ -267,10 +270,10 @@ class NodeMetricStore:
             self.agg_f_ok[s] = self.agg_s_ok[s] = False
         else:
             self.usage[s] = rec.node_usage
-            f = rec.agg_base(*self.agg_key[s]) if self.agg_on[s] else None
+            f = rec.agg_base(*self.agg_key[s], self.res.vec) if self.agg_on[s] else None
             self.agg_f_ok[s] = f is not None
             self.agg_f[s] = 0 if f is None else f
-            g = None if self.score_agg is None else rec.agg_base(*self.score_agg)
+            g = None if self.score_agg is None else rec.agg_base(*self.score_agg, self.res.vec)
             self.agg_s_ok[s] = g is not None
             self.agg_s[s] = 0 if g is None else g
         self._write_pods(s, rec)
@@ -371,7 +374,7 @@ class NodeMetricStore:
             for a in m.aggregated:
                 for kind, rl in a.usage.items():
                     if rl:
-                        rec.agg[(kind, a.duration)] = vec(rl)
+                        rec.agg[(kind, a.duration)] = rl
                         if a.duration >= longest.get(kind, -1):
                             longest[kind] = a.duration
         for kind, d in longest.items():
