@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
+import pytest
 
 from berth.core.config import parse_config
 from berth.core.events import Event
@@ -68,6 +69,35 @@ def test_waiting_pods_retry_on_a_relevant_change_after_backoff() -> None:
     assert records[1].attempt == 2
     assert records[0].decision_id != records[1].decision_id
     assert len(engine.queue) == 0
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        {"kind": "Bookmark", "metadata": {"resourceVersion": "9"}},  # a BOOKMARK with a time stamp
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}},
+    ],
+)
+def test_a_change_during_backoff_is_kept_until_the_backoff_is_over(later: dict[str, Any]) -> None:
+    """kube moves a pod that a change helps during its backoff to the backoff queue; it is retried
+    when the backoff ends even if nothing relevant happens after the change."""
+    log = cluster(Log()).add(pvc("a")).add(pod("pa", ("a",)), at=0)
+    log.add(pv("early", "10Gi", on="n1"), at=0.5)  # helps, but the 1 s backoff is not over
+    log.add(later, "BOOKMARK" if later["kind"] == "Bookmark" else "ADDED", at=0.9)  # still backing off
+    log.add(later, "BOOKMARK" if later["kind"] == "Bookmark" else "MODIFIED", at=1.5)  # over: retried here
+    engine, records = replay(log)
+    assert summary(records) == [("default/pa", "Unschedulable", None, 5), ("default/pa", "Scheduled", "n1", 8)]
+    assert len(engine.queue) == 0 and not engine.queue.has_due
+
+
+def test_a_pod_due_after_backoff_is_retried_once() -> None:
+    log = cluster(Log()).add(pvc("a")).add(pod("pa", ("a",)), at=0)
+    log.add(node("n3"), at=0.5)  # relevant (no hint says otherwise), yet no PV anywhere: still fails
+    for t in (1.5, 1.6, 1.7):
+        log.add({"kind": "Bookmark", "metadata": {}}, "BOOKMARK", at=t)
+    engine, records = replay(log)
+    assert [r.message[:27] for r in records] == ["0/2 nodes are available: 2 ", "0/3 nodes are available: 3 "]
+    assert engine.queue.attempts("default/pa") == 2  # once at 1.5, not again at 1.6 or 1.7
 
 
 def test_unchanged_failures_are_not_repeated() -> None:

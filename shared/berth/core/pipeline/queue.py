@@ -3,11 +3,14 @@
 Backoff doubles from 1 s to at most 10 s of log time per failed attempt (kube's podInitialBackoffSeconds
 and podMaxBackoffSeconds). A pod becomes eligible again when its backoff has passed and a change
 arrives that can undo what rejected it (kube's queueing hints: each plugin names the kinds whose
-changes matter to it). Logs without timestamps have no clock: there every relevant change retries.
+changes matter to it). A change that helps a pod still in backoff is not lost: the pod is marked due
+(kube moves it to the backoff queue) and retried at the first event once its backoff is over
+(`take_due`). Logs without timestamps have no clock: there every relevant change retries.
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +30,7 @@ class Waiting:
     message: str
     rejected_by: frozenset[str] = frozenset()
     seq: int = 0  # when it first failed: retry order
+    due: bool = False  # a change helped it during its backoff: retried once the backoff is over
 
 
 class Group:
@@ -36,14 +40,17 @@ class Group:
         self.rejected = rejected
         self.members: dict[str, Waiting] = {}
         self.version = 0
-        self._snap: tuple[int, list[Waiting], npt.NDArray[np.float64]] | None = None
+        self._snap: tuple[int, list[Waiting], npt.NDArray[np.float64], npt.NDArray[np.bool_]] | None = None
 
-    def snapshot(self) -> tuple[list[Waiting], npt.NDArray[np.float64]]:
-        """Members in a fixed order and their eligible_at, rebuilt only when the members changed."""
+    def snapshot(self) -> tuple[list[Waiting], npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+        """Members in a fixed order, their eligible_at and whether they are due (the last is
+        updated in place), rebuilt only when the members changed."""
         if self._snap is None or self._snap[0] != self.version:
             waiting = list(self.members.values())
-            self._snap = (self.version, waiting, np.array([w.eligible_at for w in waiting], dtype=np.float64))
-        return self._snap[1], self._snap[2]
+            at = np.array([w.eligible_at for w in waiting], dtype=np.float64)
+            due = np.array([w.due for w in waiting], dtype=bool)
+            self._snap = (self.version, waiting, at, due)
+        return self._snap[1], self._snap[2], self._snap[3]
 
 
 class UnschedulableQueue:
@@ -54,6 +61,8 @@ class UnschedulableQueue:
         self._groups: dict[frozenset[str], Group] = {}  # by the plugins that rejected them
         self._versions = itertools.count(1)  # one counter for all groups: a version names one member list
         self._seq = 0
+        self._due: list[tuple[float, int, int, Waiting]] = []  # heap by eligible_at; stale entries skipped
+        self._pushed = itertools.count()
 
     def __len__(self) -> int:
         return len(self.pods)
@@ -114,12 +123,38 @@ class UnschedulableQueue:
         for rejected, group in self._groups.items():
             if rejected and helps is not None and rejected.isdisjoint(helps):
                 continue
-            members, at = group.snapshot()
-            ok = at <= now if has_clock else np.ones(len(members), dtype=bool)
-            if judge is not None and rejected and ok.any():
+            members, at, due = group.snapshot()
+            if has_clock:
+                ok = at <= now
+                backing_off = ~ok & ~due  # already due: nothing more to note
+            else:
+                ok = np.ones(len(members), dtype=bool)
+                backing_off = np.zeros(len(members), dtype=bool)
+            if judge is not None and rejected and (ok.any() or backing_off.any()):
                 helped = judge(group, members)
                 if helped is not None:
                     ok &= helped
+                    backing_off &= helped
             found += [members[i] for i in np.flatnonzero(ok).tolist()]
+            for i in np.flatnonzero(backing_off).tolist():
+                w = members[i]
+                w.due = due[i] = True
+                heapq.heappush(self._due, (w.eligible_at, w.seq, next(self._pushed), w))
         found.sort(key=lambda w: w.seq)
         return [w.key for w in found]
+
+    def take_due(self, now: float) -> list[str]:
+        """Pods a change helped during their backoff, whose backoff is over now, in failure order.
+        Each is taken once: it is retried, and a new failure starts a new backoff."""
+        out: list[Waiting] = []
+        while self._due and self._due[0][0] <= now:
+            w = heapq.heappop(self._due)[3]
+            if self.pods.get(w.key) is w and w.due:  # else removed or failed again since
+                w.due = False
+                out.append(w)
+        out.sort(key=lambda w: w.seq)
+        return [w.key for w in out]
+
+    @property
+    def has_due(self) -> bool:
+        return bool(self._due)

@@ -92,8 +92,10 @@ class ScorerEngine:
                 if self.state.reserved(pod.key) is None:
                     self._decide(pod, ev, out, 1)
             return out, None
+        if self.queue.has_due and self.applier.has_clock:
+            self._retry_due(ev, out)
         if obj is None:
-            return [], None
+            return out, None
         relevant = True
         kind = type(obj).__name__
         if isinstance(obj, Pod):
@@ -208,6 +210,16 @@ class ScorerEngine:
                 return helped
 
         for key in self.queue.eligible(now, self.applier.has_clock, helps, judge):
+            pod = self.state.pods.get(key)
+            if pod is None or not pod.pending or self.state.reserved(key) is not None:
+                self.queue.remove(key)
+                continue
+            self._decide(pod, ev, out, self.queue.attempts(key) + 1, retry=True)
+
+    def _retry_due(self, ev: Event, out: list[DecisionRecord]) -> None:
+        """Pods a change helped while they backed off, now that their backoff is over (kube
+        flushes its backoff queue the same way)."""
+        for key in self.queue.take_due(self.applier.now.timestamp()):
             pod = self.state.pods.get(key)
             if pod is None or not pod.pending or self.state.reserved(key) is not None:
                 self.queue.remove(key)
