@@ -36,6 +36,7 @@ from berth.core.rawfields import (
     items,
     moment,
     obj,
+    objects,
     quantity,
     resource_list,
     text,
@@ -160,9 +161,7 @@ def pod_spec_resources(f: Fields, spec: Any, at: str) -> tuple[dict[str, int], d
 
 def _requirements_fast(v: Any) -> tuple[Requirement, ...]:
     out = []
-    for r in items(v):
-        if type(r) is not dict:
-            raise Irregular
+    for r in objects(v):
         key, op = r.get("key", ""), r.get("operator", "")
         if not (type(key) is type(op) is str):
             key, op = text(key), text(op)
@@ -174,9 +173,7 @@ def _node_selector_fast(v: Any) -> NodeSelector:
     if type(v) is not dict:
         raise Irregular
     terms = []
-    for t in items(v.get("nodeSelectorTerms")):
-        if type(t) is not dict:
-            raise Irregular
+    for t in objects(v.get("nodeSelectorTerms")):
         terms.append(
             NodeSelectorTerm(
                 match_expressions=_requirements_fast(t.get("matchExpressions")),
@@ -201,9 +198,7 @@ def _owner_refs_fast(meta: dict[str, Any]) -> tuple[OwnerRef, ...]:
     if refs is None:
         return ()
     out = []
-    for o in items(refs):
-        if type(o) is not dict:
-            raise Irregular
+    for o in objects(refs):
         kind, name, uid, api = o.get("kind", ""), o.get("name", ""), o.get("uid", ""), o.get("apiVersion", "")
         if not (type(kind) is type(name) is type(uid) is type(api) is str):
             kind, name, uid, api = text(kind), text(name), text(uid), text(api)
@@ -273,9 +268,7 @@ def _pod_fast(raw: dict[str, Any]) -> Pod:
     status = obj(raw.get("status")) or {}
     requests, limits = _pod_spec_resources_fast(spec)
     volumes = []
-    for v in items(spec.get("volumes")):
-        if type(v) is not dict:
-            raise Irregular
+    for v in objects(spec.get("volumes")):
         vname = text(v.get("name"))
         source = obj(v.get("persistentVolumeClaim"))
         claim = "" if source is None else text(source.get("claimName"))
@@ -287,17 +280,13 @@ def _pod_fast(raw: dict[str, Any]) -> Pod:
     node_affinity = None if affinity_raw is None else obj(affinity_raw.get("nodeAffinity"))
     required = None if node_affinity is None else node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     tolerations = []
-    for t in items(spec.get("tolerations")):
-        if type(t) is not dict:
-            raise Irregular
+    for t in objects(spec.get("tolerations")):
         key, op, value, effect = t.get("key", ""), t.get("operator", ""), t.get("value", ""), t.get("effect", "")
         if not (type(key) is type(op) is type(value) is type(effect) is str):
             key, op, value, effect = text(key), text(op), text(value), text(effect)
         tolerations.append(Toleration(key=key, operator=op or "Equal", value=value, effect=effect))
     conditions = []
-    for c in items(status.get("conditions")):
-        if type(c) is not dict:
-            raise Irregular
+    for c in objects(status.get("conditions")):
         ctype, cstatus = c.get("type", ""), c.get("status", "")
         if not (type(ctype) is type(cstatus) is str):
             ctype, cstatus = text(ctype), text(cstatus)
@@ -403,9 +392,7 @@ def _node_fast(raw: dict[str, Any]) -> Node:
     spec = obj(raw.get("spec")) or {}
     status = obj(raw.get("status")) or {}
     taints = []
-    for t in items(spec.get("taints")):
-        if type(t) is not dict:
-            raise Irregular
+    for t in objects(spec.get("taints")):
         taints.append(Taint(key=text(t.get("key")), value=text(t.get("value")), effect=text(t.get("effect"))))
     capacity = resource_list(status.get("capacity"))
     return Node(

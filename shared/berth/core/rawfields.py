@@ -254,6 +254,15 @@ def items(v: Any) -> builtins.list[Any]:
     raise Irregular
 
 
+def objects(v: Any) -> builtins.list[dict[builtins.str, Any]]:
+    """`items` whose every element is an object."""
+    out = items(v)
+    for x in out:
+        if type(x) is not dict:
+            raise Irregular
+    return out
+
+
 def text_map(v: Any) -> dict[builtins.str, builtins.str]:
     """`Fields.str_map`."""
     if v is None:

@@ -38,12 +38,11 @@ from berth.core.quantity import ceil_milli
 from berth.core.rawfields import (
     FastPath,
     Fields,
-    Irregular,
     fast_path,
     integer,
-    items,
     milli_amounts,
     obj,
+    objects,
     text,
     text_list,
     text_map,
@@ -272,9 +271,7 @@ def _quota_fast(raw: dict[str, Any]) -> ResourceQuota:
     status = obj(raw.get("status")) or {}
     scope_selector = obj(spec.get("scopeSelector"))
     selector = []
-    for r in items(None if scope_selector is None else scope_selector.get("matchExpressions")):
-        if type(r) is not dict:
-            raise Irregular
+    for r in objects(None if scope_selector is None else scope_selector.get("matchExpressions")):
         selector.append(
             ScopeRequirement(
                 scope_name=text(r.get("scopeName")),
