@@ -201,3 +201,24 @@ def test_reserved_on_follows_reserve_confirm_and_release() -> None:
     assert held(state, "n1") == {"cpu": 500, "pods": 1}
     state.apply(convert(pod("c", cpu="500m")), deleted=True)
     assert held(state, "n1") == {}
+
+
+@pytest.mark.parametrize(
+    ("top", "listed"),
+    [(None, {"n1", "n2", "n3"}), (2, set()), (0, set())],
+)
+def test_a_prefilter_rejection_lists_nodes_only_when_all_are_asked_for(top: int | None, listed: set[str]) -> None:
+    state = cluster(node("n1"), node("n2"), node("n3"), pod("p", ("missing",)))
+    d = Scheduler(state, parse_config(None).profile(), top_nodes=top).decide(state.pods["default/p"], NOW).decision
+    assert d.status == "Unschedulable" and 'persistentvolumeclaim "missing" not found' in d.message
+    assert set(d.nodes) == listed
+
+
+@pytest.mark.parametrize("top", [1, 2, 5])
+def test_top_nodes_are_the_best_feasible_highest_total_first(top: int) -> None:
+    state = cluster(node("a", cpu="2"), node("b", cpu="8"), node("c", cpu="4"), node("d", unschedulable=True), pod("p"))
+    full = Scheduler(state, parse_config(None).profile()).decide(state.pods["default/p"], NOW).decision
+    best = sorted(((n, r.total or 0) for n, r in full.nodes.items() if r.feasible), key=lambda x: (-x[1], x[0]))[:top]
+    d = Scheduler(state, parse_config(None).profile(), top_nodes=top).decide(state.pods["default/p"], NOW).decision
+    assert [(n, r.total) for n, r in d.nodes.items()] == best
+    assert d.node == best[0][0]

@@ -80,7 +80,11 @@ class Scheduler:
                 return self._error(pod, status.message)
             if status.rejects:
                 message = f"0/{total_nodes} nodes are available: {status.message}."
-                every = {n: NodeResult(feasible=False, reasons=[status.message]) for n in sorted(nodes.slot)}
+                every = (
+                    {n: NodeResult(feasible=False, reasons=[status.message]) for n in sorted(nodes.slot)}
+                    if self.top_nodes is None
+                    else {}  # only feasible nodes are listed then, and there is none
+                )
                 return Outcome(
                     Decision(pod.key, "Unschedulable", None, message, nodes=every),
                     None,
