@@ -80,11 +80,10 @@ class Scheduler:
                 return self._error(pod, status.message)
             if status.rejects:
                 message = f"0/{total_nodes} nodes are available: {status.message}."
-                every = (
-                    {n: NodeResult(feasible=False, reasons=[status.message]) for n in sorted(nodes.slot)}
-                    if self.top_nodes is None
-                    else {}  # only feasible nodes are listed then, and there is none
-                )
+                # only feasible nodes are listed with top_nodes, and there is none; else one shared
+                # result for every node (results are never changed once made)
+                rejected_here = NodeResult(feasible=False, reasons=[status.message])
+                every = dict.fromkeys(sorted(nodes.slot), rejected_here) if self.top_nodes is None else {}
                 return Outcome(
                     Decision(pod.key, "Unschedulable", None, message, nodes=every),
                     None,
@@ -184,10 +183,11 @@ class Scheduler:
         names = self.state.nodes.names
         if self.top_nodes is not None:
             return self._top_results(feasible, scores, total, key)
-        reasons: dict[int, list[str]] = {}
+        reasons: dict[int, tuple[str, ...]] = {}
         for f in failures:
             for s in np.flatnonzero(f.mask).tolist():
-                reasons.setdefault(s, []).append(f.reason)
+                reasons[s] = (*reasons.get(s, ()), f.reason)
+        rejected: dict[tuple[str, ...], NodeResult] = {}  # one result per set of reasons, shared
         out: dict[str, NodeResult] = {}
         columns = [(k, v.tolist()) for k, v in scores.items()]
         totals = total.tolist()
@@ -197,7 +197,11 @@ class Scheduler:
             if ok[s]:
                 out[names[s] or ""] = NodeResult(True, [], {k: col[s] for k, col in columns}, totals[s])
             else:
-                out[names[s] or ""] = NodeResult(False, reasons.get(s, []))
+                why = reasons.get(s, ())
+                result = rejected.get(why)
+                if result is None:
+                    result = rejected[why] = NodeResult(False, list(why))
+                out[names[s] or ""] = result
         return out
 
     def _top_results(
