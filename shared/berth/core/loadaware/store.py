@@ -289,12 +289,16 @@ class NodeMetricStore:
 
     def views(self) -> NodeMetricStore:
         """Refresh the derived arrays of the slots changed since the last call; returns self."""
-        if self._dirty:
+        if len(self._dirty) == 1:  # the usual case: one node changed; a slice indexes faster
+            s = next(iter(self._dirty))
+            self._derive(slice(s, s + 1))
+            self._dirty.clear()
+        elif self._dirty:
             self._derive(np.fromiter(self._dirty, dtype=np.int64, count=len(self._dirty)))
             self._dirty.clear()
         return self
 
-    def _derive(self, i: npt.NDArray[np.int64]) -> None:
+    def _derive(self, i: npt.NDArray[np.int64] | slice) -> None:
         """Upstream's per-node choice of path (prod, aggregated, node usage), made once per change
         instead of once per pod: thresholds, existing usage and whether a node is checked at all."""
         alloc = self.alloc[i]
