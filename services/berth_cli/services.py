@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from berth.adapters import logs
+from berth.adapters.collector import COLLECTOR
 from berth.settings import Settings, from_env
 from berth_cli.common import load_config
 
@@ -77,6 +78,7 @@ def run_scorer(args: argparse.Namespace) -> int:
     settings = _settings()
     profile = _profile(settings, args.config)
     logs.setup("scorer", settings.service.log_level)
+    COLLECTOR.thaw_every = settings.service.gc_thaw_every
 
     async def main(stop: asyncio.Event) -> None:
         if not args.bind:
@@ -101,6 +103,7 @@ def run_buffer_controller(args: argparse.Namespace) -> int:
     settings = _settings()
     profile = _profile(settings, args.config)
     logs.setup("buffer-controller", settings.service.log_level)
+    COLLECTOR.thaw_every = settings.service.gc_thaw_every
 
     async def main(stop: asyncio.Event) -> None:
         if not args.write_status:

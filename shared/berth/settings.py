@@ -140,6 +140,7 @@ class ServiceSettings:
     log_level: str = "INFO"
     scheduler_config: str = ""  # path to a KubeSchedulerConfiguration
     top_nodes: int = 10  # nodes listed per decision on the bus; 0 = all
+    gc_thaw_every: int = 1_000_000  # events between full garbage collections (berth.adapters.collector)
 
     def validate(self) -> list[str]:
         out = []
@@ -149,6 +150,8 @@ class ServiceSettings:
             out.append(f"BERTH_LOG_LEVEL: want DEBUG, INFO, WARNING or ERROR, got {self.log_level!r}")
         if self.top_nodes < 0:
             out.append(f"BERTH_TOP_NODES: must be 0 or more, got {self.top_nodes}")
+        if self.gc_thaw_every < 1000:
+            out.append(f"BERTH_GC_THAW_EVERY: must be 1000 or more, got {self.gc_thaw_every}")
         return out
 
 
@@ -171,6 +174,7 @@ ENV: dict[str, tuple[str, str]] = {
     "BERTH_LOG_LEVEL": ("service", "log_level"),
     "BERTH_SCHEDULER_CONFIG": ("service", "scheduler_config"),
     "BERTH_TOP_NODES": ("service", "top_nodes"),
+    "BERTH_GC_THAW_EVERY": ("service", "gc_thaw_every"),
 }
 
 
