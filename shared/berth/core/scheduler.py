@@ -6,8 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -57,25 +56,21 @@ class Scheduler:
         self.observe("", "Decide", time.perf_counter() - start)
         return outcome
 
-    def _timed(self, plugin: str, point: str, fn: Callable[[], T]) -> T:
+    def _timed(self, plugin: str, point: str, fn: Callable[..., T], *args: Any) -> T:
         if self.observe is None:
-            return fn()
+            return fn(*args)
         start = time.perf_counter()
-        out = fn()
+        out = fn(*args)
         self.observe(plugin, point, time.perf_counter() - start)
         return out
 
     def _decide(self, pod: Pod, now: datetime, on: str | None = None) -> Outcome:
         cycle = Cycle(pod=pod, state=self.state, now=now)
-        timed = self.observe is not None
         nodes = self.state.nodes
         total_nodes = len(nodes)
         active: list[FilterPlugin] = []
         for plugin in self.profile.filters:
-            if timed:
-                status = self._timed(plugin.name, "PreFilter", partial(plugin.pre_filter, cycle))
-            else:
-                status = plugin.pre_filter(cycle)
+            status = self._timed(plugin.name, "PreFilter", plugin.pre_filter, cycle)
             if status.code is Code.ERROR:
                 return self._error(pod, status.message)
             if status.rejects:
@@ -96,10 +91,7 @@ class Scheduler:
         rejected: set[str] = set()
         try:
             for plugin in active:
-                if timed:
-                    found = self._timed(plugin.name, "Filter", partial(plugin.filter, cycle))
-                else:
-                    found = plugin.filter(cycle)
+                found = self._timed(plugin.name, "Filter", plugin.filter, cycle)
                 failing = [f for f in found if f.mask.any()]
                 failures.extend(failing)
                 if failing:
@@ -112,16 +104,14 @@ class Scheduler:
         scores: dict[str, np.ndarray] = {}
         if feasible.any():
             for p, _ in self.profile.scorers:
-                if timed:
-                    scores[p.name] = self._timed(p.name, "Score", partial(p.score, cycle, feasible))
-                else:
-                    scores[p.name] = p.score(cycle, feasible)
+                scores[p.name] = self._timed(p.name, "Score", p.score, cycle, feasible)
         total = np.zeros(len(nodes.valid), dtype=np.int64)
         for p, weight in self.profile.scorers:
             if p.name in scores:
                 total += weight * scores[p.name]
         key = self._rank_key(feasible, total)
         results = self._node_results(failures, feasible, scores, total, key)
+        chosen: int | None = None
         if on is not None:
             wanted = nodes.slot.get(on)
             if wanted is None or not feasible[wanted]:
@@ -131,15 +121,14 @@ class Scheduler:
                 return Outcome(
                     Decision(pod.key, "Unschedulable", None, message, nodes=results), None, frozenset(rejected)
                 )
-            feasible = np.zeros_like(feasible)
-            feasible[wanted] = True
+            chosen = wanted
         if not feasible.any():
             counts: dict[str, int] = {}
             for f in failures:
                 counts[f.reason] = counts.get(f.reason, 0) + int(f.mask.sum())
             message = fit_error(total_nodes, counts)
             return Outcome(Decision(pod.key, "Unschedulable", None, message, nodes=results), None, frozenset(rejected))
-        slot = self._winner(feasible, total) if on is not None else int(np.argmax(key))
+        slot = int(np.argmax(key)) if chosen is None else chosen  # the highest total; ties go to the node name
         node = nodes.names[slot] or ""
         bindings, provisions = self._volumes(cycle, slot)
         out = [VolumeBindingOut(claim=c, pv=v) for c, v in bindings]
@@ -154,10 +143,6 @@ class Scheduler:
 
     def _error(self, pod: Pod, message: str) -> Outcome:
         return Outcome(Decision(pod.key, "Error", None, message), None)
-
-    def _winner(self, feasible: Mask, total: np.ndarray) -> int:
-        """The highest total; ties go to the node name."""
-        return int(np.argmax(self._rank_key(feasible, total)))
 
     def _rank_key(self, feasible: Mask, total: np.ndarray) -> np.ndarray:
         """One int per slot that orders by total, then by node name; -1 where infeasible."""
