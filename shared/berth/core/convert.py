@@ -34,6 +34,7 @@ from berth.core.rawfields import (
     flag,
     integer,
     items,
+    meta_fast,
     moment,
     obj,
     objects,
@@ -207,17 +208,6 @@ def _owner_refs_fast(meta: dict[str, Any]) -> tuple[OwnerRef, ...]:
             controller = flag(controller)
         out.append(OwnerRef(kind=kind, name=name, uid=uid, api_version=api, controller=controller))
     return tuple(out)
-
-
-def meta_fast(raw: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """(metadata, name) of a well-formed object: metadata an object, name set."""
-    meta = raw.get("metadata")
-    if type(meta) is not dict:
-        raise Irregular
-    name = meta.get("name")
-    if type(name) is not str or not name:
-        raise Irregular
-    return meta, name
 
 
 def ids_fast(meta: dict[str, Any]) -> tuple[str, str, str]:

@@ -254,6 +254,17 @@ def items(v: Any) -> builtins.list[Any]:
     raise Irregular
 
 
+def meta_fast(raw: dict[builtins.str, Any]) -> tuple[dict[builtins.str, Any], builtins.str]:
+    """(metadata, name) of a well-formed object: metadata an object, name set."""
+    meta = raw.get("metadata")
+    if type(meta) is not dict:
+        raise Irregular
+    name = meta.get("name")
+    if type(name) is not builtins.str or not name:
+        raise Irregular
+    return meta, name
+
+
 def objects(v: Any) -> builtins.list[dict[builtins.str, Any]]:
     """`items` whose every element is an object."""
     out = items(v)

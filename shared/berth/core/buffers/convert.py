@@ -32,7 +32,7 @@ from berth.core.buffers.model import (
     StatefulSet,
     Workload,
 )
-from berth.core.convert import ids_fast, label_selector, label_selector_fast, meta_fast, name_of
+from berth.core.convert import ids_fast, label_selector, label_selector_fast, name_of
 from berth.core.errors import InputError
 from berth.core.quantity import ceil_milli
 from berth.core.rawfields import (
@@ -40,6 +40,7 @@ from berth.core.rawfields import (
     Fields,
     fast_path,
     integer,
+    meta_fast,
     milli_amounts,
     obj,
     objects,

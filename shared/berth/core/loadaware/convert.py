@@ -13,6 +13,7 @@ from berth.core.rawfields import (
     fast_path,
     integer,
     items,
+    meta_fast,
     moment,
     obj,
     resource_list,
@@ -124,12 +125,7 @@ def _pods_fast(v: Any) -> tuple[PodMetric, ...]:
 
 
 def _nodemetric_fast(raw: dict[str, Any]) -> NodeMetric:
-    meta = raw.get("metadata")
-    if type(meta) is not dict:
-        raise Irregular
-    name = meta.get("name")
-    if type(name) is not str or not name:
-        raise Irregular
+    meta, name = meta_fast(raw)
     spec = obj(raw.get("spec"))
     policy = None if spec is None else obj(spec.get("metricCollectPolicy"))
     status = obj(raw.get("status")) or {}
