@@ -31,7 +31,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.integration.services import BERTH, isolated_env, run_berth
+from tests.integration.services import BERTH, isolated_env, run_berth, stop
 from tests.servers import Server, free_port, start_broker, start_redis
 
 from bench.replay import TOP_NODES, log_path
@@ -155,15 +155,6 @@ def in_worker(what: str, env: dict[str, str], where: set[int]) -> dict[str, Any]
         finally:
             stop(proc)
             log.close()
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
 
 
 def scorer(env: dict[str, str], total: int, where: set[int], cap: float) -> dict[str, Any]:

@@ -69,13 +69,18 @@ def service(name: str, env: dict[str, str], *args: str, log_dir: Path) -> Iterat
     try:
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop(proc)
         log.close()
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not gone within 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
 
 
 def run_berth(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
