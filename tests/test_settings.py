@@ -19,6 +19,7 @@ def test_no_environment_gives_the_defaults() -> None:
         ({"BERTH_GC_THAW_EVERY": "250000"}, "service", "gc_thaw_every", 250_000),
         ({"BERTH_REDIS_TLS": "yes"}, "redis", "tls", True),
         ({"BERTH_KAFKA_SESSION_TIMEOUT_MS": "6000"}, "kafka", "session_timeout_ms", 6000),
+        ({"BERTH_KAFKA_FETCH_MAX_WAIT_MS": "40"}, "kafka", "fetch_max_wait_ms", 40),
     ],
 )
 def test_values_are_read_as_their_type(env: dict[str, str], group: str, attr: str, want: object) -> None:
@@ -31,6 +32,7 @@ def test_values_are_read_as_their_type(env: dict[str, str], group: str, attr: st
         ({"BERTH_GC_THAW_EVERY": "10"}, "BERTH_GC_THAW_EVERY: must be 1000 or more, got 10"),
         ({"BERTH_GC_THAW_EVERY": "often"}, "BERTH_GC_THAW_EVERY: want an integer, got 'often'"),
         ({"BERTH_TOP_NODES": "-1"}, "BERTH_TOP_NODES: must be 0 or more, got -1"),
+        ({"BERTH_KAFKA_FETCH_MAX_WAIT_MS": "0"}, "BERTH_KAFKA_FETCH_MAX_WAIT_MS: must be 1-10000, got 0"),
         ({"BERTH_TOP_NODE": "5"}, "BERTH_TOP_NODE: not a berth setting"),
     ],
 )

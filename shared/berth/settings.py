@@ -43,9 +43,12 @@ class KafkaSettings:
     ssl_keyfile: str = ""
     session_timeout_ms: int = 10_000
     request_timeout_ms: int = 30_000
+    fetch_max_wait_ms: int = 100
 
     def validate(self) -> list[str]:
         out = []
+        if not 1 <= self.fetch_max_wait_ms <= 10_000:
+            out.append(f"BERTH_KAFKA_FETCH_MAX_WAIT_MS: must be 1-10000, got {self.fetch_max_wait_ms}")
         if not self.bootstrap_servers:
             out.append("BERTH_KAFKA_BOOTSTRAP_SERVERS: is required")
         if self.security_protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):

@@ -158,3 +158,22 @@ async def test_events_arriving_while_a_batch_is_written_go_in_the_next_batch(
 
     assert rec.watermarks == [{"partition": 0, "offset": 2}, {"partition": 0, "offset": 3}]
     assert await index.used("n1") == {"cpu": 3000, "pods": 2}
+
+
+@pytest.mark.asyncio
+async def test_the_worker_consumer_takes_the_fetch_wait_from_the_settings(tmp_path: Path) -> None:
+    # faust fixes 1500 ms; an idle partition in the same fetch then stalls the event partition
+    import aiokafka
+
+    settings = from_env({"BERTH_KAFKA_FETCH_MAX_WAIT_MS": "250"})
+    app, _ = build(settings, Metrics("indexer"), str(tmp_path), from_history=False)
+    thread = app.consumer._thread  # type: ignore[attr-defined]
+    consumer = thread._create_worker_consumer(app.transport)
+    plain = aiokafka.AIOKafkaConsumer(fetch_max_wait_ms=7)
+    try:
+        assert consumer._fetch_max_wait_ms == 250
+        assert plain._fetch_max_wait_ms == 7  # the attribute aiokafka hands to its fetcher
+    finally:
+        await consumer.stop()
+        await plain.stop()
+        thread.thread_loop.close()  # made for the thread, which never ran

@@ -23,6 +23,7 @@ def kafka_bus(settings: Settings, service: str) -> KafkaBus:
         security=k.client_kwargs(),
         session_timeout_ms=k.session_timeout_ms,
         request_timeout_ms=k.request_timeout_ms,
+        fetch_max_wait_ms=k.fetch_max_wait_ms,
     )
 
 

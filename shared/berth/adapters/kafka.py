@@ -24,6 +24,7 @@ class KafkaBus:
         session_timeout_ms: int = 10_000,
         heartbeat_interval_ms: int = 1_000,
         request_timeout_ms: int = 30_000,
+        fetch_max_wait_ms: int = 100,
     ) -> None:
         self.bootstrap = bootstrap
         self.client_id = client_id
@@ -31,6 +32,7 @@ class KafkaBus:
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.request_timeout_ms = request_timeout_ms
+        self.fetch_max_wait_ms = fetch_max_wait_ms
         self._producer: AIOKafkaProducer | None = None
         self._pending: list[asyncio.Future[Any]] = []
 
@@ -120,6 +122,9 @@ class KafkaConsumer:
             auto_offset_reset="earliest",
             session_timeout_ms=bus.session_timeout_ms,
             heartbeat_interval_ms=bus.heartbeat_interval_ms,
+            # A fetch holds every partition on that broker until it is answered: one idle partition
+            # in it stalls the busy ones for up to this long (aiokafka's default is 500 ms).
+            fetch_max_wait_ms=bus.fetch_max_wait_ms,
             **bus._common(),
         )
 
