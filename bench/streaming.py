@@ -238,25 +238,12 @@ def worker(what: str, result: str) -> None:
         os.replace(tmp, result)
 
     if what in ("bare", "bare-plain"):
-        from berth_indexer.app import BUFFER
-        from berth_indexer.tuning import LeanMonitor, RawBytes, transport_for
+        from berth_indexer.app import new_app
+        from berth_indexer.tuning import RawBytes
 
-        tuned = what == "bare"  # as the indexer's app, without tables; bare-plain: faust as shipped
-        app = faust.App(
-            f"{settings.groups.indexer}-{what}",
-            broker=f"kafka://{settings.kafka.bootstrap_servers}",
-            store="memory://",
-            datadir=data_dir,
-            topic_partitions=1,
-            topic_replication_factor=1,
-            broker_session_timeout=6,
-            broker_heartbeat_interval=1,
-            consumer_auto_offset_reset="earliest",
-            web_enabled=False,
-            **({"stream_buffer_maxsize": BUFFER, "Monitor": LeanMonitor} if tuned else {}),
-        )
+        tuned = what == "bare"  # the indexer's app without its table and agent; bare-plain: faust as shipped
+        app = new_app(settings, f"{settings.groups.indexer}-{what}", data_dir, tuned=tuned)
         if tuned:
-            app.transport = transport_for(app, settings.kafka.fetch_max_wait_ms)
             topic = app.topic(settings.topics.cluster_events, schema=RawBytes(), partitions=1)
         else:
             topic = app.topic(settings.topics.cluster_events, value_type=bytes, value_serializer="raw", partitions=1)

@@ -90,6 +90,30 @@ def credentials(settings: Settings) -> Any:
     return None
 
 
+def new_app(settings: Settings, name: str, data_dir: str, tuned: bool = True) -> faust.App:
+    """The indexer's faust app, before its topics, tables and agent. tuned=False leaves out
+    berth_indexer.tuning: faust as shipped, the streaming benchmark's baseline."""
+    tuning: dict[str, Any] = {"stream_buffer_maxsize": BUFFER, "Monitor": LeanMonitor} if tuned else {}
+    app = faust.App(
+        name,
+        broker=[f"kafka://{b.strip()}" for b in settings.kafka.bootstrap_servers.split(",")],
+        broker_credentials=credentials(settings),
+        store="memory://",
+        datadir=data_dir,
+        topic_partitions=settings.topics.partitions,
+        topic_replication_factor=1,
+        broker_session_timeout=max(6, settings.kafka.session_timeout_ms // 1000),
+        broker_heartbeat_interval=1,
+        consumer_auto_offset_reset="earliest",
+        web_enabled=False,
+        producer_acks=-1,
+        **tuning,
+    )
+    if tuned:
+        app.transport = transport_for(app, settings.kafka.fetch_max_wait_ms)
+    return app
+
+
 def build(
     settings: Settings,
     metrics: Metrics,
@@ -101,23 +125,7 @@ def build(
     """The app and its Indexer. For faust's test_context, which has no broker: from_history=False
     skips the start-up rebuild, and send_watermark and dead_letter replace the producers."""
     t = settings.topics
-    app = faust.App(
-        settings.groups.indexer,
-        broker=[f"kafka://{b.strip()}" for b in settings.kafka.bootstrap_servers.split(",")],
-        broker_credentials=credentials(settings),
-        store="memory://",
-        datadir=data_dir,
-        topic_partitions=t.partitions,
-        topic_replication_factor=1,
-        broker_session_timeout=max(6, settings.kafka.session_timeout_ms // 1000),
-        broker_heartbeat_interval=1,
-        consumer_auto_offset_reset="earliest",
-        web_enabled=False,
-        producer_acks=-1,
-        stream_buffer_maxsize=BUFFER,
-        Monitor=LeanMonitor,
-    )
-    app.transport = transport_for(app, settings.kafka.fetch_max_wait_ms)
+    app = new_app(settings, settings.groups.indexer, data_dir)
     events = app.topic(t.cluster_events, schema=RawBytes(), partitions=t.partitions)
     watermarks = app.topic(WATERMARKS, value_type=bytes, value_serializer="raw", partitions=1)
     dead = app.topic(t.dead_letter, value_type=bytes, value_serializer="raw", partitions=1)
