@@ -263,20 +263,25 @@ def worker(what: str, result: str) -> None:
     else:
         from redis.asyncio import Redis
 
-        from berth_indexer.app import WATERMARKS, build
+        from berth_indexer.app import WATERMARKS, Prepared, build
 
         app, indexer = build(settings, Metrics("indexer"), data_dir)
-        handle = indexer.handle
+        write = indexer.write
         clock: dict[str, float] = {}
         seen = {"next": 0, "gaps": 0, "handled": 0}
 
-        async def timed(values: list[tuple[bytes, int, int]], full: bool) -> dict[str, dict[str, int]]:
+        prepare = indexer.prepare
+
+        def counted(values: list[tuple[bytes, int, int]], full: bool) -> Prepared:
             for _, _, offset in values:
                 seen["gaps"] += offset != seen["next"]
                 seen["next"] = offset + 1
             seen["handled"] += len(values)
-            out = await handle(values, full)
-            end = values[-1][2] + 1
+            return prepare(values, full)
+
+        async def timed(batch: Prepared) -> dict[str, dict[str, int]]:
+            out = await write(batch)
+            end = batch.offset
             if "t0" not in clock and end >= skip:
                 clock.update(t0=time.perf_counter(), c0=time.process_time(), start=end)
             elif end >= total:
@@ -302,7 +307,8 @@ def worker(what: str, result: str) -> None:
                 )
             return out
 
-        indexer.handle = timed  # type: ignore[method-assign]
+        indexer.prepare = counted  # type: ignore[method-assign]
+        indexer.write = timed  # type: ignore[method-assign]
 
     faust.Worker(app, loglevel="WARNING", quiet=True, redirect_stdouts=False).execute_from_commandline()
 

@@ -1,14 +1,21 @@
 """The indexer as a faust-streaming app: a thin agent over the pure IndexerEngine.
 
 Per batch (stream.take_events), in this order, so a crash at any point loses nothing and repeats harmlessly:
-  1. Redis: the batch's operations, each guarded by its object's resourceVersion (Lua, one round trip);
-  2. downstream: a watermark record (topic, partition, next offset) on berth.index-watermarks,
-     awaited until the broker has it, and the node-usage table (changelog-backed) for changed nodes;
-  3. commit: faust commits the offsets of acknowledged events, which happens after the batch.
+  1. Redis: the batch's operations, each guarded by its object's resourceVersion, and the watermark
+     (Lua, one round trip);
+  2. downstream: a watermark record (topic, partition, next offset) on berth.index-watermarks, and
+     the node-usage table (changelog-backed) for changed nodes;
+  3. commit: faust commits acknowledged offsets, after flushing the producer. The first event of
+     each partition in a batch is held (its message's refcount raised) until 1 and 2 are done, so
+     no offset of the batch can be committed before them.
+
+The engine works out batch N+1 while batch N's writes are under way (Redis runs the Lua on its own
+core); writes stay in order, one batch at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import weakref
 from collections import deque
@@ -21,6 +28,7 @@ import msgspec
 from faust.streams import _current_event
 from redis.asyncio import Redis
 
+from berth.adapters.collector import COLLECTOR
 from berth.adapters.connect import kafka_bus
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import RedisIndex
@@ -52,27 +60,51 @@ class Indexer:
 
     async def handle(self, values: list[tuple[bytes, int, int]], full: bool) -> dict[str, dict[str, int]]:
         """values: (message bytes, partition, offset). Returns the usage of nodes the batch changed."""
+        return await self.write(self.prepare(values, full))
+
+    def prepare(self, values: list[tuple[bytes, int, int]], full: bool) -> Prepared:
+        """The engine's part of a batch: no I/O, so it can run while the previous batch is written."""
         ops: list[Op] = []
+        rejected: list[tuple[bytes, str]] = []
         handle = self.engine.handle_raw
         self.engine.take_touched()
         for value, _, offset in values:
             found, reason = handle(value, offset + 1)
             if reason is not None:
-                await self.dead_letter(value, reason)
+                rejected.append((value, reason))
             if found:
                 ops += found
         ops += self.engine.end_batch()
-        await self.index.apply(ops)
-        self.steps.append("redis")
-        last = values[-1]
-        await self.send_watermark(msgspec.json.encode({"partition": last[1], "offset": last[2] + 1}))
-        await self.index.set_watermark(WATERMARKS, last[1], last[2] + 1)
-        self.steps.append("produce")
-        self.metrics.events.labels("indexer").inc(len(values))
-        self.caught_up = not full
-        self.batches += 1
         touched = self.engine.take_touched()
-        return self.engine.usage(touched) if touched else {}
+        last = values[-1]
+        usage = self.engine.usage(touched) if touched else {}
+        return Prepared(ops, rejected, last[1], last[2] + 1, len(values), full, usage)
+
+    async def write(self, batch: Prepared) -> dict[str, dict[str, int]]:
+        """Dead letters, Redis, then the watermark record. Returns the usage of nodes the batch changed."""
+        for value, reason in batch.rejected:
+            await self.dead_letter(value, reason)
+        await self.index.apply(batch.ops, watermark=(WATERMARKS, batch.partition, batch.offset))
+        self.steps.append("redis")
+        await self.send_watermark(msgspec.json.encode({"partition": batch.partition, "offset": batch.offset}))
+        self.steps.append("produce")
+        self.metrics.events.labels("indexer").inc(batch.size)
+        self.caught_up = not batch.full
+        self.batches += 1
+        return batch.usage
+
+
+@dataclass
+class Prepared:
+    """One batch as the engine worked it out, waiting to be written."""
+
+    ops: list[Op]
+    rejected: list[tuple[bytes, str]]  # (message, reason) for the dead-letter topic
+    partition: int  # of the batch's last event ...
+    offset: int  # ... and the offset after it: the watermark
+    size: int
+    full: bool
+    usage: dict[str, dict[str, int]]
 
 
 def credentials(settings: Settings) -> Any:
@@ -132,9 +164,15 @@ def build(
     usage = app.Table("node-usage", default=dict, partitions=t.partitions)
     client = Redis.from_url(settings.redis.url, **settings.redis.client_kwargs())
 
+    sent: list[Awaitable[Any]] = []
+
     async def produce_watermark(value: bytes) -> None:
-        fut = await watermarks.send(value=value)
-        await fut  # delivered before the batch is acknowledged
+        # Sent before the batch is acknowledged; faust flushes the producer before it commits
+        # offsets, so a batch is never committed ahead of its watermark. The previous batch's
+        # delivery is awaited here: one in flight, and a failed one stops the agent.
+        if sent:
+            await sent.pop()
+        sent.append(await watermarks.send(value=value))
 
     async def produce_dead_letter(value: bytes, reason: str) -> None:
         record = {
@@ -155,27 +193,50 @@ def build(
         dead_letter or produce_dead_letter,
     )
     rebuilt = not from_history
+    # The batch being written. Kept out here: faust restarts the agent on a rebalance, and the new
+    # one must wait for the old one's last write, so that writes stay in order.
+    writing: asyncio.Future[None] | None = None
+
+    async def finish(batch: list[faust.EventT[bytes]], held: list[faust.EventT[bytes]], prepared: Prepared) -> None:
+        changed = await indexer.write(prepared)
+        # Table writes take their changelog partition from the current event. This runs in its
+        # own task, so setting it here cannot change what take_events files the next event under.
+        _current_event.set(weakref.ref(batch[-1]))
+        for node, amounts in changed.items():
+            usage[node] = amounts
+        indexer.steps.append("table")
+        for event in held:
+            event.ack()  # the batch's offsets may be committed now
+
+    crashing: set[asyncio.Future[None]] = set()
+
+    def failed(done: asyncio.Future[None]) -> None:
+        exc = None if done.cancelled() else done.exception()
+        if exc is not None:  # its events stay unacknowledged: the worker stops, nothing is committed
+            log.error("indexer write failed", exc_info=exc)
+            crashing.add(asyncio.ensure_future(app.crash(exc)))
 
     @app.agent(events)
     async def index(stream: faust.StreamT[bytes]) -> None:
-        nonlocal rebuilt
+        nonlocal rebuilt, writing
         async for batch in stream.take_events(BATCH, within=0.2):  # type: ignore[attr-defined]
             if not rebuilt:  # what this group committed before: rebuild the in-memory view from it
+                if writing is not None:
+                    await writing
                 n = await rebuild(settings, indexer.engine)
                 rebuilt = True
                 log.info("state rebuilt", extra={"events": n})
-            values = [(e.value, e.message.partition, e.message.offset) for e in batch]
-            changed = await indexer.handle(values, full=len(batch) >= BATCH)
-            # Table writes take their changelog partition from the current event. Set it for this
-            # task only: the stream's own current_event is what take_events files the next event
-            # under, and changing it here made that event a copy of this batch's last one.
-            token = _current_event.set(weakref.ref(batch[-1]))
-            try:
-                for node, amounts in changed.items():
-                    usage[node] = amounts
-            finally:
-                _current_event.reset(token)
-            indexer.steps.append("table")
+            held = list({e.message.tp: e for e in reversed(batch)}.values())  # first per partition
+            for event in held:
+                event.message.incref()  # take_events' own ack leaves it unacknowledged
+            prepared = indexer.prepare(
+                [(e.value, e.message.partition, e.message.offset) for e in batch], len(batch) >= BATCH
+            )
+            if writing is not None:
+                await writing
+            writing = asyncio.ensure_future(finish(batch, held, prepared))
+            writing.add_done_callback(failed)
+            COLLECTOR.handled(len(batch))  # freeze what the engine kept (berth.adapters.collector)
 
     return app, indexer
 

@@ -1,6 +1,7 @@
 """The indexer's faust agent under faust's own test_context: events in through the agent, the Redis
 index out (a real redis-server), and the side effects in order: Redis, then the watermark, then
-the node-usage table, and only then are the events acknowledged (so faust may commit them).
+the node-usage table, and only then is the batch's first event acknowledged (so faust may commit
+the batch: it commits up to the first unacknowledged offset).
 
 The test transport has no broker, so the app is built without the start-up rebuild and with
 recording producers for the watermark and dead-letter records."""
@@ -44,7 +45,7 @@ class Recorder:
         self.dead: list[tuple[bytes, str]] = []
         self.steps_at_send: list[list[str]] = []
         self.events: list[Any] = []  # faust events put in, to check their acks
-        self.acked_at_send: list[int] = []
+        self.acked_at_send: list[list[bool]] = []
         self.gate: asyncio.Event | None = None  # when set up, the first send waits for it
         self.sending = asyncio.Event()
 
@@ -55,7 +56,7 @@ class Recorder:
             await self.gate.wait()
         self.watermarks.append(json.loads(value))
         self.steps_at_send.append(list(self.indexer.steps))
-        self.acked_at_send.append(sum(bool(e.message.acked) for e in self.events))
+        self.acked_at_send.append([bool(e.message.acked) for e in self.events])
 
     async def dead_letter(self, value: bytes, reason: str) -> None:
         self.dead.append((value, reason))
@@ -100,6 +101,19 @@ async def until(check: Any, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.01)
 
 
+def referenced(tc: Any) -> None:
+    """Give each message the reference faust's conductor gives it for the one stream reading it
+    (the test wrapper puts events straight into the channel, without it)."""
+    make = tc.to_message
+
+    def to_message(*args: Any, **kwargs: Any) -> Any:
+        message = make(*args, **kwargs)
+        message.incref()
+        return message
+
+    tc.to_message = to_message
+
+
 @pytest.mark.asyncio
 async def test_the_agent_indexes_a_batch_then_produces_then_writes_the_table(
     built: tuple[Any, Indexer, Recorder, RedisIndex],
@@ -116,6 +130,7 @@ async def test_the_agent_indexes_a_batch_then_produces_then_writes_the_table(
         ev(pv("taken", "10Gi", on="n2", claim="db/data", phase="Bound")),
     ]
     async with agent.test_context() as tc:
+        referenced(tc)
         for v in values:
             rec.events.append(await tc.put(v))
         await until(lambda: "table" in indexer.steps)
@@ -124,7 +139,7 @@ async def test_the_agent_indexes_a_batch_then_produces_then_writes_the_table(
     assert list(indexer.steps) == ["redis", "produce", "table"]  # one batch (fewer than BATCH events)
     assert len(values) < BATCH and indexer.batches == 1
     assert rec.steps_at_send == [["redis"]]  # the watermark went out after the Redis write ...
-    assert rec.acked_at_send == [0]  # ... and before any event was acknowledged
+    assert rec.acked_at_send[0][0] is False  # ... while the batch's first event was held: nothing committable
     assert rec.watermarks == [{"partition": 0, "offset": len(values)}]
     assert await index.watermark(WATERMARKS, 0) == len(values)
     assert [reason.split(":")[0] for _, reason in rec.dead] == ["line 5"]
@@ -177,3 +192,31 @@ async def test_the_worker_consumer_takes_the_fetch_wait_from_the_settings(tmp_pa
         await consumer.stop()
         await plain.stop()
         thread.thread_loop.close()  # made for the thread, which never ran
+
+
+@pytest.mark.asyncio
+async def test_a_failed_write_leaves_the_batch_uncommittable_and_stops_the_worker(
+    built: tuple[Any, Indexer, Recorder, RedisIndex], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app, indexer, rec, index = built
+    agent = next(iter(app.agents.values()))
+    crashed: list[BaseException] = []
+
+    async def crash(reason: BaseException) -> None:
+        crashed.append(reason)
+
+    async def down(*args: Any, **kwargs: Any) -> int:
+        raise ConnectionError("redis is down")
+
+    monkeypatch.setattr(app, "crash", crash)
+    monkeypatch.setattr(indexer.index, "apply", down)
+    async with agent.test_context() as tc:
+        referenced(tc)
+        rec.events.append(await tc.put(ev(node("n1"))))
+        rec.events.append(await tc.put(ev(node("n2"))))
+        await until(lambda: bool(crashed))
+
+    assert [str(e) for e in crashed] == ["redis is down"]
+    assert rec.watermarks == [] and indexer.batches == 0
+    assert await index.watermark(WATERMARKS, 0) == 0
+    assert [e.message.acked for e in rec.events] == [False, True]  # the first one holds the batch back

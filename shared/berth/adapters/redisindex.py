@@ -8,7 +8,8 @@ from redis.asyncio import Redis
 
 from berth.core.pipeline.indexer import Op
 
-# ARGV[1] prefix, ARGV[2] JSON [[guard key or "", rv or "", [[cmd, key, args...], ...]], ...]
+# ARGV[1] prefix, ARGV[2] JSON [[guard key or "", rv or "", [[cmd, key, args...], ...]], ...],
+# then optionally ARGV[3] a watermark key and ARGV[4] its offset, set after the operations
 _APPLY = """
 local p = ARGV[1]
 local applied = 0
@@ -29,6 +30,7 @@ for _, op in ipairs(cjson.decode(ARGV[2])) do
     applied = applied + 1
   end
 end
+if ARGV[3] then redis.call('SET', p .. ARGV[3], ARGV[4]) end
 return applied
 """
 CHUNK = 500
@@ -42,20 +44,24 @@ class RedisIndex:
         self.p = prefix
         self._apply = client.register_script(_APPLY)
 
-    async def apply(self, ops: list[Op]) -> int:
+    async def apply(self, ops: list[Op], watermark: tuple[str, int, int] | None = None) -> int:
         """Apply operations in order (one Lua call per CHUNK, all in one round trip); returns how many
-        were fresh."""
-        if not ops:
+        were fresh. `watermark` (topic, partition, next offset) is set by the last call, after them."""
+        if not ops and watermark is None:
             return 0
         chunks = [
             _encode([(op.guard or _NO_GUARD) + (op.actions,) for op in ops[i : i + CHUNK]])
             for i in range(0, len(ops), CHUNK)
-        ]
-        if len(chunks) == 1:
-            return int(await self._apply(keys=[], args=[self.p, chunks[0]]))
+        ] or [b"[]"]
+        calls: list[list[str | bytes | int]] = [[self.p, chunk] for chunk in chunks]
+        if watermark is not None:
+            topic, partition, offset = watermark
+            calls[-1] += [f"watermark:{topic}:{partition}", offset]
+        if len(calls) == 1:
+            return int(await self._apply(keys=[], args=calls[0]))
         async with self.r.pipeline(transaction=False) as pipe:
-            for chunk in chunks:
-                await self._apply(keys=[], args=[self.p, chunk], client=pipe)
+            for args in calls:
+                await self._apply(keys=[], args=args, client=pipe)
             return sum(int(n) for n in await pipe.execute())
 
     async def node_pvs(self, node: str, storage_class: str) -> list[tuple[str, int]]:
