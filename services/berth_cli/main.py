@@ -40,6 +40,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as e:
+        from berth.adapters.connect import unreachable
+
+        line = unreachable(e)
+        if line is None:
+            raise
+        print(f"berth {args.command}: cannot go on: {line}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return 0
 

@@ -7,7 +7,7 @@ import logging
 
 import faust
 
-from berth.adapters.connect import kafka_bus, topics_of
+from berth.adapters.connect import check_redis, kafka_bus, topics_of
 from berth.adapters.http import HttpServer
 from berth.adapters.metrics import Metrics
 from berth.settings import Settings
@@ -27,6 +27,7 @@ async def create_topics(settings: Settings) -> None:
 
 
 def serve(settings: Settings, data_dir: str) -> int:
+    asyncio.run(check_redis(settings))  # before faust starts: a clear line, not a worker crash
     asyncio.run(create_topics(settings))
     metrics = Metrics("indexer")
     app, indexer = build(settings, metrics, data_dir)

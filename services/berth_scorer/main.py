@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 
 from berth.adapters import worker
-from berth.adapters.connect import READY_LAG, kafka_bus, rebuild, redis_store, topics_of
+from berth.adapters.connect import READY_LAG, check_redis, kafka_bus, rebuild, redis_store, topics_of
 from berth.adapters.http import HttpServer
 from berth.adapters.metrics import Metrics
 from berth.core.pipeline.scorer import ScorerEngine
@@ -44,8 +44,10 @@ async def serve(
     progress = worker.Progress()
     rebuilt = False
     http = HttpServer(metrics, lambda: rebuilt and 0 <= progress.lag < READY_LAG, settings.service.http_port)
+    if store is None:
+        await check_redis(settings)  # fail fast: reservations need Redis from the first decision
+        store = redis_store(settings)
     bus = bus or kafka_bus(settings, "scorer")
-    store = store or redis_store(settings)
     t = settings.topics
     scorer = Scorer(engine, bus, store, t.decisions, metrics, binder)
 

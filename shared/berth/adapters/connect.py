@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from aiokafka.errors import KafkaError
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
 from berth.adapters.kafka import KafkaBus
 from berth.adapters.redisstore import RedisStore
 from berth.core.errors import InputError
@@ -30,6 +34,25 @@ def kafka_bus(settings: Settings, service: str) -> KafkaBus:
 def redis_store(settings: Settings) -> RedisStore:
     r = settings.redis
     return RedisStore.from_url(r.url, prefix=r.prefix, **r.client_kwargs())
+
+
+async def check_redis(settings: Settings) -> None:
+    """Fail fast, before a service starts its workers, when Redis cannot be reached."""
+    r = settings.redis
+    client = Redis.from_url(r.url, **r.client_kwargs())
+    try:
+        await client.ping()
+    finally:
+        await client.aclose()
+
+
+def unreachable(e: BaseException) -> str | None:
+    """One line for a broker or Redis that cannot be reached (or refuses us), else None."""
+    if isinstance(e, RedisError):
+        return f"Redis: {e}"
+    if isinstance(e, KafkaError):
+        return f"Kafka: {e}"
+    return None
 
 
 def topics_of(settings: Settings) -> dict[str, int]:

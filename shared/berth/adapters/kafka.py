@@ -45,8 +45,13 @@ class KafkaBus:
         }
 
     async def start(self) -> None:
-        self._producer = AIOKafkaProducer(acks="all", linger_ms=5, max_batch_size=1 << 20, **self._common())
-        await self._producer.start()
+        producer = AIOKafkaProducer(acks="all", linger_ms=5, max_batch_size=1 << 20, **self._common())
+        try:
+            await producer.start()
+        except BaseException:
+            await producer.stop()  # it holds a client even when it could not bootstrap
+            raise
+        self._producer = producer
 
     async def create_topics(self, topics: Mapping[str, int]) -> None:
         admin = AIOKafkaAdminClient(**self._common())
