@@ -281,7 +281,7 @@ def worker(what: str, result: str) -> None:
 
         async def timed(batch: Prepared) -> dict[str, dict[str, int]]:
             out = await write(batch)
-            end = batch.offset
+            end = batch.watermarks[0]  # the bench topic has one partition
             if "t0" not in clock and end >= skip:
                 clock.update(t0=time.perf_counter(), c0=time.process_time(), start=end)
             elif end >= total:

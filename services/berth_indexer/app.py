@@ -76,17 +76,20 @@ class Indexer:
                 ops += found
         ops += self.engine.end_batch()
         touched = self.engine.take_touched()
-        last = values[-1]
         usage = self.engine.usage(touched) if touched else {}
-        return Prepared(ops, rejected, last[1], last[2] + 1, len(values), full, usage)
+        marks: dict[int, int] = {}
+        for _, partition, offset in values:
+            marks[partition] = offset + 1
+        return Prepared(ops, rejected, dict(sorted(marks.items())), len(values), full, usage)
 
     async def write(self, batch: Prepared) -> dict[str, dict[str, int]]:
         """Dead letters, Redis, then the watermark record. Returns the usage of nodes the batch changed."""
         for value, reason in batch.rejected:
             await self.dead_letter(value, reason)
-        await self.index.apply(batch.ops, watermark=(WATERMARKS, batch.partition, batch.offset))
+        await self.index.apply(batch.ops, {(WATERMARKS, p): offset for p, offset in batch.watermarks.items()})
         self.steps.append("redis")
-        await self.send_watermark(msgspec.json.encode({"partition": batch.partition, "offset": batch.offset}))
+        for partition, offset in batch.watermarks.items():
+            await self.send_watermark(msgspec.json.encode({"partition": partition, "offset": offset}))
         self.steps.append("produce")
         self.metrics.events.labels("indexer").inc(batch.size)
         self.caught_up = not batch.full
@@ -100,8 +103,7 @@ class Prepared:
 
     ops: list[Op]
     rejected: list[tuple[bytes, str]]  # (message, reason) for the dead-letter topic
-    partition: int  # of the batch's last event ...
-    offset: int  # ... and the offset after it: the watermark
+    watermarks: dict[int, int]  # per partition in the batch, the offset after its last event
     size: int
     full: bool
     usage: dict[str, dict[str, int]]

@@ -220,3 +220,23 @@ async def test_a_failed_write_leaves_the_batch_uncommittable_and_stops_the_worke
     assert rec.watermarks == [] and indexer.batches == 0
     assert await index.watermark(WATERMARKS, 0) == 0
     assert [e.message.acked for e in rec.events] == [False, True]  # the first one holds the batch back
+
+
+@pytest.mark.asyncio
+async def test_a_batch_from_several_partitions_advances_each_partitions_watermark(
+    built: tuple[Any, Indexer, Recorder, RedisIndex],
+) -> None:
+    app, indexer, rec, index = built
+    agent = next(iter(app.agents.values()))
+    async with agent.test_context() as tc:
+        referenced(tc)
+        rec.events.append(await tc.put(ev(node("n1")), partition=0))  # offset 0
+        rec.events.append(await tc.put(ev(node("n2")), partition=1))  # offset 1
+        rec.events.append(await tc.put(ev(pv("local", "10Gi", on="n1")), partition=0))  # offset 2
+        await until(lambda: "table" in indexer.steps)
+        await until(lambda: all(e.message.acked for e in rec.events))
+
+    assert indexer.batches == 1
+    assert rec.watermarks == [{"partition": 0, "offset": 3}, {"partition": 1, "offset": 2}]
+    assert (await index.watermark(WATERMARKS, 0), await index.watermark(WATERMARKS, 1)) == (3, 2)
+    assert rec.acked_at_send[0][:2] == [False, False]  # each partition's first event was held

@@ -3,13 +3,15 @@ when its resourceVersion is newer than the one stored (so redelivery is harmless
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import msgspec
 from redis.asyncio import Redis
 
 from berth.core.pipeline.indexer import Op
 
 # ARGV[1] prefix, ARGV[2] JSON [[guard key or "", rv or "", [[cmd, key, args...], ...]], ...],
-# then optionally ARGV[3] a watermark key and ARGV[4] its offset, set after the operations
+# then pairs of (watermark key, offset), set after the operations
 _APPLY = """
 local p = ARGV[1]
 local applied = 0
@@ -30,7 +32,7 @@ for _, op in ipairs(cjson.decode(ARGV[2])) do
     applied = applied + 1
   end
 end
-if ARGV[3] then redis.call('SET', p .. ARGV[3], ARGV[4]) end
+for i = 3, #ARGV, 2 do redis.call('SET', p .. ARGV[i], ARGV[i + 1]) end
 return applied
 """
 CHUNK = 500
@@ -44,18 +46,17 @@ class RedisIndex:
         self.p = prefix
         self._apply = client.register_script(_APPLY)
 
-    async def apply(self, ops: list[Op], watermark: tuple[str, int, int] | None = None) -> int:
+    async def apply(self, ops: list[Op], watermarks: Mapping[tuple[str, int], int] | None = None) -> int:
         """Apply operations in order (one Lua call per CHUNK, all in one round trip); returns how many
-        were fresh. `watermark` (topic, partition, next offset) is set by the last call, after them."""
-        if not ops and watermark is None:
+        were fresh. `watermarks` ((topic, partition) -> next offset) are set by the last call, after them."""
+        if not ops and not watermarks:
             return 0
         chunks = [
             _encode([(op.guard or _NO_GUARD) + (op.actions,) for op in ops[i : i + CHUNK]])
             for i in range(0, len(ops), CHUNK)
         ] or [b"[]"]
         calls: list[list[str | bytes | int]] = [[self.p, chunk] for chunk in chunks]
-        if watermark is not None:
-            topic, partition, offset = watermark
+        for (topic, partition), offset in sorted((watermarks or {}).items()):
             calls[-1] += [f"watermark:{topic}:{partition}", offset]
         if len(calls) == 1:
             return int(await self._apply(keys=[], args=calls[0]))
