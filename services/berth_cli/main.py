@@ -40,7 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except Exception as e:
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # after BrokenPipeError, which is an Exception too
         from berth.adapters.connect import unreachable
 
         line = unreachable(e)
@@ -48,8 +50,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"berth {args.command}: cannot go on: {line}", file=sys.stderr)
         return 1
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":
