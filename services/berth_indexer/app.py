@@ -26,10 +26,9 @@ from typing import Any
 import faust
 import msgspec
 from faust.streams import _current_event
-from redis.asyncio import Redis
 
 from berth.adapters.collector import COLLECTOR
-from berth.adapters.connect import kafka_bus
+from berth.adapters.connect import kafka_bus, redis_client
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import RedisIndex
 from berth.core.pipeline.indexer import IndexerEngine, Op
@@ -66,20 +65,19 @@ class Indexer:
         """The engine's part of a batch: no I/O, so it can run while the previous batch is written."""
         ops: list[Op] = []
         rejected: list[tuple[bytes, str]] = []
+        marks: dict[int, int] = {}  # partition -> offset after its last event
         handle = self.engine.handle_raw
         self.engine.take_touched()
-        for value, _, offset in values:
+        for value, partition, offset in values:
             found, reason = handle(value, offset + 1)
             if reason is not None:
                 rejected.append((value, reason))
             if found:
                 ops += found
+            marks[partition] = offset + 1
         ops += self.engine.end_batch()
         touched = self.engine.take_touched()
         usage = self.engine.usage(touched) if touched else {}
-        marks: dict[int, int] = {}
-        for _, partition, offset in values:
-            marks[partition] = offset + 1
         return Prepared(ops, rejected, dict(sorted(marks.items())), len(values), full, usage)
 
     async def write(self, batch: Prepared) -> dict[str, dict[str, int]]:
@@ -164,7 +162,7 @@ def build(
     watermarks = app.topic(WATERMARKS, value_type=bytes, value_serializer="raw", partitions=1)
     dead = app.topic(t.dead_letter, value_type=bytes, value_serializer="raw", partitions=1)
     usage = app.Table("node-usage", default=dict, partitions=t.partitions)
-    client = Redis.from_url(settings.redis.url, **settings.redis.client_kwargs())
+    client = redis_client(settings)
 
     sent: list[Awaitable[Any]] = []
 
@@ -223,8 +221,6 @@ def build(
         nonlocal rebuilt, writing
         async for batch in stream.take_events(BATCH, within=0.2):  # type: ignore[attr-defined]
             if not rebuilt:  # what this group committed before: rebuild the in-memory view from it
-                if writing is not None:
-                    await writing
                 n = await rebuild(settings, indexer.engine)
                 rebuilt = True
                 log.info("state rebuilt", extra={"events": n})

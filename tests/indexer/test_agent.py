@@ -114,6 +114,17 @@ def referenced(tc: Any) -> None:
     tc.to_message = to_message
 
 
+async def one_batch(agent: Any, indexer: Indexer, rec: Recorder, puts: list[tuple[bytes, int]]) -> None:
+    """Put (value, partition) pairs through the agent and wait until their batch is written and
+    every event acknowledged."""
+    async with agent.test_context() as tc:
+        referenced(tc)
+        for value, partition in puts:
+            rec.events.append(await tc.put(value, partition=partition))
+        await until(lambda: "table" in indexer.steps)
+        await until(lambda: all(e.message.acked for e in rec.events))
+
+
 @pytest.mark.asyncio
 async def test_the_agent_indexes_a_batch_then_produces_then_writes_the_table(
     built: tuple[Any, Indexer, Recorder, RedisIndex],
@@ -129,12 +140,7 @@ async def test_the_agent_indexes_a_batch_then_produces_then_writes_the_table(
         ev(pod("p", node_name="n1", cpu="500m", memory=None), rv="5"),
         ev(pv("taken", "10Gi", on="n2", claim="db/data", phase="Bound")),
     ]
-    async with agent.test_context() as tc:
-        referenced(tc)
-        for v in values:
-            rec.events.append(await tc.put(v))
-        await until(lambda: "table" in indexer.steps)
-        await until(lambda: all(e.message.acked for e in rec.events))
+    await one_batch(agent, indexer, rec, [(v, 0) for v in values])
 
     assert list(indexer.steps) == ["redis", "produce", "table"]  # one batch (fewer than BATCH events)
     assert len(values) < BATCH and indexer.batches == 1
@@ -228,13 +234,8 @@ async def test_a_batch_from_several_partitions_advances_each_partitions_watermar
 ) -> None:
     app, indexer, rec, index = built
     agent = next(iter(app.agents.values()))
-    async with agent.test_context() as tc:
-        referenced(tc)
-        rec.events.append(await tc.put(ev(node("n1")), partition=0))  # offset 0
-        rec.events.append(await tc.put(ev(node("n2")), partition=1))  # offset 1
-        rec.events.append(await tc.put(ev(pv("local", "10Gi", on="n1")), partition=0))  # offset 2
-        await until(lambda: "table" in indexer.steps)
-        await until(lambda: all(e.message.acked for e in rec.events))
+    puts = [(ev(node("n1")), 0), (ev(node("n2")), 1), (ev(pv("local", "10Gi", on="n1")), 0)]  # offsets 0, 1, 2
+    await one_batch(agent, indexer, rec, puts)
 
     assert indexer.batches == 1
     assert rec.watermarks == [{"partition": 0, "offset": 3}, {"partition": 1, "offset": 2}]

@@ -36,10 +36,14 @@ def redis_store(settings: Settings) -> RedisStore:
     return RedisStore.from_url(r.url, prefix=r.prefix, **r.client_kwargs())
 
 
+def redis_client(settings: Settings) -> Redis:
+    r = settings.redis
+    return Redis.from_url(r.url, **r.client_kwargs())
+
+
 async def check_redis(settings: Settings) -> None:
     """Fail fast, before a service starts its workers, when Redis cannot be reached."""
-    r = settings.redis
-    client = Redis.from_url(r.url, **r.client_kwargs())
+    client = redis_client(settings)
     try:
         await client.ping()
     finally:

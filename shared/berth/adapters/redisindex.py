@@ -76,9 +76,6 @@ class RedisIndex:
         got = await self.r.hgetall(f"{self.p}used:{node}")
         return {_text(k): int(v) for k, v in got.items() if int(v)}
 
-    async def set_watermark(self, topic: str, partition: int, offset: int) -> None:
-        await self.r.set(f"{self.p}watermark:{topic}:{partition}", offset)
-
     async def watermark(self, topic: str, partition: int) -> int:
         got = await self.r.get(f"{self.p}watermark:{topic}:{partition}")
         return int(got) if got is not None else 0
