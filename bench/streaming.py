@@ -288,7 +288,7 @@ def worker(what: str, result: str) -> None:
                 seconds, cpu = time.perf_counter() - clock["t0"], time.process_time() - clock["c0"]
                 r = Redis.from_url(settings.redis.url)
                 p = settings.redis.prefix
-                watermark = int(await r.get(f"{p}watermark:{WATERMARKS}:0") or 0)
+                watermark = await indexer.index.watermark(WATERMARKS, 0)
                 pv_keys = len({k async for k in r.scan_iter(f"{p}pvidx:*", count=10_000)})
                 used_keys = len({k async for k in r.scan_iter(f"{p}used:*", count=10_000)})
                 await r.aclose()

@@ -20,15 +20,21 @@ from tests.servers import Server
 BERTH = str(Path(sys.executable).parent / "berth")
 
 
+def base_env(kafka: str, redis: str) -> dict[str, str]:
+    """This process's environment without its BERTH_ settings, pointed at a broker and a Redis
+    (host:port each), with the HTTP port left to the system."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BERTH_")}
+    env.update(BERTH_KAFKA_BOOTSTRAP_SERVERS=kafka, BERTH_REDIS_URL=f"redis://{redis}/0", BERTH_HTTP_PORT="0")
+    return env
+
+
 def isolated_env(broker: Server, redis: Server, **extra: str) -> dict[str, str]:
     """Settings for one test: its own topics (created now, with one partition each: the broker would
     otherwise auto-create them with four on first use), groups and key prefix."""
     tag = uuid.uuid4().hex[:8]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BERTH_")}
+    env = base_env(broker.address, redis.address)
     env.update(
-        BERTH_KAFKA_BOOTSTRAP_SERVERS=broker.address,
         BERTH_KAFKA_SESSION_TIMEOUT_MS="6000",
-        BERTH_REDIS_URL=f"redis://{redis.address}/0",
         BERTH_REDIS_PREFIX=f"t{tag}:",
         BERTH_TOPIC_CLUSTER_EVENTS=f"t{tag}.cluster-events",
         BERTH_TOPIC_DECISIONS=f"t{tag}.decisions",
@@ -37,7 +43,6 @@ def isolated_env(broker: Server, redis: Server, **extra: str) -> dict[str, str]:
         BERTH_GROUP_INDEXER=f"t{tag}-indexer",
         BERTH_GROUP_SCORER=f"t{tag}-scorer",
         BERTH_GROUP_BUFFER_CONTROLLER=f"t{tag}-buffer-controller",
-        BERTH_HTTP_PORT="0",
         BERTH_TOP_NODES="0",
         BERTH_LOG_LEVEL="WARNING",
     )

@@ -3,24 +3,18 @@ Kubernetes restarts it with backoff), with no traceback. Real servers where one 
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from tests.integration.services import run_berth
+from tests.integration.services import base_env, run_berth
 from tests.servers import Server, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
 def env_for(kafka: str, redis: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BERTH_")}
-    env.update(
-        BERTH_KAFKA_BOOTSTRAP_SERVERS=kafka,
-        BERTH_KAFKA_REQUEST_TIMEOUT_MS="5000",
-        BERTH_REDIS_URL=f"redis://{redis}/0",
-        BERTH_HTTP_PORT="0",
-    )
+    # not isolated_env: it creates topics, which a dead broker cannot
+    env = base_env(kafka, redis)
+    env.update(BERTH_KAFKA_REQUEST_TIMEOUT_MS="5000")
     return env
 
 

@@ -57,7 +57,7 @@ class RedisIndex:
         ] or [b"[]"]
         calls: list[list[str | bytes | int]] = [[self.p, chunk] for chunk in chunks]
         for (topic, partition), offset in sorted((watermarks or {}).items()):
-            calls[-1] += [f"watermark:{topic}:{partition}", offset]
+            calls[-1] += [_watermark_key(topic, partition), offset]
         if len(calls) == 1:
             return int(await self._apply(keys=[], args=calls[0]))
         async with self.r.pipeline(transaction=False) as pipe:
@@ -77,8 +77,13 @@ class RedisIndex:
         return {_text(k): int(v) for k, v in got.items() if int(v)}
 
     async def watermark(self, topic: str, partition: int) -> int:
-        got = await self.r.get(f"{self.p}watermark:{topic}:{partition}")
+        got = await self.r.get(self.p + _watermark_key(topic, partition))
         return int(got) if got is not None else 0
+
+
+def _watermark_key(topic: str, partition: int) -> str:
+    """Without the prefix: the Lua script adds it, as it does to every key it writes."""
+    return f"watermark:{topic}:{partition}"
 
 
 def _text(value: bytes | str) -> str:
