@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import msgspec
-
 from berth.adapters.metrics import Metrics
 from berth.core.events import Event
 from berth.core.pipeline.buffers import BufferEngine
-from berth.core.pipeline.records import RejectRecord
+from berth.core.pipeline.records import RejectRecord, encode_record
 from berth.core.ports import BUFFER_STATUS, Bus
 
 StatusWriter = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -30,12 +28,11 @@ class BufferController:
         self.topic = topic
         self.metrics = metrics
         self.write_status = write_status  # with --write-status: patch the status subresource
-        self._encoder = msgspec.json.Encoder()
 
     async def handle(self, ev: Event) -> RejectRecord | None:
         records, reject = self.engine.handle(ev)
         for r in records:
-            await self.bus.send(self.topic, self._encoder.encode(r), r.buffer.encode())
+            await self.bus.send(self.topic, encode_record(r), r.buffer.encode())
             if self.metrics is not None:
                 self.metrics.buffer_statuses.inc()
             if self.write_status is not None:

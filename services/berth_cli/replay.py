@@ -11,13 +11,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import msgspec
 from rich.console import Console
 
 from berth.adapters.eventlog import Reject, read_events, write_rejects
 from berth.core.errors import InputError
 from berth.core.events import Event
-from berth.core.pipeline.records import RejectRecord
+from berth.core.pipeline.records import RejectRecord, encode_record
 from berth_cli.common import load_config, positive_float, rfc3339
 from berth_cli.pipeline import Lane, Pipeline
 from berth_cli.progress import watch
@@ -102,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
         if args.decisions:
             out = args.decisions if i == 0 else _sibling(args.decisions, ".compare")
             _write_records(out, pipeline, lane)
-    _write_rejects(args, rejects, [msgspec.json.decode(b, type=RejectRecord) for b in pipeline.dead_letters(lanes[0])])
+    applied = [r for r in pipeline.dead_letters(lanes[0]) if isinstance(r, RejectRecord)]
+    _write_rejects(args, rejects, applied)
     from berth_cli.summary import render_summary
 
     render_summary(all_stats, Console(width=max(120, Console().width)))
@@ -159,10 +159,9 @@ def _sibling(path: str, tag: str) -> str:
 
 def _write_records(path: str, pipeline: Pipeline, lane: Lane) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    encoder = msgspec.json.Encoder()
     with open(path, "wb") as f:
         for r in pipeline.records(lane):
-            f.write(encoder.encode(r) + b"\n")
+            f.write(encode_record(r) + b"\n")
 
 
 def _write_rejects(args: argparse.Namespace, read: list[Reject], applied: list[RejectRecord]) -> None:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import logging
 
-import msgspec
-
 from berth.adapters.metrics import Metrics
 from berth.core.events import Event
-from berth.core.pipeline.records import RejectRecord
+from berth.core.pipeline.records import RejectRecord, encode_record
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import DECISIONS, Bus, Store
 from berth.core.resources import PODS
@@ -35,7 +33,6 @@ class Scorer:
         self.store = store
         self.topic = topic
         self.metrics = metrics
-        self._encoder = msgspec.json.Encoder()
 
     async def handle(self, ev: Event) -> RejectRecord | None:
         records, reject = self.engine.handle(ev)
@@ -54,7 +51,7 @@ class Scorer:
                         await self.store.release(r.pod)  # revoked: the pod is decided again later
                         continue
             if await self.store.first_time(r.decision_id):
-                await self.bus.send(self.topic, self._encoder.encode(r), r.pod.encode())
+                await self.bus.send(self.topic, encode_record(r), r.pod.encode())
                 if self.metrics is not None:
                     self.metrics.decisions.labels(r.status).inc()
                 log.info(

@@ -11,13 +11,11 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import msgspec
-
 from berth.adapters.collector import COLLECTOR
 from berth.adapters.metrics import Metrics
 from berth.core.errors import InputError
 from berth.core.events import Event, parse_event
-from berth.core.pipeline.records import RejectRecord
+from berth.core.pipeline.records import RejectRecord, encode_record
 from berth.core.ports import DEAD_LETTER, Bus, Message
 
 Handler = Callable[[Event], Awaitable[RejectRecord | None]]
@@ -35,7 +33,7 @@ def dead_letter(service: str, msg: Message, reason: str, position: int | None = 
     text = msg.value.decode("utf-8", "replace")
     source = f"{service}:{msg.topic}/{msg.partition}@{msg.offset}"
     at = msg.offset + 1 if position is None else position
-    return msgspec.json.encode(RejectRecord(source=source, position=at, reason=reason, text=text))
+    return encode_record(RejectRecord(source=source, position=at, reason=reason, text=text))
 
 
 async def run(

@@ -1,7 +1,7 @@
 """Decisions: what berth prints for every pending pod, in one JSON shape everywhere.
 
-Schema evolution: fields are only ever added, with defaults; readers ignore
-fields they do not know; a field's meaning never changes.
+A Decision is written inside a DecisionRecord (berth.core.pipeline.records), so it follows
+the records' evolution rules (docs/records.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """What the pipeline emits, as msgspec Structs (JSON on files and on the bus).
 
-Schema evolution: fields are only ever added, with defaults; readers ignore unknown fields;
-a field's meaning never changes. `kind` tells the record types apart on a shared stream.
+Every record is one member of the `Record` union, told apart by its `kind` tag, which is
+encoded first. The evolution rules (docs/records.md): fields are only added, with defaults;
+a field's meaning never changes; readers ignore unknown fields; a new record is a new kind,
+and a reader skips a kind it does not know (`decode_record` returns None).
 """
 
 from __future__ import annotations
@@ -13,10 +15,9 @@ import msgspec
 from berth.core.decision import Decision, NodeResult, VolumeBindingOut
 
 
-class DecisionRecord(msgspec.Struct, frozen=True, rename="camel", kw_only=True):
+class DecisionRecord(msgspec.Struct, frozen=True, rename="camel", kw_only=True, tag_field="kind", tag="Decision"):
     """The same object `berth evaluate` prints, plus when, which, and where in the log."""
 
-    kind: str = "Decision"
     ts: str | None
     decision_id: str
     position: int
@@ -44,10 +45,11 @@ class DecisionRecord(msgspec.Struct, frozen=True, rename="camel", kw_only=True):
         )
 
 
-class BufferStatusRecord(msgspec.Struct, frozen=True, rename="camel", kw_only=True):
+class BufferStatusRecord(
+    msgspec.Struct, frozen=True, rename="camel", kw_only=True, tag_field="kind", tag="BufferStatus"
+):
     """A CapacityBuffer's status when it changed: the upstream fields plus berth's readiness."""
 
-    kind: str = "BufferStatus"
     ts: str | None
     position: int
     buffer: str
@@ -56,10 +58,10 @@ class BufferStatusRecord(msgspec.Struct, frozen=True, rename="camel", kw_only=Tr
     fake_pods: int = 0
 
 
-class RejectRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """An input that could not be used, with the reason; the original bytes travel with it."""
+class RejectRecord(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="Reject"):
+    """An input that could not be used, with the reason; the original bytes travel with it.
+    This is also the dead-letter record: `source` says which service read it, and where."""
 
-    kind: str = "Reject"
     source: str
     position: int
     reason: str
@@ -67,3 +69,27 @@ class RejectRecord(msgspec.Struct, frozen=True, kw_only=True):
 
 
 Record = DecisionRecord | BufferStatusRecord | RejectRecord
+KINDS = frozenset(t.__struct_config__.tag for t in (DecisionRecord, BufferStatusRecord, RejectRecord))
+
+_decoder: msgspec.json.Decoder[Record] = msgspec.json.Decoder(Record)
+_encoder = msgspec.json.Encoder()
+
+
+class _Kind(msgspec.Struct):
+    kind: str
+
+
+def decode_record(data: bytes) -> Record | None:
+    """One record, or None when its kind is one this version does not know (a newer writer's):
+    the reader skips it and goes on. A known kind that does not decode, or bytes without a
+    kind, raise msgspec's error, as any bad input does."""
+    try:
+        return _decoder.decode(data)
+    except msgspec.ValidationError:
+        if msgspec.json.decode(data, type=_Kind).kind in KINDS:
+            raise
+        return None
+
+
+def encode_record(record: Record) -> bytes:
+    return _encoder.encode(record)
