@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from berth.core.errors import ConfigError
+from berth.core.ports import BUFFER_STATUS, CLUSTER_EVENTS, DEAD_LETTER, DECISIONS
 
 
 class Secret(str):
@@ -85,10 +86,12 @@ class KafkaSettings:
 
 @dataclass(frozen=True)
 class TopicSettings:
-    cluster_events: str = "berth.cluster-events"
-    decisions: str = "berth.decisions"
-    buffer_status: str = "berth.buffer-status"
-    dead_letter: str = "berth.dead-letter"
+    """The topic names; the defaults are the core's (berth.core.ports)."""
+
+    cluster_events: str = CLUSTER_EVENTS
+    decisions: str = DECISIONS
+    buffer_status: str = BUFFER_STATUS
+    dead_letter: str = DEAD_LETTER
     partitions: int = 1
 
     def validate(self) -> list[str]:

@@ -30,7 +30,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from berth.core.events import format_time
-from berth.core.pipeline.metrics import Section, human_bytes, metric_sections, run_labels
+from berth.core.pipeline.metrics import Section, byte_unit, human_bytes, metric_sections, run_labels
 from berth.core.pipeline.stats import BufferPoint, DecisionPoint, RunStats
 from berth.core.rawfields import parse_time
 
@@ -44,7 +44,6 @@ RUN_COLORS = ("#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 SERIES_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 STATUS_COLORS = {"Scheduled": "#2ca02c", "Unschedulable": "#d62728", "Error": "#7f7f7f"}
 OTHER_STATUS_COLOR = "#bcbd22"
-_BYTE_UNITS = (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 
 
 @dataclass(frozen=True)
@@ -262,7 +261,7 @@ def _fit_plot(runs: list[RunStats], labels: list[str]) -> Plot:
     shown, rest = classes[:MAX_CLASSES], classes[MAX_CLASSES:]
     rows = [*shown, "other"] if rest else shown
     values = [[by.get(c, 0) for c in shown] + ([sum(by.get(c, 0) for c in rest)] if rest else []) for by in waste]
-    unit, size = _byte_unit(max((v for vs in values for v in vs), default=0))
+    unit, size = byte_unit(max((v for vs in values for v in vs), default=0))
     height = 0.8 / len(runs)
     y = np.arange(len(rows), dtype=np.float64)
     for i, (vs, label) in enumerate(zip(values, labels, strict=True)):
@@ -438,10 +437,3 @@ def _status_color(status: str) -> str:
 
 def _run_color(i: int) -> str:
     return RUN_COLORS[i % len(RUN_COLORS)]
-
-
-def _byte_unit(largest: int) -> tuple[str, int]:
-    for unit, size in _BYTE_UNITS:
-        if largest >= size:
-            return unit, size
-    return "B", 1

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import msgspec
 
-# Topic names (settings may override them).
+# Topic names: the defaults, which berth.settings.TopicSettings may override (BERTH_TOPIC_*).
 CLUSTER_EVENTS = "berth.cluster-events"
 DECISIONS = "berth.decisions"
 BUFFER_STATUS = "berth.buffer-status"

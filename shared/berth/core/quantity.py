@@ -14,7 +14,8 @@ from fractions import Fraction
 NANO = 10**9
 _MAX_UNITS = 2**63 - 1
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+# kube's binary suffixes, smallest first; the report prints bytes in them too (KiB, MiB, ...)
+BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
     "n": Fraction(1, 10**9),
     "u": Fraction(1, 10**6),
@@ -27,7 +28,6 @@ _DECIMAL = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
-_BINARY_DESC = sorted(_BINARY.items(), key=lambda kv: -kv[1])
 _RE = re.compile(r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
 
 
@@ -54,8 +54,8 @@ def _parse_text(value: str) -> int:
         if abs(exp) > 400:
             raise QuantityError(f"exponent out of range in {value!r}")
         num, den = (num * int(10**exp), den) if exp >= 0 else (num, den * int(10**-exp))
-    elif suffix in _BINARY:
-        num *= _BINARY[suffix]
+    elif suffix in BINARY:
+        num *= BINARY[suffix]
     else:
         scale = _DECIMAL[suffix or ""]
         num, den = num * scale.numerator, den * scale.denominator
@@ -67,7 +67,7 @@ def _parse_text(value: str) -> int:
 
 # Nano-units per unit of a suffix, for the fast path: whole numbers of a suffix are whole nanos.
 _WHOLE_SCALE = {
-    **{suffix: scale * NANO for suffix, scale in _BINARY.items()},
+    **{suffix: scale * NANO for suffix, scale in BINARY.items()},
     **{suffix: int(scale * NANO) for suffix, scale in _DECIMAL.items() if suffix},
 }
 _MAX_NANOS = _MAX_UNITS * NANO
@@ -128,17 +128,3 @@ def ceil_units(nanos: int) -> int:
 def ceil_milli(nanos: int) -> int:
     """Milli-units, rounded up (kube's Quantity.MilliValue)."""
     return -((-nanos) // 10**6)
-
-
-def from_units(units: int) -> int:
-    return units * NANO
-
-
-def format_bytes(value: int) -> str:
-    """A short human form for whole byte counts: 10Gi, 1500M, 123."""
-    if value == 0:
-        return "0"
-    for suffix, size in _BINARY_DESC:
-        if value % size == 0:
-            return f"{value // size}{suffix}"
-    return str(value)

@@ -15,8 +15,6 @@ _NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _INT64 = re.compile(r"^[+-]?\d+$")
 
-OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-
 
 def valid_label_key(key: str) -> bool:
     prefix, sep, name = key.rpartition("/")
@@ -137,7 +135,3 @@ class TopologyTerm(msgspec.Struct, frozen=True):
         if not self.expressions:
             return False
         return all(labels.get(k) in vals and k in labels for k, vals in self.expressions)
-
-
-def topology_matches(terms: tuple[TopologyTerm, ...], labels: Mapping[str, str]) -> bool:
-    return not terms or any(t.matches(labels) for t in terms)

@@ -15,7 +15,6 @@ from berth.core.buffers.model import BufferStatus, Condition
 
 READY = "ReadyForProvisioning"
 LIMITED = "LimitedByQuotas"
-PROVISIONING = "Provisioning"
 SCHEDULE = "ScheduleActive"  # berth's own
 
 NOT_READY_PREFIX = "Buffer not ready for provisioning: "

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from berth.core.convert import kind_key
 from berth.core.errors import InputError
@@ -43,11 +42,6 @@ class Op:
 
     guard: tuple[str, str] | None
     actions: list[Action] = field(default_factory=list)
-
-
-class _Placed(NamedTuple):
-    version: int  # of the node table's labels when this was worked out
-    keys: list[str]
 
 
 class IndexerEngine:

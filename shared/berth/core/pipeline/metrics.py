@@ -8,13 +8,14 @@ from __future__ import annotations
 import msgspec
 
 from berth.core.pipeline.stats import RunStats
+from berth.core.quantity import BINARY
 
 SMALL_CLAIM = 10 * 2**30  # a claim of at most this many bytes is small
 LARGE_PV = 2**40  # a PV of at least this many bytes is large
 TOP_REASONS = 5  # unschedulable reasons listed one per row; the rest are summed
 MAX_BUFFER_ROWS = 8  # up to this many buffers get one row each; more are aggregated
 
-_UNITS = (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+_BYTE_UNITS = [(f"{suffix}B", size) for suffix, size in reversed(BINARY.items())]  # largest first
 
 
 class Row(msgspec.Struct, frozen=True):
@@ -49,11 +50,14 @@ def human_bytes(value: int) -> str:
     """1288490188 -> "1.2 GiB"; exact multiples have no decimal: "10 GiB", "1,019 GiB"; below 1 KiB: "512 B"."""
     sign = "-" if value < 0 else ""
     value = abs(value)
-    for unit, size in _UNITS:
-        if value >= size:
-            text = f"{value // size:,}" if value % size == 0 else f"{value / size:,.1f}"
-            return f"{sign}{text} {unit}"
-    return f"{sign}{value} B"
+    unit, size = byte_unit(value)
+    text = f"{value // size:,}" if value % size == 0 else f"{value / size:,.1f}"
+    return f"{sign}{text} {unit}"
+
+
+def byte_unit(value: int) -> tuple[str, int]:
+    """The largest binary unit not above a byte count, and its size: ("GiB", 2**30); ("B", 1) below 1 KiB."""
+    return next(((unit, size) for unit, size in _BYTE_UNITS if value >= size), ("B", 1))
 
 
 def percent(part: float, whole: float) -> str:
