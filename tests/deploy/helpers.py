@@ -30,11 +30,6 @@ WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
 SECRET_NAME = "berth-secrets"
 SECRET_KEYS = ("BERTH_KAFKA_SASL_PASSWORD", "BERTH_REDIS_PASSWORD")
 
-# CLI flags the deployment uses that the issue asks the services to grow; until a command has them
-# the command-line checks skip (naming them) instead of failing. Once berth accepts them, they are
-# checked like every other flag.
-PENDING_FLAGS: set[tuple[str, str]] = set()  # every command and flag the deployment runs exists now
-
 
 def kustomizations() -> list[Path]:
     """Every kustomization under deploy/ that builds on its own (components are built by overlays)."""
@@ -142,9 +137,8 @@ def _subcommands(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParse
     return {}
 
 
-def check_berth_args(args: list[str]) -> str | None:
-    """None if `berth ARGS` parses; a reason to skip if it uses a command or flag berth does not have
-    yet (PENDING_FLAGS); AssertionError for anything else."""
+def check_berth_args(args: list[str]) -> None:
+    """AssertionError unless `berth ARGS` parses: a known command, known flags, nothing left over."""
     from berth_cli.main import parser
 
     p = parser()
@@ -157,9 +151,4 @@ def check_berth_args(args: list[str]) -> str | None:
             _, extra = p.parse_known_args(args)
     except SystemExit:
         raise AssertionError(f"berth {' '.join(args)}: {err.getvalue().strip()}") from None
-    pending = [x for x in extra if (args[0], x.split("=")[0]) in PENDING_FLAGS]
-    unknown = [x for x in extra if x not in pending and not (pending and not x.startswith("-"))]
-    assert not unknown, f"berth {' '.join(args)}: unknown arguments {unknown}"
-    if pending:
-        return f"berth {args[0]} has no {', '.join(pending)} yet"
-    return None
+    assert not extra, f"berth {' '.join(args)}: unknown arguments {extra}"

@@ -122,9 +122,8 @@ def test_berth_services_are_hardened_and_share_the_image() -> None:
 
 
 def test_berth_commands_parse() -> None:
-    pending = [r for r in (check_berth_args(_services()[n]["command"]) for n in BERTH) if r]
-    if pending:
-        pytest.skip("; ".join(sorted(set(pending))))
+    for name in BERTH:
+        check_berth_args(_services()[name]["command"])
 
 
 def _healthcheck_code(service: dict[str, Any]) -> str:

@@ -239,14 +239,12 @@ def test_scorer_reads_a_valid_scheduler_config(path: Path) -> None:
 @pytest.mark.parametrize("path", APPS, ids=_id)
 def test_containers_run_berth_commands(path: Path) -> None:
     """Every berth container's arguments parse with berth's own command line."""
-    pending = []
+    checked = 0
     for w, _, c in berth_workloads(rendered(path)):
         assert "command" not in c, f"{w['metadata']['name']}: the image's entrypoint is berth"
-        reason = check_berth_args(c["args"])
-        if reason:
-            pending.append(reason)
-    if pending:
-        pytest.skip("; ".join(sorted(set(pending))))
+        check_berth_args(c["args"])
+        checked += 1
+    assert checked, "no berth container"
 
 
 # ---- Kafka and Redis in the in-cluster example ---------------------------------------------------------------
