@@ -2,9 +2,10 @@
 #   docker run --rm berth scorer
 #   docker run --rm -v "$PWD:/data:ro" berth evaluate --snapshot /data/cluster.yaml -o table
 #
-# Stage `build` installs the runtime part of requirements.lock (hash-checked, no dependency
-# resolution) into /opt/berth and builds berth itself as a wheel with a hash-pinned setuptools from
-# the same lock. The runtime stage copies /opt/berth only: no compilers, no pip, no test or lint tools.
+# Stage `build` installs deploy/image/requirements.txt (pyproject.toml's dependencies and setuptools,
+# pinned as in requirements.lock; hash-checked, no dependency resolution) into /opt/berth, builds
+# berth itself as a wheel with that setuptools, then removes setuptools and pip. The runtime stage
+# copies /opt/berth only: no compilers, no pip, no test or lint tools.
 # It runs as UID 10001 and works with a read-only root filesystem: Python files are precompiled at
 # install time, and the only writable places needed are /tmp and the working directory
 # /var/lib/berth (mount a volume there for the indexer's local state).
@@ -13,17 +14,13 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
-COPY requirements.in requirements.lock deploy/image/runtime_requirements.py ./
-RUN python runtime_requirements.py requirements.in requirements.lock > requirements-runtime.txt \
- && python runtime_requirements.py requirements.in requirements.lock --only setuptools > requirements-build.txt \
- && python -m venv /opt/build \
- && /opt/build/bin/pip install --require-hashes --no-deps -r requirements-build.txt \
- && python -m venv /opt/berth \
- && /opt/berth/bin/pip install --require-hashes --no-deps -r requirements-runtime.txt
+COPY deploy/image/requirements.txt ./
+RUN python -m venv /opt/berth \
+ && /opt/berth/bin/pip install --require-hashes --no-deps -r requirements.txt
 COPY pyproject.toml README.md ./
 COPY shared ./shared
 COPY services ./services
-RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
+RUN /opt/berth/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
  && /opt/berth/bin/pip install --no-deps /wheels/berth-*.whl \
  && /opt/berth/bin/python -m pip uninstall --yes setuptools pip \
  && /opt/berth/bin/berth --version

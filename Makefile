@@ -55,8 +55,15 @@ up: ## Start the local stack (docker compose): Kafka, Redis, the services, the s
 down: ## Stop the local stack and delete its data (volumes)
 	docker compose --profile watcher down --volumes --remove-orphans
 
-lock: ## Re-pin requirements.lock from requirements.in (needs pip-tools in the venv)
-	$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras -o requirements.lock requirements.in
+# requirements.lock: pyproject.toml's dependencies and requirements.in's tools. The image's
+# deploy/image/requirements.txt: the dependencies and the build's setuptools only, at the same pins
+# (pip-compile keeps the pins it finds in its output file, so it starts from a copy of the lock).
+LOCK_FLAGS := --quiet --generate-hashes --allow-unsafe --strip-extras
+lock: ## Re-pin requirements.lock and deploy/image/requirements.txt (needs pip-tools in the venv)
+	$(BIN)/pip-compile $(LOCK_FLAGS) -o requirements.lock pyproject.toml requirements.in
+	cp requirements.lock deploy/image/requirements.txt
+	$(BIN)/pip-compile $(LOCK_FLAGS) --all-build-deps --no-emit-index-url --no-emit-find-links \
+	  -o deploy/image/requirements.txt pyproject.toml
 
 clean: ## Remove the virtualenv and caches
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

