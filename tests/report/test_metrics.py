@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from berth.core.pipeline.metrics import human_bytes, metric_sections, run_labels
+from berth.core.pipeline.metrics import byte_unit, human_bytes, metric_sections, run_labels
 from berth.core.pipeline.stats import DecisionPoint, RunStats
 from tests.report.builders import GI, TI, binding, buffer, decisions, node, sample
 
@@ -36,6 +36,21 @@ def table(runs: list[RunStats], **kwargs: int) -> dict[str, list[str]]:
 )
 def test_human_bytes(value: int, text: str) -> None:
     assert human_bytes(value) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "unit"),
+    [
+        (0, ("B", 1)),
+        (1023, ("B", 1)),
+        (1024, ("KiB", 2**10)),
+        (5 * GI - 1, ("GiB", GI)),
+        (TI, ("TiB", TI)),
+        (3 * 2**60, ("EiB", 2**60)),
+    ],
+)
+def test_byte_unit_is_the_largest_not_above(value: int, unit: tuple[str, int]) -> None:
+    assert byte_unit(value) == unit
 
 
 def test_labels_are_made_distinct() -> None:
