@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -99,7 +100,14 @@ class Profile:
 
     def interested(self, resource: str, action: Action) -> list[Interest]:
         """The filter plugins a change of this resource can make accept a pod they rejected."""
-        return [i for i in self.interests if i.event.matches(resource, action)]
+        return [i for i in self._by_resource.get(resource, ()) if i.event.action & action]
+
+    @cached_property
+    def _by_resource(self) -> dict[str, tuple[Interest, ...]]:
+        out: dict[str, tuple[Interest, ...]] = {}
+        for i in self.interests:
+            out[i.event.resource] = (*out.get(i.event.resource, ()), i)
+        return out
 
 
 @dataclass
