@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import datetime
+from functools import cached_property
 from typing import Any, TypeVar
 
 import numpy as np
