@@ -38,26 +38,14 @@ MAX_NODE_SCORE = 100
 
 
 class Code(enum.IntEnum):
-    """kube's status codes; a higher value is more severe among rejections."""
+    """kube's status codes (Success, Skip, Unschedulable, UnschedulableAndUnresolvable, Error); a
+    higher value is more severe among rejections."""
 
     SUCCESS = 0
     SKIP = 1
     UNSCHEDULABLE = 2
     UNRESOLVABLE = 3  # UnschedulableAndUnresolvable: no preemption on that node can help
     ERROR = 4
-
-    @property
-    def label(self) -> str:
-        return _LABELS[self]
-
-
-_LABELS = {
-    Code.SUCCESS: "Success",
-    Code.SKIP: "Skip",
-    Code.UNSCHEDULABLE: "Unschedulable",
-    Code.UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    Code.ERROR: "Error",
-}
 
 
 @dataclass(frozen=True)

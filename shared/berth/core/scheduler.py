@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 from typing import Any, TypeVar
 
 import numpy as np
@@ -98,16 +97,9 @@ class Profile:
             extensions=extensions,
         )
 
-    def interested(self, resource: str, action: Action) -> list[Interest]:
+    def interested(self, resource: str, action: Action) -> tuple[Interest, ...]:
         """The filter plugins a change of this resource can make accept a pod they rejected."""
-        return [i for i in self._by_resource.get(resource, ()) if i.event.action & action]
-
-    @cached_property
-    def _by_resource(self) -> dict[str, tuple[Interest, ...]]:
-        out: dict[str, tuple[Interest, ...]] = {}
-        for i in self.interests:
-            out[i.event.resource] = (*out.get(i.event.resource, ()), i)
-        return out
+        return tuple(i for i in self.interests if i.event.matches(resource, action))
 
 
 @dataclass

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from berth.core.framework import Action, Hint
 from berth.core.model import Pod
-from berth.core.scheduler import Profile
+from berth.core.scheduler import Interest, Profile
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
@@ -178,16 +178,22 @@ class RetryQueue(UnschedulableQueue):
         self.profile = profile
         self.state = profile.state
         self._group_pods: dict[frozenset[str], tuple[int, list[Pod | None]]] = {}
+        # (resource, action) -> the plugins interested, and those of them with a hint
+        self._interests: dict[tuple[str, Action], tuple[frozenset[str], tuple[Interest, ...]]] = {}
 
     def helped(self, resource: str, action: Action, obj: Any, now: datetime, has_clock: bool) -> list[str]:
         """Waiting pods this change can help whose backoff is over, in the order they first failed.
         Those still backing off are marked due (see take_due)."""
-        interests = self.profile.interested(resource, action)
-        helps = frozenset(i.plugin for i in interests)
+        got = self._interests.get((resource, action))
+        if got is None:
+            interests = self.profile.interested(resource, action)
+            got = (frozenset(i.plugin for i in interests), tuple(i for i in interests if i.hint is not None))
+            self._interests[(resource, action)] = got
+        helps, hinted = got
         hints: dict[str, Hint] = {}
-        for i in interests:
-            if i.hint is not None:
-                hints[i.plugin] = i.hint(self.state, obj, now)
+        for i in hinted:
+            assert i.hint is not None
+            hints[i.plugin] = i.hint(self.state, obj, now)
         judge = None
         if hints:
 

@@ -38,6 +38,20 @@ def _spec_changed(old: Pod, new: Pod) -> bool:
     return any(getattr(old, k) != getattr(new, k) for k in keep)
 
 
+_ADD_OR_UPDATE = Action.ADD | Action.UPDATE
+
+
+def _action(obj: Any, old: Any, deleted: bool) -> Action:
+    """The change's kube ActionType. A pod's relevant change is always an assigned pod leaving its
+    node (see ScorerEngine._pod_event). The applier knows the previous object of pods and nodes
+    only: other kinds' adds and updates are not told apart (a retry too many, never one too few)."""
+    if deleted or isinstance(obj, Pod):
+        return Action.DELETE
+    if old is not None:
+        return Action.UPDATE
+    return Action.ADD if isinstance(obj, Node) else _ADD_OR_UPDATE
+
+
 class ScorerEngine:
     """One profile's scorer: applies events, decides pending pods, and keeps the retry queue, the
     reservations and the run's statistics (each its own part)."""
@@ -88,17 +102,10 @@ class ScorerEngine:
         if obj is None:
             return out, None
         relevant = True
-        # the applier knows the previous object of pods and nodes only: other kinds' adds and updates
-        # are not told apart (a retry too many, never one too few)
-        action = (
-            Action.DELETE if ev.deleted else Action.UPDATE if applied.old is not None else Action.ADD | Action.UPDATE
-        )
-        if isinstance(obj, Node) and applied.old is None and not ev.deleted:
-            action = Action.ADD
         if isinstance(obj, Pod):
             relevant = self._pod_event(obj, applied.old, ev, out)
-            action = Action.DELETE  # an assigned pod left its node (see _pod_event)
         if relevant and self.queue:
+            action = _action(obj, applied.old, ev.deleted)
             now, has_clock = self.applier.now, self.applier.has_clock
             keys = self.queue.helped(type(obj).__name__, action, obj, now, has_clock)
             for pod in self.queue.to_retry(keys):
