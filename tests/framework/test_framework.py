@@ -41,6 +41,7 @@ def test_a_nodes_status_is_its_first_failing_plugin_while_the_report_lists_every
     assert outcome.statuses.get("n1") == NodeStatus("TaintToleration", Code.UNRESOLVABLE, (TAINT,))
     assert outcome.statuses.get("n2") == NodeStatus("NodeResourcesFit", Code.UNSCHEDULABLE, ("Insufficient cpu",))
     assert list(outcome.statuses.rejected(Code.UNRESOLVABLE)[:2]) == [True, False]
+    assert list(outcome.statuses.rejected(Code.UNSCHEDULABLE)[:2]) == [False, True]
     # unchanged in this release: every failing plugin's reasons, and the message counts them all
     assert outcome.decision.nodes["n1"].reasons == [TAINT, "Insufficient cpu"]
     assert outcome.decision.message == f"0/2 nodes are available: 1 {TAINT}, 2 Insufficient cpu."
@@ -53,6 +54,8 @@ def test_a_pre_filter_rejection_is_every_nodes_status() -> None:
     got = dict(outcome.statuses.items())
     assert set(got) == {"n1", "n2"}
     assert got["n1"] == NodeStatus("VolumeBinding", Code.UNRESOLVABLE, ('persistentvolumeclaim "missing" not found',))
+    assert list(outcome.statuses.rejected(Code.UNRESOLVABLE)[:2]) == [True, True]
+    assert not outcome.statuses.rejected(Code.UNSCHEDULABLE).any()
 
 
 class _Releaser:

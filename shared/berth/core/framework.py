@@ -136,14 +136,19 @@ class NodeToStatus:
                 yield name, status
 
     def rejected(self, code: Code) -> Mask:
-        """Slots whose first failing plugin gave this code."""
-        out = np.zeros(len(self._names), dtype=bool)
+        """Slots whose first failing plugin gave this code (all slots at once)."""
+        n = len(self._names)
         if self.everywhere is not None:
-            out[:] = self.everywhere.code is code
-            return out
-        for slot, _ in enumerate(self._names):
-            status = self._at(slot)
-            out[slot] = status is not None and status.code is code
+            known: Mask = np.array([s is not None for s in self._names], dtype=bool)
+            return known & (self.everywhere.code is code)
+        first = self._first_failing()
+        worst = np.zeros(n, dtype=np.int64)  # per slot, the most severe code of its first failing plugin
+        for i, (_, found) in enumerate(self._failures):
+            mine = first == i
+            for f in found:
+                hit = mine & f.mask[:n]
+                worst[hit] = np.maximum(worst[hit], int(f.code))
+        out: Mask = worst == int(code)
         return out
 
 
