@@ -30,6 +30,7 @@ import numpy.typing as npt
 from berth.core.model import Pod
 
 if TYPE_CHECKING:
+    from berth.core.nodes import NodeTable
     from berth.core.state import ClusterState, Extension
 
 Mask = npt.NDArray[np.bool_]
@@ -85,15 +86,17 @@ class NodeStatus:
 class NodeToStatus:
     """kube's NodeToStatus: per node, the status of its first failing plugin. Built lazily from the
     Filter's masks (nothing is computed unless read), or one status for every node (a PreFilter
-    rejection). Feasible nodes have no entry."""
+    rejection). Feasible nodes have no entry. It reads the state's node table: read it in the cycle
+    (PostFilter) or before the nodes change."""
 
     def __init__(
         self,
-        names: list[str | None],
+        nodes: NodeTable,
         failures: list[tuple[str, list[Failure]]] | None = None,
         everywhere: NodeStatus | None = None,
     ) -> None:
-        self._names = list(names)
+        self._nodes = nodes
+        self._names = nodes.names
         self._failures = failures or []
         self.everywhere = everywhere
         self._first: npt.NDArray[np.int64] | None = None
@@ -120,11 +123,8 @@ class NodeToStatus:
         return NodeStatus(plugin, max(f.code for f in hits), tuple(f.reason for f in hits))
 
     def get(self, node: str) -> NodeStatus | None:
-        try:
-            slot = self._names.index(node)
-        except ValueError:
-            return None
-        return self._at(slot)
+        slot = self._nodes.slot.get(node)
+        return None if slot is None else self._at(slot)
 
     def items(self) -> Iterator[tuple[str, NodeStatus]]:
         """(node, status) of every rejected node, in slot order."""

@@ -172,7 +172,7 @@ class Scheduler:
                 # result for every node (results are never changed once made)
                 rejected_here = NodeResult(feasible=False, reasons=[status.message])
                 every = dict.fromkeys(sorted(nodes.slot), rejected_here) if top_nodes is None else {}
-                statuses = NodeToStatus(nodes.names, everywhere=NodeStatus(plugin.name, status.code, (status.message,)))
+                statuses = NodeToStatus(nodes, everywhere=NodeStatus(plugin.name, status.code, (status.message,)))
                 stop = Outcome(
                     Decision(pod.key, "Unschedulable", None, message, nodes=every),
                     None,
@@ -209,10 +209,8 @@ class Scheduler:
             if found.stop.statuses is not None:
                 return np.zeros(len(found.feasible), dtype=bool), found.stop.statuses
             everywhere = NodeStatus("", Code.ERROR, (found.stop.decision.message,))
-            return np.zeros(len(found.feasible), dtype=bool), NodeToStatus(
-                self.state.nodes.names, everywhere=everywhere
-            )
-        return found.feasible, NodeToStatus(self.state.nodes.names, found.by_plugin)
+            return np.zeros(len(found.feasible), dtype=bool), NodeToStatus(self.state.nodes, everywhere=everywhere)
+        return found.feasible, NodeToStatus(self.state.nodes, found.by_plugin)
 
     def _decide(self, pod: Pod, now: datetime, on: str | None, top_nodes: int | None) -> Outcome:
         cycle = Cycle(pod=pod, state=self.state, now=now)
@@ -253,7 +251,7 @@ class Scheduler:
                 why = "not known" if wanted is None else "; ".join(known.reasons if known else []) or "not feasible"
                 message = f"{pod.key} does not fit on node {on}: {why}"
                 decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
-                statuses = NodeToStatus(nodes.names, found.by_plugin)
+                statuses = NodeToStatus(nodes, found.by_plugin)
                 return Outcome(decision, None, rejected, statuses=statuses, codes=codes)
             chosen = wanted
         if not feasible.any():
@@ -261,7 +259,7 @@ class Scheduler:
             for f in failures:
                 counts[f.reason] = counts.get(f.reason, 0) + int(f.mask.sum())
             message = fit_error(len(nodes), counts)
-            statuses = NodeToStatus(nodes.names, found.by_plugin)
+            statuses = NodeToStatus(nodes, found.by_plugin)
             post = self._post_filter(cycle, statuses)
             decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
             return Outcome(decision, None, rejected, statuses=statuses, post_filter=post, codes=codes)
