@@ -26,8 +26,8 @@ def run() -> None:
     print(f"== both plugins: VolumeBinding + LoadAwareScheduling ({one_core()}) ==")
     rng = random.Random(7)
     config = {"profiles": [{"pluginConfig": [{"name": "LoadAwareScheduling", "args": ARGS}]}]}
-    profile = parse_config(config).profile()
-    state = ClusterState(extensions=profile.extensions)
+    state = ClusterState()
+    sched = Scheduler(parse_config(config).build(state))
     t = time.perf_counter()
     synthetic.apply_all(state, synthetic.classes())
     pods_by_node = {}
@@ -40,7 +40,6 @@ def run() -> None:
     synthetic.apply_all(state, synthetic.local_pvs(PVS, NODES))
     pod, claims = synthetic.pending_pod("db-0", [("data", "local-ssd", 80), ("wal", "local-hdd", 15)])
     synthetic.apply_all(state, [*claims, pod])
-    sched = Scheduler(state, profile)
     sched.decide(pod, NOW)
     setup = time.perf_counter() - t
     gc.collect()

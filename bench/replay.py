@@ -57,7 +57,7 @@ def run() -> None:
 
 def where_the_time_goes(path: str) -> None:
     """The scorer engine alone, with timers around its stages (no profiler overhead)."""
-    engine = ScorerEngine(parse_config(None).profile(), top_nodes=TOP_NODES)
+    engine = ScorerEngine(parse_config(None), top_nodes=TOP_NODES)
     spent = {"convert + apply": 0.0, "decide": 0.0}
     apply = engine.applier.apply
 

@@ -33,7 +33,7 @@ def run() -> None:
     for cls in ("local-ssd", "local-hdd"):
         state.class_index(cls)
     built = time.perf_counter() - t
-    sched = Scheduler(state, parse_config(None).profile())
+    sched = Scheduler(parse_config(None).build(state))
     gc.collect()
     gc.freeze()  # the loaded cluster is long-lived: keep it out of every GC pass (as berth's commands do)
     now = _now()

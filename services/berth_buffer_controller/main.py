@@ -11,9 +11,9 @@ from berth.adapters import worker
 from berth.adapters.connect import READY_LAG, kafka_bus, rebuild, topics_of
 from berth.adapters.http import HttpServer
 from berth.adapters.metrics import Metrics
+from berth.core.config import SchedulerConfig
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.ports import Bus
-from berth.core.scheduler import Profile
 from berth.settings import Settings
 from berth_buffer_controller.service import BufferController
 
@@ -23,13 +23,13 @@ StatusWriter = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 async def serve(
     settings: Settings,
-    profile_of: Callable[[], Profile],
+    config: SchedulerConfig,
     stop: asyncio.Event,
     bus: Bus | None = None,
     write_status: StatusWriter | None = None,
 ) -> None:
     metrics = Metrics("buffer-controller")
-    engine = BufferEngine(profile_of())
+    engine = BufferEngine(config)
     progress = worker.Progress()
     rebuilt = False
     http = HttpServer(metrics, lambda: rebuilt and 0 <= progress.lag < READY_LAG, settings.service.http_port)
@@ -43,7 +43,7 @@ async def serve(
 
         async def take_over() -> None:
             nonlocal rebuilt
-            fresh = BufferEngine(profile_of())
+            fresh = BufferEngine(config)
             n = await rebuild(bus, t.cluster_events, settings.groups.buffer_controller, fresh.handle)
             controller.engine = fresh
             rebuilt = True

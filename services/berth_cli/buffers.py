@@ -50,12 +50,13 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    profile = load_config(args.config).profile()
     store = BufferStore()
-    state = load_state(args.snapshot, ClusterState(extensions=[store, *profile.extensions]))
+    state = ClusterState(extensions=[store])
+    scheduler = Scheduler(load_config(args.config).build(state))
+    load_state(args.snapshot, state)
     now = now_or(args.now)
     results = reconcile(store, now)
-    place, release = fakepods.scheduler_placer(Scheduler(state, profile), now)
+    place, release = fakepods.scheduler_placer(scheduler, now)
     ready = fakepods.count_ready(results, place, release, args.max_chunks)
     if args.output == "json":
         print_json({"buffers": [entry(r, ready.get(r.buffer.key, 0), args.max_chunks) for r in results]})

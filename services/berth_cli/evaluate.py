@@ -47,8 +47,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    profile = load_config(args.config).profile()
-    state = load_state(args.snapshot, ClusterState(extensions=profile.extensions))
+    state = ClusterState()
+    scheduler = Scheduler(load_config(args.config).build(state))
+    load_state(args.snapshot, state)
     if args.pod:
         pods = []
         for key in args.pod:
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             pods.append(pod)
     else:
         pods = state.pending_pods()
-    decisions = Scheduler(state, profile).run(pods, now_or(args.now))
+    decisions = scheduler.run(pods, now_or(args.now))
     if args.output == "json":
         print_json({"decisions": decisions})
     else:

@@ -39,10 +39,8 @@ class Lane:
         # each engine gets its own plugins: their state (NodeMetrics) belongs to one cluster view;
         # the models converted from the events they both read are shared (they are immutable)
         converted = Converted()
-        self.scorer = ScorerEngine(
-            self.config.profile(), label=self.label, top_nodes=self.top_nodes, converted=converted
-        )
-        self.buffers = BufferEngine(self.config.profile(), converted=converted)
+        self.scorer = ScorerEngine(self.config, label=self.label, top_nodes=self.top_nodes, converted=converted)
+        self.buffers = BufferEngine(self.config, converted=converted)
 
     @property
     def decisions_topic(self) -> str:

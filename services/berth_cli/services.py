@@ -15,6 +15,7 @@ from typing import Any
 
 from berth.adapters import logs
 from berth.adapters.collector import COLLECTOR
+from berth.core.config import SchedulerConfig
 from berth.settings import Settings, from_env
 from berth_cli.common import load_config
 
@@ -67,29 +68,29 @@ def _settings() -> Settings:
     return from_env(os.environ)
 
 
-def _profile(settings: Settings, path: str | None) -> Callable[[], Any]:
-    """A maker of fresh plugin sets (validated once, now)."""
-    return load_config(path or settings.service.scheduler_config or None).profile
+def _config(settings: Settings, path: str | None) -> SchedulerConfig:
+    """The scheduler config, validated once, now; each engine builds its own plugins from it."""
+    return load_config(path or settings.service.scheduler_config or None)
 
 
 def run_scorer(args: argparse.Namespace) -> int:
     from berth_scorer.main import serve
 
     settings = _settings()
-    profile = _profile(settings, args.config)
+    config = _config(settings, args.config)
     logs.setup("scorer", settings.service.log_level)
     COLLECTOR.thaw_every = settings.service.gc_thaw_every
 
     async def main(stop: asyncio.Event) -> None:
         if not args.bind:
-            await serve(settings, profile, stop)
+            await serve(settings, config, stop)
             return
         from berth.adapters.kube import KubeClient
         from berth_scorer.binder import Binder
 
         client = await KubeClient.connect(args.kubeconfig, args.context)
         try:
-            await serve(settings, profile, stop, binder=Binder(client))
+            await serve(settings, config, stop, binder=Binder(client))
         finally:
             await client.close()
 
@@ -101,13 +102,13 @@ def run_buffer_controller(args: argparse.Namespace) -> int:
     from berth_buffer_controller.main import serve
 
     settings = _settings()
-    profile = _profile(settings, args.config)
+    config = _config(settings, args.config)
     logs.setup("buffer-controller", settings.service.log_level)
     COLLECTOR.thaw_every = settings.service.gc_thaw_every
 
     async def main(stop: asyncio.Event) -> None:
         if not args.write_status:
-            await serve(settings, profile, stop)
+            await serve(settings, config, stop)
             return
         from berth.adapters.kube import KubeClient, patch_buffer_status
 
@@ -118,7 +119,7 @@ def run_buffer_controller(args: argparse.Namespace) -> int:
             await patch_buffer_status(client, namespace, name, status)
 
         try:
-            await serve(settings, profile, stop, write_status=write)
+            await serve(settings, config, stop, write_status=write)
         finally:
             await client.close()
 

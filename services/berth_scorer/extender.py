@@ -16,10 +16,9 @@ from aiohttp import web
 
 from berth.core.convert import pod_from_raw
 from berth.core.errors import InputError
+from berth.core.framework import Code
 from berth.core.model import Pod
 from berth.core.pipeline.scorer import ScorerEngine
-from berth.core.plugins.basic import NodeAffinity
-from berth.core.plugins.volumebinding import BIND_CONFLICT, NODE_CONFLICT, NOT_ENOUGH_SPACE, PV_NOT_EXIST
 from berth.core.scheduler import Outcome
 
 FILTER = "/scheduler/filter"
@@ -29,20 +28,6 @@ BIND = "/scheduler/bind"
 MAX_EXTENDER_PRIORITY = 10  # extenderv1.MaxExtenderPriority
 MAX_NODE_SCORE = 100  # a plugin's score range, framework.MaxNodeScore
 UNKNOWN_NODE = "node(s) not (yet) known to berth"
-
-# Reasons kube-scheduler's own plugins give with UnschedulableAndUnresolvable: preempting pods on
-# those nodes would not help. Everything else (resources, load) is plain Unschedulable.
-UNRESOLVABLE = frozenset(
-    {
-        NODE_CONFLICT,
-        BIND_CONFLICT,
-        NOT_ENOUGH_SPACE,
-        PV_NOT_EXIST,
-        NodeAffinity.reason,
-        "node(s) were unschedulable",
-    }
-)
-UNRESOLVABLE_PREFIXES = ("node(s) had untolerated taint",)
 
 
 class NodeList(msgspec.Struct):
@@ -81,10 +66,6 @@ class ExtenderBindingResult(msgspec.Struct):
     error: str = msgspec.field(default="", name="Error")
 
 
-def _unresolvable(reason: str) -> bool:
-    return reason in UNRESOLVABLE or reason.startswith(UNRESOLVABLE_PREFIXES)
-
-
 def _names(args: ExtenderArgs) -> list[str]:
     if args.node_names is not None:
         return list(args.node_names)
@@ -114,7 +95,8 @@ def filter_nodes(engine: ScorerEngine, args: ExtenderArgs) -> ExtenderFilterResu
             out.failed_nodes[name] = UNKNOWN_NODE
         elif result.feasible:
             passed.append(name)
-        elif outcome.pre_filter_rejected or any(_unresolvable(r) for r in result.reasons):
+        elif outcome.pre_filter_rejected or any(outcome.codes.get(r) is Code.UNRESOLVABLE for r in result.reasons):
+            # a node any plugin rejects as UnschedulableAndUnresolvable: preempting pods there would not help
             out.failed_and_unresolvable_nodes[name] = ", ".join(result.reasons)
         else:
             out.failed_nodes[name] = ", ".join(result.reasons)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
 from berth.adapters import worker
 from berth.adapters.connect import READY_LAG, check_redis, kafka_bus, rebuild, redis_store, topics_of
 from berth.adapters.http import HttpServer
 from berth.adapters.metrics import Metrics
+from berth.core.config import SchedulerConfig
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import Bus, Store
-from berth.core.scheduler import Profile
 from berth.settings import Settings
 from berth_scorer.binder import Binder
 from berth_scorer.extender import ExtenderBindingArgs, Routes
@@ -23,18 +22,18 @@ log = logging.getLogger("berth.scorer")
 
 async def serve(
     settings: Settings,
-    profile_of: Callable[[], Profile],
+    config: SchedulerConfig,
     stop: asyncio.Event,
     bus: Bus | None = None,
     store: Store | None = None,
     binder: Binder | None = None,
 ) -> None:
-    """profile_of builds fresh plugins: each rebuilt engine needs its own (their state is per view).
+    """Each (re)built engine makes its own plugins from config (their state is per view).
     binder: binder mode (--bind), berth binds pods and their volumes."""
     metrics = Metrics("scorer")
 
     def make_engine() -> ScorerEngine:
-        engine = ScorerEngine(profile_of(), top_nodes=settings.service.top_nodes or None)
+        engine = ScorerEngine(config, top_nodes=settings.service.top_nodes or None)
         engine.scheduler.observe = lambda plugin, point, s: (
             metrics.decision_seconds.observe(s) if point == "Decide" else metrics.plugin(plugin, point, s)
         )

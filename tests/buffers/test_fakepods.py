@@ -131,7 +131,7 @@ def test_ready_replicas_with_the_scheduler_leave_state_unchanged() -> None:
         buffer("b", template="tpl", replicas=5),
     )
     before_pods = dict(state.pods)
-    scheduler = Scheduler(state, parse_config(None).profile())
+    scheduler = Scheduler(parse_config(None).build(state))
     place, release = scheduler_placer(scheduler, NOW)
     counts = count_ready(reconcile(store, NOW), place, release)
     assert counts == {"default/b": 3}  # 2 on node-a, 1 on node-b
@@ -148,7 +148,7 @@ def test_scheduler_respects_node_selectors_of_the_chunk() -> None:
         pod_template("tpl", cpu="1", nodeSelector={"disk": "ssd"}),
         buffer("b", template="tpl", replicas=2),
     )
-    place, release = scheduler_placer(Scheduler(state, parse_config(None).profile()), NOW)
+    place, release = scheduler_placer(Scheduler(parse_config(None).build(state)), NOW)
     assert count_ready(reconcile(store, NOW), place, release) == {"default/b": 0}
 
 

@@ -136,7 +136,7 @@ def test_reservation_is_seen_by_the_next_pod() -> None:
         pod("pb", ("b",), created="2026-11-01T10:00:01Z"),
         pod("pc", ("c",), created="2026-11-01T10:00:02Z"),
     )
-    decisions = Scheduler(state, parse_config(None).profile()).run(state.pending_pods(), NOW)
+    decisions = Scheduler(parse_config(None).build(state)).run(state.pending_pods(), NOW)
     assert [(d.pod, d.status, d.node) for d in decisions] == [
         ("default/pa", "Scheduled", "n1"),
         ("default/pb", "Scheduled", "n2"),
@@ -150,7 +150,7 @@ def test_release_gives_everything_back() -> None:
     state = cluster(
         node("n1", cpu="1"), storage_class(), pv("only", "10Gi", on="n1"), pvc("a"), pod("pa", ("a",), cpu="1")
     )
-    sched = Scheduler(state, parse_config(None).profile())
+    sched = Scheduler(parse_config(None).build(state))
     outcome = sched.decide(state.pods["default/pa"], NOW)
     assert outcome.reservation is not None
     state.reserve(outcome.reservation)
@@ -173,11 +173,11 @@ def test_one_plugin_state_serves_one_cluster_view() -> None:
 
     from berth.core.state import ClusterState
 
-    profile = parse_config(None).profile()
-    first = ClusterState(extensions=profile.extensions)
+    first = ClusterState()
+    profile = parse_config(None).build(first)
+    assert first.extensions and list(first.extensions) == list(profile.extensions)
     with pytest.raises(ValueError, match="already belongs to another ClusterState"):
         ClusterState(extensions=profile.extensions)
-    assert first.extensions
 
 
 def test_reserved_on_follows_reserve_confirm_and_release() -> None:
@@ -209,7 +209,7 @@ def test_reserved_on_follows_reserve_confirm_and_release() -> None:
 )
 def test_a_prefilter_rejection_lists_nodes_only_when_all_are_asked_for(top: int | None, listed: set[str]) -> None:
     state = cluster(node("n1"), node("n2"), node("n3"), pod("p", ("missing",)))
-    d = Scheduler(state, parse_config(None).profile(), top_nodes=top).decide(state.pods["default/p"], NOW).decision
+    d = Scheduler(parse_config(None).build(state), top_nodes=top).decide(state.pods["default/p"], NOW).decision
     assert d.status == "Unschedulable" and 'persistentvolumeclaim "missing" not found' in d.message
     assert set(d.nodes) == listed
 
@@ -217,8 +217,8 @@ def test_a_prefilter_rejection_lists_nodes_only_when_all_are_asked_for(top: int 
 @pytest.mark.parametrize("top", [1, 2, 5])
 def test_top_nodes_are_the_best_feasible_highest_total_first(top: int) -> None:
     state = cluster(node("a", cpu="2"), node("b", cpu="8"), node("c", cpu="4"), node("d", unschedulable=True), pod("p"))
-    full = Scheduler(state, parse_config(None).profile()).decide(state.pods["default/p"], NOW).decision
+    full = Scheduler(parse_config(None).build(state)).decide(state.pods["default/p"], NOW).decision
     best = sorted(((n, r.total or 0) for n, r in full.nodes.items() if r.feasible), key=lambda x: (-x[1], x[0]))[:top]
-    d = Scheduler(state, parse_config(None).profile(), top_nodes=top).decide(state.pods["default/p"], NOW).decision
+    d = Scheduler(parse_config(None).build(state), top_nodes=top).decide(state.pods["default/p"], NOW).decision
     assert [(n, r.total) for n, r in d.nodes.items()] == best
     assert d.node == best[0][0]

@@ -86,7 +86,7 @@ def oracle(state: ClusterState, claims: list[PersistentVolumeClaim], node_name: 
 @given(clusters())
 def test_decisions_agree_with_oracle_and_never_share_a_pv(objs: list[dict[str, Any]]) -> None:
     state = cluster(*objs)
-    sched = Scheduler(state, parse_config(None).profile())
+    sched = Scheduler(parse_config(None).build(state))
     taken: set[str] = set()
     for p in state.pending_pods():
         claims = [state.pvcs[f"{p.namespace}/{v.claim_name}"] for v in p.volumes]
@@ -111,6 +111,6 @@ def test_decisions_agree_with_oracle_and_never_share_a_pv(objs: list[dict[str, A
 def test_same_input_same_decisions(objs: list[dict[str, Any]]) -> None:
     def run() -> bytes:
         state = cluster(*objs)
-        return msgspec.json.encode(Scheduler(state, parse_config(None).profile()).run(state.pending_pods(), NOW))
+        return msgspec.json.encode(Scheduler(parse_config(None).build(state)).run(state.pending_pods(), NOW))
 
     assert run() == run()

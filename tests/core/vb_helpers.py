@@ -12,7 +12,7 @@ from tests.builders import NOW, cluster
 
 def decide(*objs: dict[str, Any], pod: str = "default/p", config: Any = None) -> Decision:
     state = cluster(*objs)
-    return Scheduler(state, parse_config(config).profile()).decide(state.pods[pod], NOW).decision
+    return Scheduler(parse_config(config).build(state)).decide(state.pods[pod], NOW).decision
 
 
 def reasons(d: Decision) -> dict[str, list[str]]:

@@ -23,7 +23,7 @@ KEY = "default/web"
 
 def setup(client: KubeClient) -> tuple[Scorer, MemoryStore, MemoryBus]:
     store, bus = MemoryStore(), MemoryBus()
-    engine = ScorerEngine(parse_config(None).profile())
+    engine = ScorerEngine(parse_config(None))
     return Scorer(engine, bus, store, binder=Binder(client)), store, bus
 
 

@@ -28,7 +28,7 @@ def host_of(pv: PersistentVolume) -> str | None:
 
 def test_small_claims_take_small_pvs(small: list[Event]) -> None:
     """KEP-1845: no claim of <= 10Gi takes a 1Ti PV while a fitting 10Gi PV is free on a feasible node."""
-    engine = ScorerEngine(parse_config(None).profile())
+    engine = ScorerEngine(parse_config(None))
     small_claims: Counter[int] = Counter()
     large_for_large = 0
     for ev in small:
@@ -62,7 +62,7 @@ def test_small_claims_take_small_pvs(small: list[Event]) -> None:
 
 
 def scheduled(events: list[Event]) -> list[DecisionRecord]:
-    engine = ScorerEngine(parse_config(None).profile())
+    engine = ScorerEngine(parse_config(None))
     out = []
     for ev in events:
         records, reject = engine.handle(ev)

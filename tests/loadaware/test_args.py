@@ -12,7 +12,6 @@ from berth.core.loadaware.args import (
     defaults,
     from_plugin_config,
     parse_args,
-    parse_into,
     validate,
 )
 from berth.core.loadaware.plugin import LoadAwareScheduling
@@ -230,14 +229,14 @@ def test_plugin_rejects_invalid_args_built_directly() -> None:
         LoadAwareScheduling(LoadAwareSchedulingArgs(dominant_resource_weight=-1))
 
 
-def test_parse_into_appends_problems_for_the_config_loader() -> None:
+def test_args_parse_appends_problems_for_the_config_loader() -> None:
     problems: list[str] = ["earlier"]
     at = "profiles[0].pluginConfig[2].args"
-    a = parse_into({"usageThresholds": {"cpu": 101}, "x": 1}, at, problems)
+    a = LoadAwareSchedulingArgs.parse({"usageThresholds": {"cpu": 101}, "x": 1}, at, problems)
     assert problems == [
         "earlier",
         f"{at}.x: unknown field",
         f"{at}.usageThresholds[cpu]: must be in [0, 100], got 101",
     ]
     assert isinstance(a, LoadAwareSchedulingArgs)
-    assert parse_into({}, at, problems) == LoadAwareSchedulingArgs()
+    assert LoadAwareSchedulingArgs.parse({}, at, problems) == LoadAwareSchedulingArgs()

@@ -31,7 +31,7 @@ class Log:
 
 
 def replay(log: Log, engine: ScorerEngine | None = None) -> tuple[ScorerEngine, list[DecisionRecord]]:
-    engine = engine or ScorerEngine(parse_config(None).profile())
+    engine = engine or ScorerEngine(parse_config(None))
     out: list[DecisionRecord] = []
     for ev in log.events:
         records, reject = engine.handle(ev)
@@ -156,7 +156,7 @@ def test_redelivered_events_are_ignored() -> None:
 
 def test_events_before_from_only_build_the_state() -> None:
     log = cluster(Log()).add(pod("early"), at=0).add(pod("late"), at=100)
-    engine = ScorerEngine(parse_config(None).profile())
+    engine = ScorerEngine(parse_config(None))
     engine.hold_until(T0 + timedelta(seconds=50))
     _, records = replay(log, engine)
     assert [(r.pod, r.position) for r in records] == [("default/early", 5), ("default/late", 5)]
@@ -175,7 +175,7 @@ def test_same_log_same_bytes() -> None:
 def test_bad_object_is_a_reject_and_the_rest_goes_on() -> None:
     log = cluster(Log()).add(pv("bad", "ten"))
     log.add(pod("pa"))
-    engine = ScorerEngine(parse_config(None).profile())
+    engine = ScorerEngine(parse_config(None))
     results = [engine.handle(ev) for ev in log.events]
     rejects = [r for _, r in results if r is not None]
     assert len(rejects) == 1 and rejects[0].position == 4

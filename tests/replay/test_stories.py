@@ -16,7 +16,7 @@ LARGE = parse_nanos("1Ti")
 
 
 def replay(events: list[Event], config: object = None) -> tuple[ScorerEngine, list[tuple[str, str, list[str]]]]:
-    engine = ScorerEngine(parse_config(config).profile())
+    engine = ScorerEngine(parse_config(config))
     violations: list[tuple[str, str, list[str]]] = []
     for ev in events:
         state = engine.state

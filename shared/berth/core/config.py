@@ -11,37 +11,74 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from berth.core.errors import ConfigError
-from berth.core.framework import FilterPlugin, ScorePlugin
-from berth.core.plugins import FILTERS, REGISTRY, SCORES
+from berth.core.framework import FilterPlugin, Plugin, PluginModule, PreFilterPlugin, ScorePlugin
+from berth.core.plugins import REGISTRY, Registered
 from berth.core.scheduler import Profile
-from berth.core.state import Extension
+from berth.core.state import ClusterState
 from berth.core.validation import Problems, invalid, is_int, unknown_fields
 
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
 
 
+def default_args(module: PluginModule) -> Any:
+    return None if module.Args is None else module.Args()
+
+
+@dataclass(frozen=True)
+class Plugins:
+    """What a registry offers the config: modules by name, which can filter or score, the defaults."""
+
+    modules: dict[str, PluginModule]
+    filter_names: frozenset[str]
+    score_names: frozenset[str]
+    filters: tuple[str, ...]  # enabled by default, in order
+    scores: tuple[tuple[str, int], ...]  # scored by default, with weights
+
+    @classmethod
+    def of(cls, registry: tuple[Registered, ...]) -> Plugins:
+        """What each plugin implements is read from its Protocols, on an instance made with its
+        default args (kube's framework checks the same when a profile is built)."""
+        probe = ClusterState()
+        modules = {r.module.NAME: r.module for r in registry}
+        made = {name: m.new(default_args(m), probe) for name, m in modules.items()}
+        return cls(
+            modules=modules,
+            filter_names=frozenset(n for n, p in made.items() if isinstance(p, FilterPlugin | PreFilterPlugin)),
+            score_names=frozenset(n for n, p in made.items() if isinstance(p, ScorePlugin)),
+            filters=tuple(r.module.NAME for r in registry if r.filter),
+            scores=tuple((r.module.NAME, r.weight) for r in registry if r.weight is not None),
+        )
+
+
+DEFAULT_PLUGINS = Plugins.of(REGISTRY)
+
+
 @dataclass(frozen=True)
 class SchedulerConfig:
-    filters: tuple[str, ...] = FILTERS
-    scores: tuple[tuple[str, int], ...] = tuple(SCORES.items())
+    filters: tuple[str, ...] = DEFAULT_PLUGINS.filters
+    scores: tuple[tuple[str, int], ...] = DEFAULT_PLUGINS.scores
     args: dict[str, Any] = field(default_factory=dict)
+    plugins: Plugins = DEFAULT_PLUGINS
 
-    def profile(self) -> Profile:
-        instances: dict[str, Any] = {}
+    def build(self, state: ClusterState) -> Profile:
+        """The profile's plugins, made against this state (their handle): one instance per plugin,
+        whatever points it is enabled at; the state they keep is attached to it."""
+        instances: dict[str, Plugin] = {}
 
-        def get(name: str) -> Any:
+        def get(name: str) -> Plugin:
             if name not in instances:
-                instances[name] = REGISTRY[name].make(self.args.get(name))
+                module = self.plugins.modules[name]
+                args = self.args[name] if name in self.args else default_args(module)
+                instances[name] = module.new(args, state)
             return instances[name]
 
-        filters: tuple[FilterPlugin, ...] = tuple(get(n) for n in self.filters)
-        scorers: tuple[tuple[ScorePlugin, int], ...] = tuple((get(n), w) for n, w in self.scores)
-        stores: tuple[Extension, ...] = tuple(p.store for p in instances.values() if hasattr(p, "store"))
-        return Profile(filters=filters, scorers=scorers, extensions=stores)
+        filters = [get(n) for n in self.filters]
+        scorers = [(get(n), w) for n, w in self.scores]
+        return Profile.of(state, filters, scorers)
 
 
 def _plugin_set(
-    section: Any, path: str, defaults: list[tuple[str, int]], kind: str, problems: Problems
+    section: Any, path: str, defaults: list[tuple[str, int]], allowed: frozenset[str], kind: str, problems: Problems
 ) -> list[tuple[str, int]]:
     if section is None:
         return defaults
@@ -49,20 +86,19 @@ def _plugin_set(
         problems.append(invalid(path, section, "must be an object with enabled and disabled"))
         return defaults
     unknown_fields(section, {"enabled", "disabled"}, path, problems)
-    allowed = [n for n, spec in REGISTRY.items() if (spec.score_weight is not None if kind == "score" else spec.filter)]
     out = list(defaults)
     for i, item in enumerate(section.get("disabled") or []):
         name = item.get("name") if isinstance(item, Mapping) else None
         if name == "*":
             out = []
-        elif name not in allowed:
+        elif not isinstance(name, str) or name not in allowed:
             problems.append(invalid(f"{path}.disabled[{i}].name", name, f"unknown {kind} plugin"))
         else:
             out = [(n, w) for n, w in out if n != name]
     for i, item in enumerate(section.get("enabled") or []):
         name = item.get("name") if isinstance(item, Mapping) else None
         weight = item.get("weight", 0) if isinstance(item, Mapping) else 0
-        if name not in allowed:
+        if not isinstance(name, str) or name not in allowed:
             problems.append(invalid(f"{path}.enabled[{i}].name", name, f"unknown {kind} plugin"))
             continue
         if not is_int(weight) or weight < 0:
@@ -72,8 +108,10 @@ def _plugin_set(
     return out
 
 
-def parse_config(doc: Any) -> SchedulerConfig:
-    """Validate a parsed KubeSchedulerConfiguration document; raise ConfigError with all problems."""
+def parse_config(doc: Any, registry: tuple[Registered, ...] | None = None) -> SchedulerConfig:
+    """Validate a parsed KubeSchedulerConfiguration document; raise ConfigError with all problems.
+    registry: the plugins to offer (default: berth's REGISTRY)."""
+    known = DEFAULT_PLUGINS if registry is None else Plugins.of(registry)
     if doc is None:
         doc = {}
     problems: Problems = []
@@ -94,25 +132,27 @@ def parse_config(doc: Any) -> SchedulerConfig:
     filters = _plugin_set(
         plugins.get("filter"),
         "profiles[0].plugins.filter",
-        [(n, 0) for n in FILTERS],
+        [(n, 0) for n in known.filters],
+        known.filter_names,
         "filter",
         problems,
     )
-    scores = _plugin_set(plugins.get("score"), "profiles[0].plugins.score", list(SCORES.items()), "score", problems)
+    scores = _plugin_set(
+        plugins.get("score"), "profiles[0].plugins.score", list(known.scores), known.score_names, "score", problems
+    )
     args: dict[str, Any] = {}
     for i, pc in enumerate(prof.get("pluginConfig") or []):
         path = f"profiles[0].pluginConfig[{i}]"
         name = pc.get("name") if isinstance(pc, Mapping) else None
-        spec = REGISTRY.get(name or "")
-        parser = spec.parse_args if spec is not None else None
-        if parser is None:
+        module = known.modules.get(name) if isinstance(name, str) else None
+        if module is None or module.Args is None:
             problems.append(invalid(f"{path}.name", name, "no plugin with configurable args by that name"))
             continue
         raw = pc.get("args") or {}
         if not isinstance(raw, Mapping):
             problems.append(invalid(f"{path}.args", raw, "must be an object"))
             continue
-        args[name or ""] = parser(raw, f"{path}.args", problems)
+        args[module.NAME] = module.Args.parse(raw, f"{path}.args", problems)
     if problems:
         raise ConfigError(problems)
-    return SchedulerConfig(filters=tuple(n for n, _ in filters), scores=tuple(scores), args=args)
+    return SchedulerConfig(filters=tuple(n for n, _ in filters), scores=tuple(scores), args=args, plugins=known)

@@ -1,17 +1,28 @@
-"""The plugin framework: named Filter and Score plugins over all nodes at once.
+"""The plugin framework, shaped like kube-scheduler's: extension points as Protocols, over all nodes at once.
 
-Nodes live in slots of a NodeTable; a plugin answers for every slot with numpy
-arrays. A Filter plugin returns failure masks, each with the reason string kube
-would give. A Score plugin returns an int64 array of 0..100 for the feasible slots.
+Nodes live in slots of a NodeTable; a plugin answers for every slot with numpy arrays. A Filter
+plugin returns failure masks, each with a Status code and the reason string kube would give. A
+Score plugin returns an int64 array of 0..100 for the feasible slots.
+
+A plugin implements the extension points it needs; the Profile finds them by these Protocols once,
+when it is built, never by name:
+
+- PreFilter, Filter, PostFilter (when no node fits), PreScore, Score (+ NormalizeScore), Reserve;
+- EnqueueExtensions: the cluster events (resource + action) that can make a pod it rejected fit,
+  each with an optional vectorised queueing hint;
+- KeepsState: the ClusterState extension (its kinds and store) the plugin keeps state in.
+
+A plugin module exports NAME, Args (an args Struct with `parse(raw, path, problems)`, or None) and
+`new(args, handle)`, the handle being the ClusterState the plugin serves (kube: New(ctx, args, handle)).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -19,29 +30,34 @@ import numpy.typing as npt
 from berth.core.model import Pod
 
 if TYPE_CHECKING:
-    from berth.core.state import ClusterState
+    from berth.core.nodes import NodeTable
+    from berth.core.state import ClusterState, Extension
 
 Mask = npt.NDArray[np.bool_]
 Scores = npt.NDArray[np.int64]
 MAX_NODE_SCORE = 100
 
 
-class Code(enum.Enum):
-    SUCCESS = "Success"
-    SKIP = "Skip"
-    UNSCHEDULABLE = "Unschedulable"
-    UNRESOLVABLE = "UnschedulableAndUnresolvable"
-    ERROR = "Error"
+class Code(enum.IntEnum):
+    """kube's status codes (Success, Skip, Unschedulable, UnschedulableAndUnresolvable, Error); a
+    higher value is more severe among rejections."""
+
+    SUCCESS = 0
+    SKIP = 1
+    UNSCHEDULABLE = 2
+    UNRESOLVABLE = 3  # UnschedulableAndUnresolvable: no preemption on that node can help
+    ERROR = 4
 
 
 @dataclass(frozen=True)
 class Status:
     code: Code = Code.SUCCESS
     message: str = ""
+    plugin: str = ""  # the plugin that gave it (kube's FailedPlugin), when known
 
     @property
     def rejects(self) -> bool:
-        return self.code in (Code.UNSCHEDULABLE, Code.UNRESOLVABLE, Code.ERROR)
+        return self.code >= Code.UNSCHEDULABLE
 
 
 OK = Status()
@@ -50,46 +66,261 @@ SKIP = Status(Code.SKIP)
 
 @dataclass(frozen=True)
 class Failure:
-    """Slots that fail a filter, and the reason string for each of them."""
+    """Slots that fail a filter, with the Status code and the reason string for each of them.
+    An ERROR failure stops the cycle whatever its mask (kube: the filter returned an error)."""
 
     mask: Mask
     reason: str
+    code: Code = Code.UNSCHEDULABLE
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """One node's verdict: its first failing plugin (in filter order) and that plugin's reasons there."""
+
+    plugin: str
+    code: Code
+    reasons: tuple[str, ...]
+
+
+class NodeToStatus:
+    """kube's NodeToStatus: per node, the status of its first failing plugin. Built lazily from the
+    Filter's masks (nothing is computed unless read), or one status for every node (a PreFilter
+    rejection). Feasible nodes have no entry. It reads the state's node table: read it in the cycle
+    (PostFilter) or before the nodes change."""
+
+    def __init__(
+        self,
+        nodes: NodeTable,
+        failures: list[tuple[str, list[Failure]]] | None = None,
+        everywhere: NodeStatus | None = None,
+    ) -> None:
+        self._nodes = nodes
+        self._names = nodes.names
+        self._failures = failures or []
+        self.everywhere = everywhere
+        self._first: npt.NDArray[np.int64] | None = None
+
+    def _first_failing(self) -> npt.NDArray[np.int64]:
+        if self._first is None:
+            first = np.full(len(self._names), -1, dtype=np.int64)
+            for i, (_, found) in enumerate(self._failures):
+                hit = np.zeros(len(self._names), dtype=bool)
+                for f in found:
+                    hit |= f.mask[: len(hit)]
+                first[hit & (first < 0)] = i
+            self._first = first
+        return self._first
+
+    def _at(self, slot: int) -> NodeStatus | None:
+        if self.everywhere is not None:
+            return self.everywhere if self._names[slot] is not None else None
+        i = int(self._first_failing()[slot])
+        if i < 0:
+            return None
+        plugin, found = self._failures[i]
+        hits = [f for f in found if f.mask[slot]]
+        return NodeStatus(plugin, max(f.code for f in hits), tuple(f.reason for f in hits))
+
+    def get(self, node: str) -> NodeStatus | None:
+        slot = self._nodes.slot.get(node)
+        return None if slot is None else self._at(slot)
+
+    def items(self) -> Iterator[tuple[str, NodeStatus]]:
+        """(node, status) of every rejected node, in slot order."""
+        for slot, name in enumerate(self._names):
+            if name is None:
+                continue
+            status = self._at(slot)
+            if status is not None:
+                yield name, status
+
+    def rejected(self, code: Code) -> Mask:
+        """Slots whose first failing plugin gave this code (all slots at once)."""
+        n = len(self._names)
+        if self.everywhere is not None:
+            known: Mask = np.array([s is not None for s in self._names], dtype=bool)
+            return known & (self.everywhere.code is code)
+        first = self._first_failing()
+        worst = np.zeros(n, dtype=np.int64)  # per slot, the most severe code of its first failing plugin
+        for i, (_, found) in enumerate(self._failures):
+            mine = first == i
+            for f in found:
+                hit = mine & f.mask[:n]
+                worst[hit] = np.maximum(worst[hit], int(f.code))
+        out: Mask = worst == int(code)
+        return out
 
 
 @dataclass
 class Cycle:
-    """One scheduling cycle for one pod: read-only state, the clock, and per-plugin scratch."""
+    """One scheduling cycle for one pod: the state (the handle), the clock, per-plugin scratch, and
+    what Reserve plugins take for the pod on its node."""
 
     pod: Pod
     state: ClusterState
     now: datetime
     data: dict[str, Any] = field(default_factory=dict)
+    bindings: list[tuple[str, str]] = field(default_factory=list)  # (claim key, PV name), assumed by Reserve
+    provisions: list[str] = field(default_factory=list)  # claim keys to provision on the node
 
 
-class FilterPlugin(Protocol):
-    name: ClassVar[str]
+# ---- extension points ------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    name: str
 
     def pre_filter(self, cycle: Cycle) -> Status:
-        """SKIP means the plugin has nothing to say about this pod; a rejection stops the cycle."""
+        """SKIP: the plugin has nothing to say about this pod (its Filter is skipped); a rejection
+        stops the cycle for every node."""
         ...
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    name: str
 
     def filter(self, cycle: Cycle) -> list[Failure]:
-        """Failure masks over all slots. Errors are raised as FilterError."""
+        """Failure masks over all slots, each with its code and reason; never raises for "doesn't fit"."""
         ...
 
 
+# A dry run of this profile's PreFilter and Filter for a cycle, against cycle.state as it is at the
+# call (a PostFilter may change the state for the call and restore it): the feasible slots and why
+# the others failed.
+DryRun = Callable[[Cycle], tuple[Mask, NodeToStatus]]
+
+
+@dataclass(frozen=True)
+class PostFilterResult:
+    status: Status
+    nominated_node: str | None = None
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    name: str
+
+    def post_filter(self, cycle: Cycle, statuses: NodeToStatus, dry_run: DryRun) -> PostFilterResult:
+        """Called when no node fits (kube: preemption), with each node's first failing status."""
+        ...
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    name: str
+
+    def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
+        """SKIP: the plugin's Score is skipped for this pod."""
+        ...
+
+
+@runtime_checkable
 class ScorePlugin(Protocol):
-    name: ClassVar[str]
+    name: str
 
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
-        """Scores 0..100 for every slot (only feasible slots are read)."""
+        """Scores for every slot (only feasible slots are read)."""
         ...
 
 
-# A queueing hint (kube's QueueingHintFn), over many waiting pods at once: which of them the change
-# can help. The int names the pod list (same number, same pods), so a plugin may cache per list.
-Hint = Callable[[list[Pod | None], int | None], "npt.NDArray[np.bool_]"]
+@runtime_checkable
+class NormalizeScorePlugin(Protocol):
+    name: str
+
+    def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
+        """Bring the feasible slots' scores into 0..MAX_NODE_SCORE, in place."""
+        ...
 
 
-class FilterError(Exception):
-    """A filter could not decide (kube's Error status); the pod's decision is Error."""
+@runtime_checkable
+class ReservePlugin(Protocol):
+    name: str
+
+    def reserve(self, cycle: Cycle, slot: int) -> Status:
+        """What the pod takes on the chosen node (VolumeBinding: kube's AssumePodVolumes), added to
+        cycle.bindings / cycle.provisions; ClusterState.reserve applies it."""
+        ...
+
+    def unreserve(self, cycle: Cycle, slot: int) -> None:
+        """Undo reserve (a later Reserve plugin failed)."""
+        ...
+
+
+class Action(enum.IntFlag):
+    """kube's ActionType. For pods berth reports DELETE when an assigned pod leaves its node:
+    deleted, finished or bound elsewhere (kube's AssignedPodDelete)."""
+
+    ADD = 1
+    UPDATE = 2
+    DELETE = 4
+    ALL = ADD | UPDATE | DELETE
+
+
+@dataclass(frozen=True)
+class ClusterEvent:
+    """A change of a resource (a kind, as berth's models name it) that can make a rejected pod fit."""
+
+    resource: str
+    action: Action = Action.ALL
+
+    def matches(self, resource: str, action: Action) -> bool:
+        return self.resource == resource and bool(self.action & action)
+
+
+# A vectorised queueing hint (kube's QueueingHintFn) over many waiting pods at once: which of them
+# the change can help. The int names the pod list (same number, same pods), so a plugin may cache per list.
+Hint = Callable[[list[Pod | None], int | None], Mask]
+# Made once per change: (state, changed object, now) -> the hint for that change.
+HintFactory = Callable[["ClusterState", Any, datetime], Hint]
+
+
+@dataclass(frozen=True)
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: HintFactory | None = None  # None: every such change is worth a retry
+
+
+@runtime_checkable
+class EnqueueExtensions(Protocol):
+    name: str
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]: ...
+
+
+@runtime_checkable
+class KeepsState(Protocol):
+    """A plugin that keeps state for kinds of its own: its ClusterState extension is attached to the
+    handle when the profile is built."""
+
+    def extension(self) -> Extension: ...
+
+
+# ---- a plugin module -------------------------------------------------------------------------
+
+
+class ArgsStruct(Protocol):
+    """A plugin's args: a Struct with defaults; parse decodes, defaults and validates a raw
+    pluginConfig args object, appending every problem at once (paths as given)."""
+
+    @classmethod
+    def parse(cls, raw: Any, path: str, problems: list[str]) -> Any: ...
+
+
+class PluginModule(Protocol):
+    """What a plugin module exports: its name, its args Struct (None: it takes none) and its constructor."""
+
+    @property
+    def NAME(self) -> str: ...
+
+    @property
+    def Args(self) -> type[ArgsStruct] | None: ...
+
+    def new(self, args: Any, handle: ClusterState) -> Plugin: ...

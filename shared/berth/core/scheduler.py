@@ -1,31 +1,105 @@
-"""One scheduling cycle per pod: PreFilter, Filter, Score over all nodes, then pick the best."""
+"""One scheduling cycle per pod, as kube-scheduler runs it, over all nodes at once:
+PreFilter, Filter, PostFilter (when nothing fits), PreScore, Score, NormalizeScore, weights, select, Reserve.
+
+The scheduler knows plugins only by the extension points they implement (the Profile finds them
+when it is built); it never names one.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
 import numpy as np
 
 from berth.core.decision import Decision, NodeResult, Provision, VolumeBindingOut, fit_error
-from berth.core.framework import Code, Cycle, Failure, FilterError, FilterPlugin, Mask, ScorePlugin
+from berth.core.framework import (
+    Action,
+    ClusterEvent,
+    Code,
+    Cycle,
+    EnqueueExtensions,
+    Failure,
+    FilterPlugin,
+    HintFactory,
+    KeepsState,
+    Mask,
+    NodeStatus,
+    NodeToStatus,
+    NormalizeScorePlugin,
+    Plugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ReservePlugin,
+    ScorePlugin,
+    Status,
+)
 from berth.core.model import Pod
-from berth.core.plugins.volumebinding import VolumeBinding
 from berth.core.state import ClusterState, Extension, Reservation
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Profile:
-    """The enabled plugins: filters in run order, scorers with their weights."""
+class Interest:
+    """A plugin's interest in a cluster event, with its queueing hint."""
 
+    plugin: str
+    event: ClusterEvent
+    hint: HintFactory | None
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A profile's plugins, made against one ClusterState, sorted by extension point."""
+
+    state: ClusterState
+    pre_filters: tuple[PreFilterPlugin, ...]  # of the plugins enabled as filters, in filter order
     filters: tuple[FilterPlugin, ...]
+    post_filters: tuple[PostFilterPlugin, ...]
+    pre_scores: tuple[PreScorePlugin, ...]
     scorers: tuple[tuple[ScorePlugin, int], ...]
-    extensions: tuple[Extension, ...] = ()  # state the plugins keep (e.g. NodeMetrics)
+    normalizers: dict[str, NormalizeScorePlugin]
+    reservers: tuple[ReservePlugin, ...]
+    interests: tuple[Interest, ...]  # of the plugins enabled as filters: only they reject pods
+    extensions: tuple[Extension, ...]
+
+    @classmethod
+    def of(cls, state: ClusterState, filters: list[Plugin], scorers: list[tuple[Plugin, int]]) -> Profile:
+        """Sort plugins by the Protocols they implement (checked once, here) and attach the state they
+        keep. PostFilter and Reserve run for every enabled plugin that implements them."""
+        every = list(dict.fromkeys([*filters, *(p for p, _ in scorers)]))
+        score_plugins = [(p, w) for p, w in scorers if isinstance(p, ScorePlugin)]
+        interests = tuple(
+            Interest(p.name, e.event, e.hint)
+            for p in filters
+            if isinstance(p, EnqueueExtensions)
+            for e in p.events_to_register()
+        )
+        extensions = tuple(p.extension() for p in every if isinstance(p, KeepsState))
+        for ext in extensions:
+            state.attach(ext)
+        return cls(
+            state=state,
+            pre_filters=tuple(p for p in filters if isinstance(p, PreFilterPlugin)),
+            filters=tuple(p for p in filters if isinstance(p, FilterPlugin)),
+            post_filters=tuple(p for p in every if isinstance(p, PostFilterPlugin)),
+            pre_scores=tuple(p for p, _ in score_plugins if isinstance(p, PreScorePlugin)),
+            scorers=tuple(score_plugins),
+            normalizers={p.name: p for p, _ in score_plugins if isinstance(p, NormalizeScorePlugin)},
+            reservers=tuple(p for p in every if isinstance(p, ReservePlugin)),
+            interests=interests,
+            extensions=extensions,
+        )
+
+    def interested(self, resource: str, action: Action) -> tuple[Interest, ...]:
+        """The filter plugins a change of this resource can make accept a pod they rejected."""
+        return tuple(i for i in self.interests if i.event.matches(resource, action))
 
 
 @dataclass
@@ -34,27 +108,47 @@ class Outcome:
     reservation: Reservation | None
     rejected_by: frozenset[str] = frozenset()  # plugins that turned nodes (or the pod) away
     pre_filter_rejected: bool = False  # a PreFilter turned the pod away: no node can help (unresolvable)
+    statuses: NodeToStatus | None = None  # when nothing fits: kube's NodeToStatus, each node's first failing plugin
+    post_filter: PostFilterResult | None = None
+    codes: dict[str, Code] = field(default_factory=dict)  # each Filter reason's Status code
+
+
+@dataclass
+class _Filtered:
+    """What PreFilter and Filter found for a cycle."""
+
+    feasible: Mask
+    failures: list[Failure] = field(default_factory=list)  # every failing group, in filter order
+    by_plugin: list[tuple[str, list[Failure]]] = field(default_factory=list)
+    stop: Outcome | None = None  # the cycle ended early: an Error or a PreFilter rejection
 
 
 class Scheduler:
-    def __init__(self, state: ClusterState, profile: Profile, top_nodes: int | None = None) -> None:
+    def __init__(self, profile: Profile, top_nodes: int | None = None) -> None:
         """top_nodes: None lists every node in a decision; N lists only the N best feasible ones."""
-        self.state = state
         self.profile = profile
+        self.state = profile.state
         self.top_nodes = top_nodes
         # observe(plugin, extension point, seconds): timings for metrics; ("", "Decide", s) per pod
         self.observe: Callable[[str, str, float], None] | None = None
-        for ext in profile.extensions:
-            state.attach(ext)
 
     def decide(self, pod: Pod, now: datetime, on: str | None = None) -> Outcome:
         """on: place the pod on this node (if feasible there) instead of the best one (the extender's bind)."""
         if self.observe is None:
-            return self._decide(pod, now, on)
+            return self._decide(pod, now, on, self.top_nodes)
         start = time.perf_counter()
-        outcome = self._decide(pod, now, on)
+        outcome = self._decide(pod, now, on, self.top_nodes)
         self.observe("", "Decide", time.perf_counter() - start)
         return outcome
+
+    def evaluate(self, pod: Pod, now: datetime) -> Outcome:
+        """The pod against the state now with every node listed, untimed (the extender's filter and
+        prioritize). Reserve plugins run; nothing is applied to the state."""
+        observe, self.observe = self.observe, None
+        try:
+            return self._decide(pod, now, None, None)
+        finally:
+            self.observe = observe
 
     def _timed(self, plugin: str, point: str, fn: Callable[..., T], *args: Any) -> T:
         if self.observe is None:
@@ -64,53 +158,91 @@ class Scheduler:
         self.observe(plugin, point, time.perf_counter() - start)
         return out
 
-    def _decide(self, pod: Pod, now: datetime, on: str | None = None) -> Outcome:
-        cycle = Cycle(pod=pod, state=self.state, now=now)
-        nodes = self.state.nodes
-        total_nodes = len(nodes)
-        active: list[FilterPlugin] = []
-        for plugin in self.profile.filters:
+    def _filter(self, cycle: Cycle, top_nodes: int | None) -> _Filtered:
+        """PreFilter, then Filter on every node at once."""
+        pod, nodes = cycle.pod, self.state.nodes
+        skipped: set[str] = set()
+        for plugin in self.profile.pre_filters:
             status = self._timed(plugin.name, "PreFilter", plugin.pre_filter, cycle)
             if status.code is Code.ERROR:
-                return self._error(pod, status.message)
+                return _Filtered(nodes.valid, stop=self._error(pod, status.message))
             if status.rejects:
-                message = f"0/{total_nodes} nodes are available: {status.message}."
+                message = f"0/{len(nodes)} nodes are available: {status.message}."
                 # only feasible nodes are listed with top_nodes, and there is none; else one shared
                 # result for every node (results are never changed once made)
                 rejected_here = NodeResult(feasible=False, reasons=[status.message])
-                every = dict.fromkeys(sorted(nodes.slot), rejected_here) if self.top_nodes is None else {}
-                return Outcome(
+                every = dict.fromkeys(sorted(nodes.slot), rejected_here) if top_nodes is None else {}
+                statuses = NodeToStatus(nodes, everywhere=NodeStatus(plugin.name, status.code, (status.message,)))
+                stop = Outcome(
                     Decision(pod.key, "Unschedulable", None, message, nodes=every),
                     None,
                     frozenset({plugin.name}),
                     pre_filter_rejected=True,
+                    statuses=statuses,
                 )
-            if status.code is not Code.SKIP:
-                active.append(plugin)
-        failures: list[Failure] = []
-        rejected: set[str] = set()
-        try:
-            for plugin in active:
-                found = self._timed(plugin.name, "Filter", plugin.filter, cycle)
-                failing = [f for f in found if f.mask.any()]
-                failures.extend(failing)
-                if failing:
-                    rejected.add(plugin.name)
-        except FilterError as e:
-            return self._error(pod, str(e))
-        feasible = nodes.valid.copy()
-        for f in failures:
-            feasible &= ~f.mask
+                return _Filtered(nodes.valid, stop=stop)
+            if status.code is Code.SKIP:
+                skipped.add(plugin.name)
+        out = _Filtered(nodes.valid.copy())
+        for filt in self.profile.filters:
+            if filt.name in skipped:
+                continue
+            found = self._timed(filt.name, "Filter", filt.filter, cycle)
+            failing = []
+            for f in found:
+                if f.code is Code.ERROR:
+                    return _Filtered(nodes.valid, stop=self._error(pod, f.reason))
+                if f.mask.any():
+                    failing.append(f)
+                    out.feasible &= ~f.mask
+            if failing:
+                out.failures.extend(failing)
+                out.by_plugin.append((filt.name, failing))
+        return out
+
+    def dry_run(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]:
+        """PreFilter and Filter of this profile for a cycle, against the state as it is now (for a
+        PostFilter that changes the state for the call, as kube's preemption does on a copy)."""
+        trial = Cycle(cycle.pod, self.state, cycle.now)
+        found = self._filter(trial, None)
+        if found.stop is not None:
+            if found.stop.statuses is not None:
+                return np.zeros(len(found.feasible), dtype=bool), found.stop.statuses
+            everywhere = NodeStatus("", Code.ERROR, (found.stop.decision.message,))
+            return np.zeros(len(found.feasible), dtype=bool), NodeToStatus(self.state.nodes, everywhere=everywhere)
+        return found.feasible, NodeToStatus(self.state.nodes, found.by_plugin)
+
+    def _decide(self, pod: Pod, now: datetime, on: str | None, top_nodes: int | None) -> Outcome:
+        cycle = Cycle(pod=pod, state=self.state, now=now)
+        nodes = self.state.nodes
+        found = self._filter(cycle, top_nodes)
+        if found.stop is not None:
+            return found.stop
+        feasible, failures = found.feasible, found.failures
+        rejected = frozenset(name for name, _ in found.by_plugin)
+        codes = {f.reason: f.code for f in failures}
         scores: dict[str, np.ndarray] = {}
         if feasible.any():
+            skipped: set[str] = set()
+            for plugin in self.profile.pre_scores:
+                status = self._timed(plugin.name, "PreScore", plugin.pre_score, cycle, feasible)
+                if status.code is Code.ERROR:
+                    return self._error(pod, status.message)
+                if status.code is Code.SKIP:
+                    skipped.add(plugin.name)
             for p, _ in self.profile.scorers:
+                if p.name in skipped:
+                    continue
                 scores[p.name] = self._timed(p.name, "Score", p.score, cycle, feasible)
+                normalizer = self.profile.normalizers.get(p.name)
+                if normalizer is not None:
+                    self._timed(p.name, "NormalizeScore", normalizer.normalize_score, cycle, scores[p.name], feasible)
         total = np.zeros(len(nodes.valid), dtype=np.int64)
         for p, weight in self.profile.scorers:
             if p.name in scores:
                 total += weight * scores[p.name]
         key = self._rank_key(feasible, total)
-        results = self._node_results(failures, feasible, scores, total, key)
+        results = self._node_results(failures, feasible, scores, total, key, top_nodes)
         chosen: int | None = None
         if on is not None:
             wanted = nodes.slot.get(on)
@@ -118,28 +250,59 @@ class Scheduler:
                 known = results.get(on)
                 why = "not known" if wanted is None else "; ".join(known.reasons if known else []) or "not feasible"
                 message = f"{pod.key} does not fit on node {on}: {why}"
-                return Outcome(
-                    Decision(pod.key, "Unschedulable", None, message, nodes=results), None, frozenset(rejected)
-                )
+                decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
+                statuses = NodeToStatus(nodes, found.by_plugin)
+                return Outcome(decision, None, rejected, statuses=statuses, codes=codes)
             chosen = wanted
         if not feasible.any():
             counts: dict[str, int] = {}
             for f in failures:
                 counts[f.reason] = counts.get(f.reason, 0) + int(f.mask.sum())
-            message = fit_error(total_nodes, counts)
-            return Outcome(Decision(pod.key, "Unschedulable", None, message, nodes=results), None, frozenset(rejected))
+            message = fit_error(len(nodes), counts)
+            statuses = NodeToStatus(nodes, found.by_plugin)
+            post = self._post_filter(cycle, statuses)
+            decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
+            return Outcome(decision, None, rejected, statuses=statuses, post_filter=post, codes=codes)
         slot = int(np.argmax(key)) if chosen is None else chosen  # the highest total; ties go to the node name
         node = nodes.names[slot] or ""
-        bindings, provisions = self._volumes(cycle, slot)
-        out = [VolumeBindingOut(claim=c, pv=v) for c, v in bindings]
+        failed = self._reserve(cycle, slot)
+        if failed is not None:
+            if failed.code is Code.ERROR:
+                return self._error(pod, failed.message)
+            decision = Decision(pod.key, "Unschedulable", None, failed.message, nodes=results)
+            return Outcome(decision, None, frozenset({failed.plugin}), codes=codes)
+        out = [VolumeBindingOut(claim=c, pv=v) for c, v in cycle.bindings]
         out += [
-            VolumeBindingOut(claim=c, provision=Provision(self.state.pvcs[c].storage_class, node)) for c in provisions
+            VolumeBindingOut(claim=c, provision=Provision(self.state.pvcs[c].storage_class, node))
+            for c in cycle.provisions
         ]
         order = {f"{pod.namespace}/{v.claim_name}": i for i, v in enumerate(pod.volumes)}
         out.sort(key=lambda b: order.get(b.claim, 0))
         message = f"Successfully assigned {pod.key} to {node}"
         decision = Decision(pod.key, "Scheduled", node, message, volume_bindings=out, nodes=results)
-        return Outcome(decision, Reservation(pod, node, tuple(bindings), tuple(provisions)))
+        reservation = Reservation(pod, node, tuple(cycle.bindings), tuple(cycle.provisions))
+        return Outcome(decision, reservation, codes=codes)
+
+    def _post_filter(self, cycle: Cycle, statuses: NodeToStatus) -> PostFilterResult | None:
+        """kube runs PostFilter plugins in order until one succeeds or rejects the pod outright."""
+        result = None
+        for plugin in self.profile.post_filters:
+            result = self._timed(plugin.name, "PostFilter", plugin.post_filter, cycle, statuses, self.dry_run)
+            if result.status.code in (Code.SUCCESS, Code.UNRESOLVABLE, Code.ERROR):
+                break
+        return result
+
+    def _reserve(self, cycle: Cycle, slot: int) -> Status | None:
+        """Reserve plugins in order; on a failure the ones that ran are unreserved in reverse."""
+        done: list[ReservePlugin] = []
+        for plugin in self.profile.reservers:
+            status = self._timed(plugin.name, "Reserve", plugin.reserve, cycle, slot)
+            if status.rejects:
+                for p in reversed(done):
+                    p.unreserve(cycle, slot)
+                return Status(status.code, status.message, plugin.name)
+            done.append(plugin)
+        return None
 
     def _error(self, pod: Pod, message: str) -> Outcome:
         return Outcome(Decision(pod.key, "Error", None, message), None)
@@ -153,10 +316,6 @@ class Scheduler:
         key[~feasible] = -1
         return key
 
-    def _volumes(self, cycle: Cycle, slot: int) -> tuple[list[tuple[str, str]], list[str]]:
-        vb = next((p for p in self.profile.filters if isinstance(p, VolumeBinding)), None)
-        return ([], []) if vb is None else vb.volumes_on(cycle, slot)
-
     def _node_results(
         self,
         failures: list[Failure],
@@ -164,10 +323,13 @@ class Scheduler:
         scores: dict[str, np.ndarray],
         total: np.ndarray,
         key: np.ndarray,
+        top_nodes: int | None,
     ) -> dict[str, NodeResult]:
+        """The per-node report. A rejected node lists every failing plugin's reasons (in filter
+        order), not only its first failing plugin's (that one is in the Outcome's statuses)."""
         names = self.state.nodes.names
-        if self.top_nodes is not None:
-            return self._top_results(feasible, scores, total, key)
+        if top_nodes is not None:
+            return self._top_results(feasible, scores, total, key, top_nodes)
         reasons: dict[int, tuple[str, ...]] = {}
         for f in failures:
             for s in np.flatnonzero(f.mask).tolist():
@@ -190,11 +352,10 @@ class Scheduler:
         return out
 
     def _top_results(
-        self, feasible: Mask, scores: dict[str, np.ndarray], total: np.ndarray, key: np.ndarray
+        self, feasible: Mask, scores: dict[str, np.ndarray], total: np.ndarray, key: np.ndarray, k: int
     ) -> dict[str, NodeResult]:
-        """The top_nodes feasible nodes, highest total first, then node name (keys are unique)."""
+        """The k best feasible nodes, highest total first, then node name (keys are unique)."""
         names = self.state.nodes.names
-        k = self.top_nodes or 0
         idx = np.flatnonzero(feasible)
         if not k or not len(idx):
             return {}

@@ -34,7 +34,9 @@ from berth.core.resources import PODS
 
 
 class Extension(Protocol):
-    """State for kinds the core does not know (NodeMetrics, CapacityBuffers, ...)."""
+    """State for kinds the core does not know (NodeMetrics, CapacityBuffers, ...). A plugin that keeps
+    such state hands it over as KeepsState.extension(); the profile attaches it to the state the
+    plugin was made for."""
 
     kinds: tuple[type, ...]
 

@@ -54,6 +54,15 @@ class LoadAwareSchedulingArgs(msgspec.Struct, frozen=True, kw_only=True):
     aggregated: AggregatedArgs | None = None
     supported_resources: tuple[str, ...] = ()
 
+    @classmethod
+    def parse(cls, raw: Any, path: str, problems: list[str]) -> LoadAwareSchedulingArgs:
+        """The config loader's shape: every problem appended (paths under `path`), defaults on error."""
+        fields, found = decode(raw, path)
+        args = defaults(fields)
+        found += validate(args, path)
+        problems += found
+        return args
+
 
 # JSON name -> (kind, attribute). Kinds: bool, int, str, map, list, agg, dur.
 _FIELDS: dict[str, tuple[str, str]] = {
@@ -228,15 +237,6 @@ def parse_args(raw: Mapping[str, Any] | None, at: str = AT) -> LoadAwareScheduli
     problems += validate(args, at)
     if problems:
         raise ConfigError(problems)
-    return args
-
-
-def parse_into(raw: Mapping[str, Any], at: str, problems: list[str]) -> LoadAwareSchedulingArgs:
-    """The config loader's ArgsParser shape: problems are appended, defaults returned on error."""
-    fields, found = decode(raw, at)
-    args = defaults(fields)
-    found += validate(args, at)
-    problems += found
     return args
 
 

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from berth.core.errors import ConfigError
-from berth.core.framework import OK, SKIP, Code, Cycle, Failure, FilterError, Hint, Mask, Scores, Status
-from berth.core.loadaware.args import LoadAwareSchedulingArgs, validate
+from berth.core.framework import (
+    OK,
+    SKIP,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    Cycle,
+    Failure,
+    Hint,
+    Mask,
+    Scores,
+    Status,
+)
+from berth.core.loadaware.args import PLUGIN, LoadAwareSchedulingArgs, validate
 from berth.core.loadaware.estimator import PROD, priority_class
 from berth.core.loadaware.model import NodeMetric
 from berth.core.loadaware.store import US, NodeMetricStore, to_us
@@ -17,8 +30,11 @@ from berth.core.loadaware.vectors import Resources, Vec
 from berth.core.model import Pod
 from berth.core.state import ClusterState
 
+NAME = PLUGIN
+Args = LoadAwareSchedulingArgs
 EXPIRED = "node(s) nodeMetric expired"
-_KEY = "LoadAwareScheduling"
+NOT_ATTACHED = "LoadAwareScheduling: its NodeMetric store is not a ClusterState extension"
+_KEY = NAME
 
 
 def usage_reason(resource: str, aggregated: bool) -> str:
@@ -29,13 +45,18 @@ def is_daemonset(pod: Pod) -> bool:
     return any(o.kind == "DaemonSet" for o in pod.owner_refs)
 
 
+def new(args: Any, handle: ClusterState) -> LoadAwareScheduling:
+    return LoadAwareScheduling(args if args is not None else LoadAwareSchedulingArgs())
+
+
 class LoadAwareScheduling:
-    """Filter and Score. Register `self.store` as a ClusterState extension."""
+    """PreFilter, Filter and Score; keeps NodeMetrics and the assigned pods' load in its store (its
+    ClusterState extension)."""
 
-    name: ClassVar[str] = "LoadAwareScheduling"
+    name = NAME
 
-    def __init__(self, args: LoadAwareSchedulingArgs | None = None) -> None:
-        self.args = args if args is not None else LoadAwareSchedulingArgs()
+    def __init__(self, args: LoadAwareSchedulingArgs) -> None:
+        self.args = args
         problems = validate(self.args)
         if problems:
             raise ConfigError(problems)
@@ -48,17 +69,26 @@ class LoadAwareScheduling:
         if self.args.dominant_resource_weight == 0 and not self.weights.any():
             self.weights = None  # upstream's nil weight vector: every score is 0
 
+    def extension(self) -> NodeMetricStore:
+        return self.store
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        return (
+            ClusterEventWithHint(ClusterEvent("Node", Action.ALL)),
+            ClusterEventWithHint(ClusterEvent("NodeMetric", Action.ALL), self.metric_hint),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE)),  # its load leaves the node
+        )
+
     # ---- per cycle --------------------------------------------------------
-    def _prepare(self, cycle: Cycle) -> tuple[Vec, bool]:
-        """(incoming estimate, pod is prod), computed once per cycle; syncs node slots."""
-        got = cycle.data.get(_KEY)
+    def _prepare(self, cycle: Cycle) -> tuple[Vec, bool] | None:
+        """(incoming estimate, pod is prod), computed once per cycle; None when the store does not
+        serve this cycle's state (an Error)."""
+        got: tuple[Vec, bool] | None = cycle.data.get(_KEY)
         if got is None:
-            state: ClusterState = cycle.state
-            if not any(ext is self.store for ext in state.extensions):
-                raise FilterError("LoadAwareScheduling: its NodeMetric store is not a ClusterState extension")
+            if not any(ext is self.store for ext in cycle.state.extensions):
+                return None
             got = cycle.data[_KEY] = self._estimate(cycle.pod)
-        est, prod = got
-        return est, prod
+        return got
 
     def _estimate(self, pod: Pod) -> tuple[Vec, bool]:
         """(estimate, prod), kept per pod object: a waiting pod is estimated once, not per attempt."""
@@ -75,15 +105,16 @@ class LoadAwareScheduling:
         return ~st.has_time | (to_us(cycle.now) - st.time_us >= limit)
 
     def pre_filter(self, cycle: Cycle) -> Status:
-        try:
-            self._prepare(cycle)
-        except FilterError as e:
-            return Status(Code.ERROR, str(e))
+        if self._prepare(cycle) is None:
+            return Status(Code.ERROR, NOT_ATTACHED)
         return SKIP if is_daemonset(cycle.pod) else OK
 
     # ---- Filter -------------------------------------------------------------
     def filter(self, cycle: Cycle) -> list[Failure]:
-        est, prod_pod = self._prepare(cycle)
+        prepared = self._prepare(cycle)
+        if prepared is None:
+            return [Failure(cycle.state.nodes.valid, NOT_ATTACHED, Code.ERROR)]
+        est, prod_pod = prepared
         if is_daemonset(cycle.pod):
             return []
         st = self.store.views()
@@ -119,11 +150,10 @@ class LoadAwareScheduling:
         return out
 
     # ---- queueing hint (kube's QueueingHintFn) -------------------------------
-    def queueing_hint(self, state: ClusterState, obj: Any, now: datetime) -> Hint | None:
+    def metric_hint(self, state: ClusterState, obj: Any, now: datetime) -> Hint:
         """For a NodeMetric change: retry a pod this plugin rejected only if that node passes now.
         Other nodes did not change, so a pod that still fails there would fail everywhere again."""
-        if not isinstance(obj, NodeMetric):
-            return None
+        assert isinstance(obj, NodeMetric)
         slot = state.nodes.slot.get(obj.name)
         zero = self.res.zeros()[None, :]
         if slot is None or not any(self._judge(state, slot, now, v, zero)[0] for v in (0, 1)):
@@ -181,11 +211,12 @@ class LoadAwareScheduling:
 
     # ---- Score --------------------------------------------------------------
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
-        est, prod_pod = self._prepare(cycle)
-        st = self.store.views()
+        prepared = self._prepare(cycle)
         size = len(cycle.state.nodes.valid)
-        if self.weights is None:
+        if self.weights is None or prepared is None:
             return np.zeros(size, dtype=np.int64)
+        est, prod_pod = prepared
+        st = self.store.views()
         ok = feasible & cycle.state.nodes.valid & st.has_metric & st.has_nm & ~self._expired(cycle)
         existing = st.s_ex[1 if prod_pod and self.args.score_according_prod_usage else 0]
         scores = least_used(

@@ -16,11 +16,12 @@ from berth.core.buffers import fakepods
 from berth.core.buffers.controller import BufferResult, reconcile
 from berth.core.buffers.status import status_json
 from berth.core.buffers.store import BufferStore
+from berth.core.config import SchedulerConfig
 from berth.core.events import Event
 from berth.core.pipeline.applier import Applier, Converted
 from berth.core.pipeline.records import BufferStatusRecord, RejectRecord
 from berth.core.pipeline.stats import BufferPoint, RunStats
-from berth.core.scheduler import Profile, Scheduler
+from berth.core.scheduler import Scheduler
 from berth.core.state import ClusterState
 
 RESYNC_SECONDS = 60.0
@@ -47,15 +48,15 @@ _WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "ReplicationCont
 class BufferEngine:
     def __init__(
         self,
-        profile: Profile,
+        config: SchedulerConfig,
         source: str = "stream",
         resync: float = RESYNC_SECONDS,
         max_chunks: int = 1000,
         converted: Converted | None = None,
     ) -> None:
         self.store = BufferStore()
-        self.state = ClusterState(extensions=[self.store, *profile.extensions])
-        self.scheduler = Scheduler(self.state, profile, top_nodes=0)
+        self.state = ClusterState(extensions=[self.store])
+        self.scheduler = Scheduler(config.build(self.state), top_nodes=0)
         self.applier = Applier(self.state, source, converted=converted)
         self.resync = resync
         self.max_chunks = max_chunks

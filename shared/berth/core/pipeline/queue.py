@@ -6,17 +6,26 @@ arrives that can undo what rejected it (kube's queueing hints: each plugin names
 changes matter to it). A change that helps a pod still in backoff is not lost: the pod is marked due
 (kube moves it to the backoff queue) and retried at the first event once its backoff is over
 (`take_due`). Logs without timestamps have no clock: there every relevant change retries.
+
+`RetryQueue` adds what the scorer engine needs to retry: which plugins a change can help (their
+EnqueueExtensions) and their queueing hints over each group of waiting pods.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from berth.core.framework import Action, Hint
+from berth.core.model import Pod
+from berth.core.scheduler import Interest, Profile
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
@@ -158,3 +167,65 @@ class UnschedulableQueue:
     @property
     def has_due(self) -> bool:
         return bool(self._due)
+
+
+class RetryQueue(UnschedulableQueue):
+    """The unschedulable queue of one profile: a cluster change retries the waiting pods that the
+    plugins which rejected them registered for (kube's EnqueueExtensions), as their hints allow."""
+
+    def __init__(self, profile: Profile, initial: float = INITIAL_BACKOFF, maximum: float = MAX_BACKOFF) -> None:
+        super().__init__(initial, maximum)
+        self.profile = profile
+        self.state = profile.state
+        self._group_pods: dict[frozenset[str], tuple[int, list[Pod | None]]] = {}
+        # (resource, action) -> the plugins interested, and those of them with a hint
+        self._interests: dict[tuple[str, Action], tuple[frozenset[str], tuple[Interest, ...]]] = {}
+
+    def helped(self, resource: str, action: Action, obj: Any, now: datetime, has_clock: bool) -> list[str]:
+        """Waiting pods this change can help whose backoff is over, in the order they first failed.
+        Those still backing off are marked due (see take_due)."""
+        got = self._interests.get((resource, action))
+        if got is None:
+            interests = self.profile.interested(resource, action)
+            got = (frozenset(i.plugin for i in interests), tuple(i for i in interests if i.hint is not None))
+            self._interests[(resource, action)] = got
+        helps, hinted = got
+        hints: dict[str, Hint] = {}
+        for i in hinted:
+            assert i.hint is not None
+            hints[i.plugin] = i.hint(self.state, obj, now)
+        judge = None
+        if hints:
+
+            def judge(group: Group, members: list[Waiting]) -> npt.NDArray[np.bool_] | None:
+                """kube's QueueingHint: retry unless every plugin that rejected the pod and cares about
+                this change says it does not help."""
+                cares = group.rejected & helps
+                if not cares <= hints.keys():
+                    return None
+                pods = self._pods_of(group, members)
+                helped = np.zeros(len(members), dtype=bool)
+                for name in cares:
+                    helped |= hints[name](pods, group.version)
+                return helped
+
+        return self.eligible(now.timestamp(), has_clock, helps, judge)
+
+    def to_retry(self, keys: Iterable[str]) -> Iterator[Pod]:
+        """The pods of these keys that still wait for a node; the others leave the queue."""
+        for key in keys:
+            pod = self.state.pods.get(key)
+            if pod is None or not pod.pending or self.state.reserved(key) is not None:
+                self.remove(key)
+                continue
+            yield pod
+
+    def _pods_of(self, group: Group, members: list[Waiting]) -> list[Pod | None]:
+        """The members' pods, kept per group version as the hints' own caches are: an update that
+        leaves a waiting pod in its group does not change what the hints read (see the scorer's
+        _spec_changed)."""
+        got = self._group_pods.get(group.rejected)
+        if got is None or got[0] != group.version:
+            got = (group.version, [self.state.pods.get(w.key) for w in members])
+            self._group_pods[group.rejected] = got
+        return got[1]

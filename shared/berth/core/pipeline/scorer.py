@@ -7,27 +7,22 @@ MODIFIED event with the decided node confirms the reservation; DELETED releases 
 
 from __future__ import annotations
 
-import copy
 import hashlib
-from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
-from berth.core.decision import Decision
+from berth.core.config import SchedulerConfig
 from berth.core.events import Event
-from berth.core.framework import Hint, Mask
-from berth.core.model import Pod
+from berth.core.framework import Action
+from berth.core.model import Node, Pod
 from berth.core.pipeline.applier import Applier, Converted
-from berth.core.pipeline.queue import Group, UnschedulableQueue, Waiting
+from berth.core.pipeline.queue import RetryQueue
 from berth.core.pipeline.records import DecisionRecord, RejectRecord
-from berth.core.pipeline.stats import Binding, DecisionPoint, NodeUse, RunStats
-from berth.core.plugins import REQUEUE
-from berth.core.quantity import ceil_units
+from berth.core.pipeline.reservations import Reservations
+from berth.core.pipeline.stats import NodeUse, RunStats, StatsObserver
 from berth.core.resources import CPU, MEMORY
-from berth.core.scheduler import Outcome, Profile, Scheduler
+from berth.core.scheduler import Outcome, Scheduler
 from berth.core.state import ClusterState
 
 
@@ -37,50 +32,59 @@ def decision_id(pod: Pod, attempt: int) -> str:
     return hashlib.sha1(seed.encode(), usedforsecurity=False).hexdigest()[:16]
 
 
-def main_reason(d: Decision) -> str:
-    if d.status == "Scheduled":
-        return ""
-    counts = Counter(r for n in d.nodes.values() for r in n.reasons)
-    if not counts:
-        return d.message
-    return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-
-
 def _spec_changed(old: Pod, new: Pod) -> bool:
     """A pending pod's update that could change its placement (not status or version churn)."""
     keep = ("requests", "volumes", "node_selector", "affinity", "tolerations", "priority")
     return any(getattr(old, k) != getattr(new, k) for k in keep)
 
 
+_ADD_OR_UPDATE = Action.ADD | Action.UPDATE
+
+
+def _action(obj: Any, old: Any, deleted: bool) -> Action:
+    """The change's kube ActionType. A pod's relevant change is always an assigned pod leaving its
+    node (see ScorerEngine._pod_event). The applier knows the previous object of pods and nodes
+    only: other kinds' adds and updates are not told apart (a retry too many, never one too few)."""
+    if deleted or isinstance(obj, Pod):
+        return Action.DELETE
+    if old is not None:
+        return Action.UPDATE
+    return Action.ADD if isinstance(obj, Node) else _ADD_OR_UPDATE
+
+
 class ScorerEngine:
+    """One profile's scorer: applies events, decides pending pods, and keeps the retry queue, the
+    reservations and the run's statistics (each its own part)."""
+
     def __init__(
         self,
-        profile: Profile,
+        config: SchedulerConfig,
         source: str = "stream",
         label: str = "default",
         top_nodes: int | None = None,
         converted: Converted | None = None,
     ) -> None:
-        self.state = ClusterState(extensions=profile.extensions)
-        self.scheduler = Scheduler(self.state, profile, top_nodes)
+        self.state = ClusterState()
+        self.scheduler = Scheduler(config.build(self.state), top_nodes)
         self.applier = Applier(self.state, source, converted=converted)
-        self.queue = UnschedulableQueue()
-        self.stats = RunStats(label=label)
-        self._bindings: dict[str, list[Binding]] = {}  # PVs berth chose, per pod, while they stand
-        self._placed: dict[str, str] = {}  # pod -> the node berth chose
-        self._released: list[str] = []  # reservations ended since take_released()
+        self.queue = RetryQueue(self.scheduler.profile)
+        self.reservations = Reservations(self.state)
+        self.observer = StatsObserver(label)
         self._hold: datetime | None = None
-        self._group_pods: dict[frozenset[str], tuple[int, list[Pod | None]]] = {}
+
+    @property
+    def stats(self) -> RunStats:
+        return self.observer.stats
 
     def hold_until(self, start: datetime) -> None:
         """Events before `start` only build the state; pods still pending then are decided at `start`."""
         self._hold = start
 
     def handle(self, ev: Event) -> tuple[list[DecisionRecord], RejectRecord | None]:
-        self.stats.events += 1
+        self.observer.event()
         applied = self.applier.apply(ev)
         if applied.reject is not None:
-            self.stats.rejects += 1
+            self.observer.reject()
             return [], applied.reject
         obj = applied.obj
         out: list[DecisionRecord] = []
@@ -93,44 +97,39 @@ class ScorerEngine:
                     self._decide(pod, ev, out, 1)
             return out, None
         if self.queue.has_due and self.applier.has_clock:
-            self._retry_due(ev, out)
+            for pod in self.queue.to_retry(self.queue.take_due(self.applier.now.timestamp())):
+                self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
         if obj is None:
             return out, None
         relevant = True
-        kind = type(obj).__name__
         if isinstance(obj, Pod):
             relevant = self._pod_event(obj, applied.old, ev, out)
-            kind = "PodGone"
         if relevant and self.queue:
-            self._retry(ev, out, REQUEUE.get(kind, frozenset()), obj)
+            action = _action(obj, applied.old, ev.deleted)
+            now, has_clock = self.applier.now, self.applier.has_clock
+            keys = self.queue.helped(type(obj).__name__, action, obj, now, has_clock)
+            for pod in self.queue.to_retry(keys):
+                self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
         return out, None
 
     def _pod_event(self, pod: Pod, old: Any, ev: Event, out: list[DecisionRecord]) -> bool:
-        """Decide a new pending pod; returns whether the change can help waiting pods."""
+        """Decide a new pending pod; returns whether the change can help waiting pods (an assigned
+        pod deleted, finished or moved away from its node)."""
         key = pod.key
         if ev.deleted or pod.terminated:
             self.queue.remove(key)
-            self._forget(key)
+            self.reservations.forget(key)
             return True
-        reserved = self.state.reserved(key)
         if pod.node_name:
             self.queue.remove(key)
-            if self._placed.get(key, pod.node_name) != pod.node_name:
-                self._forget(key)  # bound elsewhere by someone else: berth's choice is void
-            elif key in self._placed and reserved is None:
-                self._released.append(key)  # confirmed: the binding now counts, not the reservation
+            self.reservations.bound(key, pod.node_name)
             return isinstance(old, Pod) and bool(old.node_name) and old.node_name != pod.node_name
-        if reserved is not None:
+        if self.state.reserved(key) is not None:
             return False  # decided already, waiting for the API server to agree
         if key in self.queue and isinstance(old, Pod) and not _spec_changed(old, pod):
             return False
         self._decide(pod, ev, out, self.queue.attempts(key) + 1)
         return False
-
-    def _forget(self, key: str) -> None:
-        self._bindings.pop(key, None)
-        if self._placed.pop(key, None) is not None:
-            self._released.append(key)
 
     def budget(self, node: str, resources: Iterable[str]) -> dict[str, int]:
         """Per resource: the node's allocatable less the pods bound there, as this engine sees it now.
@@ -145,21 +144,17 @@ class ScorerEngine:
         }
 
     def take_released(self) -> list[str]:
-        out, self._released = self._released, []
-        return out
+        return self.reservations.take_released()
 
     def evaluate(self, pod: Pod) -> Outcome:
         """The pod against the state now, every node listed, nothing kept (the extender's filter and
         prioritize). A reservation the pod already holds is left out while it is evaluated."""
-        scheduler = copy.copy(self.scheduler)
-        scheduler.top_nodes = None
-        scheduler.observe = None
         held = self.state.reserved(pod.key)
         if held is None:
-            return scheduler.decide(pod, self.applier.now)
+            return self.scheduler.evaluate(pod, self.applier.now)
         self.state.release(pod.key)
         try:
-            return scheduler.decide(pod, self.applier.now)
+            return self.scheduler.evaluate(pod, self.applier.now)
         finally:
             self.state.reserve(held)
 
@@ -174,114 +169,41 @@ class ScorerEngine:
             if held is not None:
                 self.state.reserve(held)
             return outcome
-        self.state.reserve(outcome.reservation)
+        self.reservations.hold(outcome.reservation)
         self.queue.remove(pod.key)
-        self._placed[pod.key] = node
-        self._bindings[pod.key] = self._binding_stats(outcome.reservation.bindings)
         return outcome
 
     def revoke(self, key: str) -> None:
         """Undo a Scheduled decision another replica beat us to; the pod waits and is retried."""
-        self.state.release(key)
-        self._bindings.pop(key, None)
-        self._placed.pop(key, None)
+        self.reservations.revoke(key)
         self.queue.failed(key, self.applier.now.timestamp(), "reservation lost to another scorer")
-        for i in range(len(self.stats.decisions) - 1, -1, -1):
-            if self.stats.decisions[i].pod == key:
-                del self.stats.decisions[i]
-                break
-
-    def _retry(self, ev: Event, out: list[DecisionRecord], helps: frozenset[str], obj: Any = None) -> None:
-        now = self.applier.now.timestamp()
-        hints = self._hints(helps, obj)
-        judge = None
-        if hints:
-
-            def judge(group: Group, members: list[Waiting]) -> Mask | None:
-                """kube's QueueingHint: retry unless every plugin that rejected the pod and cares about
-                this change says it does not help."""
-                cares = group.rejected & helps
-                if not cares <= hints.keys():
-                    return None
-                pods = self._pods_of(group, members)
-                helped = np.zeros(len(members), dtype=bool)
-                for name in cares:
-                    helped |= hints[name](pods, group.version)
-                return helped
-
-        for key in self.queue.eligible(now, self.applier.has_clock, helps, judge):
-            pod = self.state.pods.get(key)
-            if pod is None or not pod.pending or self.state.reserved(key) is not None:
-                self.queue.remove(key)
-                continue
-            self._decide(pod, ev, out, self.queue.attempts(key) + 1, retry=True)
-
-    def _retry_due(self, ev: Event, out: list[DecisionRecord]) -> None:
-        """Pods a change helped while they backed off, now that their backoff is over (kube
-        flushes its backoff queue the same way)."""
-        for key in self.queue.take_due(self.applier.now.timestamp()):
-            pod = self.state.pods.get(key)
-            if pod is None or not pod.pending or self.state.reserved(key) is not None:
-                self.queue.remove(key)
-                continue
-            self._decide(pod, ev, out, self.queue.attempts(key) + 1, retry=True)
-
-    def _pods_of(self, group: Group, members: list[Waiting]) -> list[Pod | None]:
-        """The members' pods, kept per group version as the hints' own caches are: an update that
-        leaves a waiting pod in its group does not change what the hints read (see _spec_changed)."""
-        got = self._group_pods.get(group.rejected)
-        if got is None or got[0] != group.version:
-            got = (group.version, [self.state.pods.get(w.key) for w in members])
-            self._group_pods[group.rejected] = got
-        return got[1]
-
-    def _hints(self, helps: frozenset[str], obj: Any) -> dict[str, Hint]:
-        """Per plugin that can tell, whether this change can make it accept a given pod."""
-        out = {}
-        for plugin in self.scheduler.profile.filters:
-            hint = getattr(plugin, "queueing_hint", None)
-            if plugin.name in helps and hint is not None:
-                fn = hint(self.state, obj, self.applier.now)
-                if fn is not None:
-                    out[plugin.name] = fn
-        return out
+        self.observer.revoke(key)
 
     def _decide(self, pod: Pod, ev: Event, out: list[DecisionRecord], attempt: int, retry: bool = False) -> None:
         outcome = self.scheduler.decide(pod, self.applier.now)
         d = outcome.decision
         emit = True
         if outcome.reservation is not None:
-            self.state.reserve(outcome.reservation)
+            self.reservations.hold(outcome.reservation)
             self.queue.remove(pod.key)
-            self._placed[pod.key] = outcome.reservation.node
-            self._bindings[pod.key] = self._binding_stats(outcome.reservation.bindings)
         elif d.status == "Unschedulable":
             changed = self.queue.failed(pod.key, self.applier.now.timestamp(), d.message, outcome.rejected_by)
             emit = changed or not retry
         if not emit:
             return
-        ts = self.applier.ts
-        out.append(DecisionRecord.of(d, ts, decision_id(pod, attempt), ev.position, attempt))
-        self.stats.decisions.append(DecisionPoint(ts, ev.position, d.status, main_reason(d), pod.key))
-
-    def _binding_stats(self, bindings: tuple[tuple[str, str], ...]) -> list[Binding]:
-        out = []
-        for claim_key, pv_name in bindings:
-            pv, pvc = self.state.pvs.get(pv_name), self.state.pvcs.get(claim_key)
-            if pv is not None and pvc is not None:
-                out.append(
-                    Binding(claim_key, pv_name, pv.storage_class, ceil_units(pvc.request or 0), ceil_units(pv.capacity))
-                )
-        return out
+        record = DecisionRecord.of(d, self.applier.ts, decision_id(pod, attempt), ev.position, attempt)
+        out.append(record)
+        self.observer.decided(record)
 
     def finish(self) -> RunStats:
         """Stats at the end of the run: bindings still standing and node utilization."""
-        self.stats.bindings = [b for key in sorted(self._bindings) for b in self._bindings[key]]
+        stats = self.stats
+        stats.bindings = self.reservations.bindings()
         nodes = self.state.nodes
         cpu_req, cpu_alloc = nodes.requested(CPU), nodes.allocatable(CPU)
         mem_req, mem_alloc = nodes.requested(MEMORY), nodes.allocatable(MEMORY)
-        self.stats.nodes = [
+        stats.nodes = [
             NodeUse(name, int(cpu_req[s]), int(cpu_alloc[s]), int(mem_req[s]), int(mem_alloc[s]))
             for name, s in sorted(nodes.slot.items())
         ]
-        return self.stats
+        return stats

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
+from typing import TYPE_CHECKING
 
 import msgspec
+
+if TYPE_CHECKING:
+    from berth.core.pipeline.records import DecisionRecord
 
 
 class DecisionPoint(msgspec.Struct, frozen=True, array_like=True):
@@ -100,3 +105,53 @@ class RunStats(msgspec.Struct, kw_only=True):
         for b in self.buffers:
             out[b.buffer] = (b.replicas, b.ready_replicas)
         return out
+
+
+def main_reason(r: DecisionRecord) -> str:
+    """ "" when scheduled; else the most common node reason (ties by text), else the message."""
+    if r.status == "Scheduled":
+        return ""
+    counts = Counter(reason for n in r.nodes.values() for reason in n.reasons)
+    if not counts:
+        return r.message
+    return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+
+
+class StatsObserver:
+    """Builds a run's RunStats from what the engine emits: events, rejects and decision records.
+    A revoked decision is marked, not searched for: each pod's decisions are indexed as they come,
+    and the list is compacted when the stats are next read."""
+
+    def __init__(self, label: str = "default") -> None:
+        self._stats = RunStats(label=label)
+        self._points: list[DecisionPoint | None] = self._stats.decisions  # type: ignore[assignment]
+        self._of_pod: dict[str, list[int]] = {}  # pod -> indexes of its decisions in _points
+        self._revoked = 0
+
+    def event(self) -> None:
+        self._stats.events += 1
+
+    def reject(self) -> None:
+        self._stats.rejects += 1
+
+    def decided(self, r: DecisionRecord) -> None:
+        self._of_pod.setdefault(r.pod, []).append(len(self._points))
+        self._points.append(DecisionPoint(r.ts, r.position, r.status, main_reason(r), r.pod))
+
+    def revoke(self, pod: str) -> None:
+        """Drop the pod's latest decision still counted (another replica's reservation won)."""
+        held = self._of_pod.get(pod)
+        if held:
+            self._points[held.pop()] = None
+            self._revoked += 1
+
+    @property
+    def stats(self) -> RunStats:
+        if self._revoked:
+            kept = [p for p in self._points if p is not None]
+            self._of_pod = {}
+            for i, p in enumerate(kept):
+                self._of_pod.setdefault(p.pod, []).append(i)
+            self._points = self._stats.decisions = kept  # type: ignore[assignment]
+            self._revoked = 0
+        return self._stats

@@ -5,11 +5,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from berth.core.plugins.volumebinding import VolumeBindingArgs
+import msgspec
+
+from berth.core.capacity import DEFAULT_SHAPE, Shape
 from berth.core.validation import Problems, invalid, is_int, unknown_fields
 
 
-def parse_volume_binding_args(args: Mapping[str, Any], path: str, problems: Problems) -> VolumeBindingArgs:
+class VolumeBindingArgs(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    bind_timeout_seconds: int = 600
+    shape: Shape = DEFAULT_SHAPE
+    storage_class_weights: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def parse(cls, raw: Any, path: str, problems: Problems) -> VolumeBindingArgs:
+        """Decode, default and validate a pluginConfig args object; every problem is appended."""
+        return _parse(raw, path, problems)
+
+
+def _parse(args: Mapping[str, Any], path: str, problems: Problems) -> VolumeBindingArgs:
     unknown_fields(args, {"bindTimeoutSeconds", "shape", "storageClassWeights"}, path, problems)
     timeout = args.get("bindTimeoutSeconds", 600)
     if not is_int(timeout) or timeout < 0:

@@ -7,17 +7,33 @@ berth is deliberately stricter (deterministic ties, real node names in matchFiel
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from berth.core.capacity import DEFAULT_SHAPE, Shape, class_score, weighted_node_score
-from berth.core.framework import OK, SKIP, Code, Cycle, Failure, FilterError, Mask, Scores, Status
+from berth.core.capacity import class_score, weighted_node_score
+from berth.core.framework import (
+    OK,
+    SKIP,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    Cycle,
+    Failure,
+    Mask,
+    Scores,
+    Status,
+)
 from berth.core.model import PersistentVolume, PersistentVolumeClaim, Pod
+from berth.core.plugins.vbargs import VolumeBindingArgs
 from berth.core.pvindex import ClassIndex
 from berth.core.quantity import ceil_units
 from berth.core.state import ClusterState
+
+NAME = "VolumeBinding"
+Args = VolumeBindingArgs
 
 Ints = npt.NDArray[np.int64]
 
@@ -26,13 +42,6 @@ BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-
-
-@dataclass(frozen=True)
-class VolumeBindingArgs:
-    bind_timeout_seconds: int = 600
-    shape: Shape = DEFAULT_SHAPE
-    storage_class_weights: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -110,12 +119,35 @@ def pod_claims(pod: Pod, state: ClusterState) -> tuple[list[PersistentVolumeClai
     return claims, OK
 
 
-class VolumeBinding:
-    name: ClassVar[str] = "VolumeBinding"
+# Changes that can make a pod this plugin rejected fit; a pod leaving its node releases the PVs
+# berth reserved for it.
+EVENTS = tuple(
+    ClusterEventWithHint(ClusterEvent(kind, Action.DELETE if kind == "Pod" else Action.ALL))
+    for kind in (
+        "Node",
+        "Pod",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "CSIDriver",
+        "CSIStorageCapacity",
+    )
+)
 
-    def __init__(self, args: VolumeBindingArgs | None = None) -> None:
-        self.args = args or VolumeBindingArgs()
+
+def new(args: Any, handle: ClusterState) -> VolumeBinding:
+    return VolumeBinding(args if args is not None else VolumeBindingArgs())
+
+
+class VolumeBinding:
+    name = NAME
+
+    def __init__(self, args: VolumeBindingArgs) -> None:
+        self.args = args
         self._weights = dict(self.args.storage_class_weights)
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        return EVENTS
 
     # ---- PreFilter ---------------------------------------------------------
     def pre_filter(self, cycle: Cycle) -> Status:
@@ -150,13 +182,16 @@ class VolumeBinding:
         unbound_ok = np.ones(len(valid), dtype=bool)
         storage_ok = np.ones(len(valid), dtype=bool)
         if pv.delayed:
-            unbound_ok, storage_ok = self._check_delayed(cycle, pv)
+            checked = self._check_delayed(cycle, pv)
+            if isinstance(checked, str):
+                return [Failure(valid, checked, Code.ERROR)]
+            unbound_ok, storage_ok = checked
         pv.passed = valid & ~bound_fail & ~missing_pv & unbound_ok & storage_ok
         return [
-            Failure(valid & bound_fail, NODE_CONFLICT),
-            Failure(valid & ~unbound_ok, BIND_CONFLICT),
-            Failure(valid & ~storage_ok, NOT_ENOUGH_SPACE),
-            Failure(valid & missing_pv, PV_NOT_EXIST),
+            Failure(valid & bound_fail, NODE_CONFLICT, Code.UNRESOLVABLE),
+            Failure(valid & ~unbound_ok, BIND_CONFLICT, Code.UNRESOLVABLE),
+            Failure(valid & ~storage_ok, NOT_ENOUGH_SPACE, Code.UNRESOLVABLE),
+            Failure(valid & missing_pv, PV_NOT_EXIST, Code.UNRESOLVABLE),
         ]
 
     def _check_bound(self, cycle: Cycle, claims: list[PersistentVolumeClaim]) -> tuple[Mask, Mask]:
@@ -174,7 +209,8 @@ class VolumeBinding:
             active &= fits
         return conflict, missing
 
-    def _check_delayed(self, cycle: Cycle, pv: _PodVolumes) -> tuple[Mask, Mask]:
+    def _check_delayed(self, cycle: Cycle, pv: _PodVolumes) -> tuple[Mask, Mask] | str:
+        """(unbound claims match, storage fits) per slot, or the error that stops the cycle."""
         nodes, state = cycle.state.nodes, cycle.state
         n = len(nodes.valid)
         fast_fail = np.zeros(n, dtype=bool)
@@ -197,7 +233,10 @@ class VolumeBinding:
         for claim, listed in order:
             if not listed.any():
                 continue
-            no_topology, no_space, capacity = self._provision(cycle, claim)
+            provision = self._provision(cycle, claim)
+            if isinstance(provision, str):
+                return provision
+            no_topology, no_space, capacity = provision
             undecided = listed & ~decided
             unbound_ok &= ~(undecided & no_topology)
             storage_ok &= ~(undecided & ~no_topology & no_space)
@@ -233,16 +272,17 @@ class VolumeBinding:
         earlier.append(best)
         return _Static(claim, index, best)
 
-    def _provision(self, cycle: Cycle, claim: PersistentVolumeClaim) -> tuple[Mask, Mask, Ints]:
-        """(topology or provisioner fails, capacity fails, NodeCapacity bytes or -1) per slot."""
+    def _provision(self, cycle: Cycle, claim: PersistentVolumeClaim) -> tuple[Mask, Mask, Ints] | str:
+        """(topology or provisioner fails, capacity fails, NodeCapacity bytes or -1) per slot, or an
+        error (kube's Error status)."""
         state, nodes = cycle.state, cycle.state.nodes
         n = len(nodes.valid)
         none = np.full(n, -1, dtype=np.int64)
         if not claim.storage_class:
-            raise FilterError(f'no class for claim "{claim.key}"')
+            return f'no class for claim "{claim.key}"'
         sc = state.classes.get(claim.storage_class)
         if sc is None:
-            raise FilterError(f'failed to find storage class "{claim.storage_class}"')
+            return f'failed to find storage class "{claim.storage_class}"'
         if not sc.can_provision:
             return np.ones(n, dtype=bool), np.zeros(n, dtype=bool), none
         no_topology = ~nodes.topology_mask(sc.allowed_topologies)
@@ -304,16 +344,23 @@ class VolumeBinding:
         sc = state.classes.get(storage_class)
         return sc.weight if sc is not None and sc.weight is not None else 1
 
-    # ---- what a decision on a node takes ---------------------------------------
-    def volumes_on(self, cycle: Cycle, slot: int) -> tuple[list[tuple[str, str]], list[str]]:
-        """(claim key, PV name) static bindings and provisioned claim keys on one node."""
+    # ---- Reserve: kube's AssumePodVolumes --------------------------------------
+    def reserve(self, cycle: Cycle, slot: int) -> Status:
+        """The PVs chosen for the pod's claims on this node, and the claims to provision there."""
         pv: _PodVolumes | None = cycle.data.get(self.name)
         if pv is None:
-            return [], []
-        bindings = []
+            return OK
         for s in pv.static:
             chosen = s.pv_on(slot)
             if chosen is not None:
-                bindings.append((s.claim.key, chosen.name))
-        provisions = [p.claim.key for p in pv.provisions if p.listed[slot]]
-        return bindings, provisions
+                cycle.bindings.append((s.claim.key, chosen.name))
+        cycle.provisions.extend(p.claim.key for p in pv.provisions if p.listed[slot])
+        return OK
+
+    def unreserve(self, cycle: Cycle, slot: int) -> None:
+        pv: _PodVolumes | None = cycle.data.get(self.name)
+        if pv is None:
+            return
+        mine = {s.claim.key for s in pv.static} | {p.claim.key for p in pv.provisions}
+        cycle.bindings[:] = [b for b in cycle.bindings if b[0] not in mine]
+        cycle.provisions[:] = [c for c in cycle.provisions if c not in mine]

@@ -1,0 +1,87 @@
+"""Adding a plugin touches its own module and one registry line: the example plugin, enabled and
+configured through a KubeSchedulerConfiguration, decides with the built-in ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from berth.core.config import parse_config
+from berth.core.errors import ConfigError
+from berth.core.plugins import REGISTRY, Registered
+from berth.core.scheduler import Scheduler
+from tests.builders import NOW, cluster, node, pod
+from tests.framework import example_plugin
+
+# the one registry line (here added to berth's list for the test, not by default enabled)
+WITH_EXAMPLE = (*REGISTRY, Registered(example_plugin))
+
+
+def config(args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "profiles": [
+            {
+                "plugins": {
+                    "filter": {"enabled": [{"name": "NodeLabelGate"}]},
+                    "score": {"enabled": [{"name": "NodeLabelGate", "weight": 3}]},
+                },
+                "pluginConfig": [{"name": "NodeLabelGate", "args": args}],
+            }
+        ]
+    }
+
+
+def test_the_example_plugin_runs_in_a_profile_enabled_and_configured_by_config() -> None:
+    cfg = parse_config(config({"requiredLabel": "team", "preferredLabel": "fast"}), WITH_EXAMPLE)
+    state = cluster(
+        node("n-none"),
+        node("n-team", labels={"team": "true"}),
+        node("n-fast", labels={"team": "true", "fast": "true"}),
+        pod("p"),
+    )
+    scheduler = Scheduler(cfg.build(state))
+    d = scheduler.decide(state.pods["default/p"], NOW).decision
+    assert d.status == "Scheduled" and d.node == "n-fast"
+    assert d.nodes["n-none"].reasons == ["node(s) didn't have label team"]
+    assert d.nodes["n-fast"].scores == {"VolumeBinding": 0, "LoadAwareScheduling": 0, "NodeLabelGate": 100}
+    assert d.nodes["n-fast"].total == 300  # weight 3
+    assert d.nodes["n-team"].scores["NodeLabelGate"] == 0
+
+
+def test_its_reason_is_counted_in_the_unschedulable_message() -> None:
+    cfg = parse_config(config({"requiredLabel": "team"}), WITH_EXAMPLE)
+    state = cluster(node("n1"), node("n2"), pod("p"))
+    scheduler = Scheduler(cfg.build(state))
+    outcome = scheduler.decide(state.pods["default/p"], NOW)
+    assert outcome.decision.message == "0/2 nodes are available: 2 node(s) didn't have label team."
+    assert outcome.rejected_by == {"NodeLabelGate"}
+    assert outcome.statuses is not None
+    assert [(n, s.plugin) for n, s in outcome.statuses.items()] == [("n1", "NodeLabelGate"), ("n2", "NodeLabelGate")]
+
+
+def test_its_args_are_validated_with_every_problem_at_once() -> None:
+    doc = config({"requiredLabel": "", "preferredLabel": 3, "typo": 1})
+    with pytest.raises(ConfigError) as e:
+        parse_config(doc, WITH_EXAMPLE)
+    at = "profiles[0].pluginConfig[0].args"
+    assert e.value.problems == [
+        f'{at}: unknown field "typo"',
+        f"{at}.requiredLabel: Invalid value: '': must be a non-empty label key",
+        f"{at}.preferredLabel: Invalid value: 3: must be a non-empty label key",
+    ]
+
+
+def test_without_its_registry_line_the_plugin_is_unknown() -> None:
+    with pytest.raises(ConfigError) as e:
+        parse_config(config({}))
+    assert "profiles[0].plugins.filter.enabled[0].name: Invalid value: 'NodeLabelGate': unknown filter plugin" in (
+        e.value.problems
+    )
+
+
+def test_defaults_come_from_the_registry_line() -> None:
+    on = (*REGISTRY, Registered(example_plugin, filter=True, weight=2))
+    cfg = parse_config(None, on)
+    assert cfg.filters[-1] == "NodeLabelGate" and ("NodeLabelGate", 2) in cfg.scores
+    assert parse_config(None).filters == tuple(r.module.NAME for r in REGISTRY)
