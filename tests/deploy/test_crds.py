@@ -20,10 +20,9 @@ import yaml
 from berth.adapters.eventlog import read_events
 from berth.adapters.kube import KINDS
 from berth.adapters.snapshot import load_objects
-from berth.core.buffers.convert import buffer_from_raw
 from berth.core.buffers.model import OWNER_API_VERSION, VERSIONS
 from berth.core.errors import InputError
-from berth.core.loadaware import nodemetric_from_raw
+from berth.core.kinds import convert
 from berth_cli.main import main as berth_main
 from tests.deploy import crdschema
 from tests.deploy.helpers import DEPLOY, K8S_VERSION, ROOT, rendered
@@ -154,7 +153,7 @@ def test_capacity_buffers_accepted_exactly_when_berth_finds_them_valid() -> None
         if schema is None:
             continue  # a version the CRD does not serve; berth refuses it too (tests/buffers)
         problems = crdschema.validate(obj, schema)
-        spec_error = buffer_from_raw(obj).spec_error
+        spec_error = convert(obj).spec_error
         assert (problems == []) is (spec_error == ""), f"{where}: CRD says {problems}, berth says {spec_error!r}"
         accepted += not problems
         rejected += bool(problems)
@@ -168,7 +167,7 @@ def test_node_metrics_are_accepted() -> None:
         schema = _schema_for(crd, obj)
         assert schema is not None, where
         assert crdschema.validate(obj, schema) == [], where
-        nodemetric_from_raw(obj)
+        convert(obj)
         count += 1
     assert count >= 10
 

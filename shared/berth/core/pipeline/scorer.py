@@ -20,7 +20,7 @@ from berth.core.decision import Decision
 from berth.core.events import Event
 from berth.core.framework import Hint, Mask
 from berth.core.model import Pod
-from berth.core.pipeline.applier import Applier, Converted
+from berth.core.pipeline.applier import Applier
 from berth.core.pipeline.queue import Group, UnschedulableQueue, Waiting
 from berth.core.pipeline.records import DecisionRecord, RejectRecord
 from berth.core.pipeline.stats import Binding, DecisionPoint, NodeUse, RunStats
@@ -56,14 +56,12 @@ class ScorerEngine:
     def __init__(
         self,
         profile: Profile,
-        source: str = "stream",
         label: str = "default",
         top_nodes: int | None = None,
-        converted: Converted | None = None,
     ) -> None:
         self.state = ClusterState(extensions=profile.extensions)
         self.scheduler = Scheduler(self.state, profile, top_nodes)
-        self.applier = Applier(self.state, source, converted=converted)
+        self.applier = Applier(self.state)
         self.queue = UnschedulableQueue()
         self.stats = RunStats(label=label)
         self._bindings: dict[str, list[Binding]] = {}  # PVs berth chose, per pod, while they stand
@@ -79,9 +77,6 @@ class ScorerEngine:
     def handle(self, ev: Event) -> tuple[list[DecisionRecord], RejectRecord | None]:
         self.stats.events += 1
         applied = self.applier.apply(ev)
-        if applied.reject is not None:
-            self.stats.rejects += 1
-            return [], applied.reject
         obj = applied.obj
         out: list[DecisionRecord] = []
         if self._hold is not None:
