@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+import msgspec
 import pytest
 import yaml
 
@@ -123,9 +124,9 @@ def _examples(kind: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
             elif f.name.endswith((".jsonl", ".jsonl.gz")):
                 seen = set()
                 for ev in read_events(str(f), rejects=[]):
-                    obj = ev.object
-                    if obj.get("kind") != kind:
+                    if ev.kind is None or ev.kind[1] != kind:
                         continue
+                    obj = msgspec.json.decode(ev.raw)
                     text = json.dumps(obj, sort_keys=True)
                     if text not in seen:
                         seen.add(text)

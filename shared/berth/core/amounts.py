@@ -29,6 +29,7 @@ class Bad(Exception):
 _LIMIT = 16384  # distinct strings per cache; memory usage and the like rarely repeat: start over
 _MILLI: dict[Quantity, int] = {}  # quantity -> milli-units, rounded up (cpu)
 _UNITS: dict[Quantity, int] = {}  # quantity -> whole units, rounded up (the rest)
+# Numbers are kept too: 1 and 1.0 are the same key and the same amount.
 
 
 def nanos(q: Quantity, path: str = "") -> int:
@@ -39,32 +40,71 @@ def nanos(q: Quantity, path: str = "") -> int:
         raise Bad(path, str(e)) from None
 
 
-def _rounded(q: Quantity, seen: dict[Quantity, int], name: str) -> int:
-    if type(q) is str:
-        amount = seen.get(q)
-        if amount is not None:
-            return amount
-    n = nanos(q, name)
-    amount = -((-n) // 1_000_000) if seen is _MILLI else -((-n) // NANO)
-    if type(q) is str:
-        if len(seen) >= _LIMIT:
-            seen.clear()
-        seen[q] = amount
+# Units per unit of a suffix, for whole numbers with at most one suffix ("8", "250m", "18065245Ki"):
+# the common shapes, read without going through nano-units. Anything else takes the exact parser.
+_SCALE = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_SCALE |= {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+
+
+def _whole(q: Quantity, milli: bool) -> int | None:
+    """The amount of a plain quantity string, or None for the exact parser to decide."""
+    if type(q) is not str or len(q) > 15:  # short enough never to reach the 2^63-1 cap
+        return None
+    if q.isdecimal():
+        return int(q) * 1000 if milli else int(q)
+    if q[-1:] == "m" and q[:-1].isdecimal():
+        return int(q[:-1]) if milli else -(-int(q[:-1]) // 1000)
+    scale = _SCALE.get(q[-2:])
+    digits = q[:-2]
+    if scale is None:
+        scale = _SCALE.get(q[-1:])
+        digits = q[:-1]
+    if scale is None or not digits.isdecimal():
+        return None
+    units = int(digits) * scale
+    if units >= 2**62:  # near kube's cap of 2^63-1 units: the exact parser applies it
+        return None
+    return units * 1000 if milli else units
+
+
+def _miss(q: Quantity, seen: dict[Quantity, int], name: str) -> int:
+    """A quantity not seen lately: parsed, rounded up to milli-units (`seen` is _MILLI) or units, kept."""
+    milli = seen is _MILLI
+    amount = _whole(q, milli)
+    if amount is None:
+        n = nanos(q, name)
+        amount = -((-n) // 1_000_000) if milli else -((-n) // NANO)
+    if len(seen) >= _LIMIT:
+        seen.clear()
+    seen[q] = amount
     return amount
 
 
 def resource_list(v: Quantities | None) -> dict[str, int]:
     """A ResourceList: cpu in millicores, the rest in whole units, rounded up (kube's integer form)."""
+    out: dict[str, int] = {}
     if not v:
-        return {}
-    return {name: _rounded(q, _MILLI if name == "cpu" else _UNITS, name) for name, q in v.items()}
+        return out
+    milli, units = _MILLI, _UNITS
+    for name, q in v.items():
+        if name == "cpu":
+            amount = milli.get(q)
+            out[name] = _miss(q, milli, name) if amount is None else amount
+        else:
+            amount = units.get(q)
+            out[name] = _miss(q, units, name) if amount is None else amount
+    return out
 
 
 def milli_list(v: Quantities | None) -> dict[str, int]:
     """Every quantity in milli-units, rounded up."""
+    out: dict[str, int] = {}
     if not v:
-        return {}
-    return {name: _rounded(q, _MILLI, name) for name, q in v.items()}
+        return out
+    for name, q in v.items():
+        amount = _MILLI.get(q)
+        out[name] = _miss(q, _MILLI, name) if amount is None else amount
+    return out
 
 
 def parse_time(value: str) -> datetime:

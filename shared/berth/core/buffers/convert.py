@@ -228,8 +228,9 @@ def _workload(cls: type[Workload], meta: ObjectMeta, template: dict[str, object]
 def _apps(cls: type[Workload], v: wb.Workload) -> Workload:
     spec = v.spec or wb.WorkloadSpec()
     template = dict(spec.template or {})
+    labels = _template_labels(template)
     if spec.selector is None:  # apps/v1 requires one; read a missing one as RC defaulting does
-        selector = LabelSelector(match_labels=tuple(sorted(_template_labels(template).items())))
+        selector = LabelSelector(match_labels=tuple(sorted(labels.items())))
     else:
         selector = label_selector(spec.selector)
     count = spec.parallelism if cls is Job else spec.replicas
