@@ -15,7 +15,7 @@ from berth.core.errors import InputError
 from berth.core.kinds import KINDS, convert, convert_as, decode, kind_key
 from berth.core.selectors import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
 from tests.buffers.builders import buffer, pod_template, quota, workload
-from tests.builders import csi_capacity, csi_driver, host_affinity, node, pod, pv, pvc, storage_class
+from tests.builders import csi_capacity, csi_driver, node, pod, pv, pvc, storage_class
 from tests.loadaware.builders import node_metric
 
 GI = 2**30
@@ -62,9 +62,7 @@ WELL_FORMED: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
             "capacity": 10 * GI * 10**9,
             "storage_class": "local",
             "volume_mode": "Filesystem",
-            "node_affinity": NodeSelector(
-                (NodeSelectorTerm((Requirement("kubernetes.io/hostname", "In", ("n1",)),)),)
-            ),
+            "node_affinity": NodeSelector((NodeSelectorTerm((Requirement("kubernetes.io/hostname", "In", ("n1",)),)),)),
         },
     ),
     ("pvc", pvc("c", size="5Gi"), {"key": "default/c", "request": 5 * GI * 10**9, "selector": None}),
@@ -159,7 +157,10 @@ MALFORMED: list[tuple[dict[str, Any], str]] = [
         "Node n1: status.capacity[cpu]: expected a quantity (string or number), got bool",
     ),
     ({"apiVersion": "v1", "kind": "Node", "metadata": {}}, "Node <unnamed>: metadata.name: is required"),
-    (_set(pvc("c"), "spec.selector", []), "PersistentVolumeClaim default/c: spec.selector: expected an object, got list"),
+    (
+        _set(pvc("c"), "spec.selector", []),
+        "PersistentVolumeClaim default/c: spec.selector: expected an object, got list",
+    ),
     (
         _set(storage_class(), "volumeBindingMode", "Later"),
         "StorageClass local: volumeBindingMode: unsupported value 'Later': want Immediate or WaitForFirstConsumer",

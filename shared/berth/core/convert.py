@@ -49,16 +49,26 @@ def namespace_of(meta: w.ObjectMeta) -> str:
     return meta.namespace or "default"
 
 
-def _requirements(items: list[w.Requirement] | None) -> tuple[Requirement, ...]:
+def _requirements(items: tuple[w.Requirement, ...] | None) -> tuple[Requirement, ...]:
     if not items:
         return ()
-    return tuple(
-        Requirement(key=r.key or "", operator=r.operator or "", values=tuple(r.values) if r.values else ())
-        for r in items
-    )
+    return tuple(Requirement(key=r.key or "", operator=r.operator or "", values=r.values or ()) for r in items)
+
+
+_SELECTORS: dict[w.NodeSelector, NodeSelector] = {}  # local PVs on one node share one selector
 
 
 def node_selector(v: w.NodeSelector) -> NodeSelector:
+    sel = _SELECTORS.get(v)
+    if sel is None:
+        sel = _node_selector(v)
+        if len(_SELECTORS) >= 16384:
+            _SELECTORS.clear()
+        _SELECTORS[v] = sel
+    return sel
+
+
+def _node_selector(v: w.NodeSelector) -> NodeSelector:
     return NodeSelector(
         terms=tuple(
             NodeSelectorTerm(

@@ -5,8 +5,11 @@ Accepted line shapes (see docs/event-log.md):
 - kubectl watch:      {"type": ..., "object": {...}}            (no ts: line order is event order)
 - scheduler simulator {"time": RFC3339, "event": Add|Update|Delete, "resource": {...}}
 
-`parse_event` reads the envelope with the object left as raw bytes, reads the object's kind, and
-decodes the object by kind into its wire Struct and then its model (berth.core.kinds). An `Event`
+`parse_event` decodes a line in one pass: the envelope, and the object straight into its kind's
+wire Struct (a union tagged by `kind`), then normalises it into its model (berth.core.kinds). When
+that pass does not fit (a kind berth does not read, a BOOKMARK, anything malformed), the line is read
+step by step: the envelope with the object left as raw bytes, the object's kind and names, then the
+object by kind; that path names what is wrong. An `Event`
 carries that model; `WatchEvent` is the other direction, an object as a dict on its way out
 (the watcher, the generator), written in berth's canonical line by `encode_event`.
 """
@@ -14,14 +17,14 @@ carries that model; `WatchEvent` is the other direction, an object as a dict on 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 
 from berth.core.amounts import parse_time
 from berth.core.convert import group_of
 from berth.core.errors import InputError
-from berth.core.kinds import KINDS, decode, describe
+from berth.core.kinds import BY_WIRE, KINDS, decode, describe, normalise
 from berth.core.ports import Message
 
 TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
@@ -41,7 +44,6 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     model: Any
     kind: tuple[str, str] | None
     key: bytes
-    raw: msgspec.Raw
     line: bytes
     ts: datetime | None = None
     position: int = 0
@@ -49,6 +51,12 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     @property
     def deleted(self) -> bool:
         return self.type == "DELETED"
+
+    @property
+    def raw(self) -> msgspec.Raw:
+        """The object's JSON bytes as they arrived."""
+        envelope = _line.decode(self.line)
+        return envelope.resource if envelope.event is not None or envelope.resource else envelope.object
 
 
 class UnreadableObject(InputError):
@@ -90,6 +98,21 @@ class _Out(msgspec.Struct, omit_defaults=True, kw_only=True):
     position: int = 0
 
 
+# The one-pass envelope: the object (or the simulator's resource) as any kind berth reads.
+_Objects = Union[tuple(BY_WIRE)] | msgspec.UnsetType | None  # type: ignore[valid-type]  # noqa: UP007
+_Typed = msgspec.defstruct(
+    "_Typed",
+    [
+        ("ts", str | None, None),
+        ("position", int | None, None),
+        ("type", str | None, None),
+        ("object", _Objects, msgspec.UNSET),
+        ("time", str | None, None),
+        ("event", str | None, None),
+        ("resource", _Objects, msgspec.UNSET),
+    ],
+)
+_typed = msgspec.json.Decoder(_Typed)
 _line = msgspec.json.Decoder(_Line)
 _head = msgspec.json.Decoder(_Head)
 _any = msgspec.json.Decoder()
@@ -103,8 +126,42 @@ def format_time(ts: datetime) -> str:
 def parse_event(line: bytes | str, position: int = 0, only: frozenset[tuple[str, str]] | None = None) -> Event:
     """One event from one line; InputError names what is wrong with it (UnreadableObject: its object).
     only: the kinds to decode (the others are left undecoded, as kinds berth does not read)."""
-    where = f"line {position}" if position else "event"
     data = line.encode() if isinstance(line, str) else line
+    if only is None:
+        try:
+            typed = _typed.decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            typed = None
+        ev = None if typed is None else _one_pass(typed, data, position)
+        if ev is not None:
+            return ev
+    return _step_by_step(data, position, only)
+
+
+def _one_pass(typed: Any, data: bytes, position: int) -> Event | None:
+    """The event from the one-pass decode, or None when the step-by-step path must decide."""
+    if typed.event is not None or typed.resource is not msgspec.UNSET:
+        etype, obj, stamp = _SIMULATOR.get(typed.event or ""), typed.resource, typed.time
+    else:
+        etype, obj, stamp = typed.type, typed.object, typed.ts
+    if etype is None or etype not in TYPES or etype == "BOOKMARK" or obj is None or obj is msgspec.UNSET:
+        return None
+    kind, known = BY_WIRE[type(obj)]
+    if group_of(obj.api_version or "") != kind[0]:
+        return None  # the same kind name in another API group: not one berth reads
+    try:
+        ts = parse_time(stamp) if stamp else None
+        model = normalise(known, obj)
+    except (ValueError, InputError):
+        return None
+    meta = obj.metadata
+    key = f"{kind[1]}/{meta.namespace or ''}/{meta.name or ''}" if meta is not None else f"{kind[1]}//"
+    at = typed.position if typed.position is not None else position
+    return Event(etype, model, kind, key.encode(), data, ts, at)
+
+
+def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event:
+    where = f"line {position}" if position else "event"
     try:
         raw = _line.decode(data)
     except msgspec.ValidationError as e:
@@ -137,19 +194,19 @@ def parse_event(line: bytes | str, position: int = 0, only: frozenset[tuple[str,
     meta = head.metadata or _Names()
     key = f"{head.kind}/{meta.namespace}/{meta.name}".encode()
     if etype == "BOOKMARK":
-        return Event(etype, None, None, key, obj, data, ts, at)
+        return Event(etype, None, None, key, data, ts, at)
     if not head.kind:
         raise InputError(where, f"{describe(None, {'name': meta.name or None})}: kind", "is required")
     kind = (group_of(head.apiVersion), head.kind)
     known = KINDS.get(kind) if only is None or kind in only else None
     if known is None:
-        return Event(etype, None, kind, key, obj, data, ts, at)
+        return Event(etype, None, kind, key, data, ts, at)
     try:
         model = decode(known, obj)
     except InputError as e:
         out = _Out(ts=None if ts is None else format_time(ts), type=etype, object=obj, position=at)
         raise UnreadableObject(e, _encoder.encode(out), at) from None
-    return Event(etype, model, kind, key, obj, data, ts, at)
+    return Event(etype, model, kind, key, data, ts, at)
 
 
 def _tolerant_head(obj: msgspec.Raw, where: str) -> _Head:

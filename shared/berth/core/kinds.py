@@ -51,14 +51,17 @@ KINDS: dict[tuple[str, str], Kind] = {
         ("slo.koordinator.sh", "NodeMetric", wl.NodeMetric, loadaware.nodemetric),
         (GROUP, "CapacityBuffer", wb.CapacityBuffer, buffers.capacity_buffer),
         ("", "PodTemplate", wb.PodTemplate, buffers.pod_template),
-        ("apps", "Deployment", wb.Workload, buffers.deployment),
-        ("apps", "ReplicaSet", wb.Workload, buffers.replica_set),
-        ("apps", "StatefulSet", wb.Workload, buffers.stateful_set),
-        ("batch", "Job", wb.Workload, buffers.job),
+        ("apps", "Deployment", wb.Deployment, buffers.deployment),
+        ("apps", "ReplicaSet", wb.ReplicaSet, buffers.replica_set),
+        ("apps", "StatefulSet", wb.StatefulSet, buffers.stateful_set),
+        ("batch", "Job", wb.Job, buffers.job),
         ("", "ReplicationController", wb.ReplicationController, buffers.replication_controller),
         ("", "ResourceQuota", wb.ResourceQuota, buffers.resource_quota),
     )
 }
+
+# wire Struct -> its (group, kind) and Kind: what an event's object decoded into (berth.core.events)
+BY_WIRE: dict[type[Any], tuple[tuple[str, str], Kind]] = {k.wire: (key, k) for key, k in KINDS.items()}
 
 _head = msgspec.json.Decoder(Head)
 

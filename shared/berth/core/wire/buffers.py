@@ -4,20 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from berth.core.wire.common import LabelSelector, ObjectMeta, Quantities, Wire
+from berth.core.wire.common import LabelSelector, Object, Quantities, Wire
 
 
-class CapacityBuffer(Wire, frozen=True):
+class CapacityBuffer(Object, frozen=True):
     """spec and status stay as they arrive: a malformed spec is the buffer's condition, not an error."""
 
-    api_version: str | None = None
-    metadata: ObjectMeta | None = None
     spec: Any = None
     status: Any = None
 
 
-class PodTemplate(Wire, frozen=True):
-    metadata: ObjectMeta | None = None
+class PodTemplate(Object, frozen=True):
     template: dict[str, Any] | None = None
 
 
@@ -36,10 +33,9 @@ class WorkloadStatus(Wire, frozen=True):
     replicas: int | None = None
 
 
-class Workload(Wire, frozen=True):
-    """Deployment, ReplicaSet, StatefulSet and Job."""
+class Workload(Object, frozen=True):
+    """What Deployment, ReplicaSet, StatefulSet and Job have in common (one Struct per kind below)."""
 
-    metadata: ObjectMeta | None = None
     spec: WorkloadSpec | None = None
     status: WorkloadStatus | None = None
 
@@ -50,8 +46,23 @@ class ControllerSpec(Wire, frozen=True):
     replicas: int | None = None
 
 
-class ReplicationController(Wire, frozen=True):
-    metadata: ObjectMeta | None = None
+class Deployment(Workload, frozen=True):
+    pass
+
+
+class ReplicaSet(Workload, frozen=True):
+    pass
+
+
+class StatefulSet(Workload, frozen=True):
+    pass
+
+
+class Job(Workload, frozen=True):
+    pass
+
+
+class ReplicationController(Object, frozen=True):
     spec: ControllerSpec | None = None
     status: WorkloadStatus | None = None
 
@@ -76,7 +87,6 @@ class ResourceQuotaStatus(Wire, frozen=True):
     used: Quantities | None = None
 
 
-class ResourceQuota(Wire, frozen=True):
-    metadata: ObjectMeta | None = None
+class ResourceQuota(Object, frozen=True):
     spec: ResourceQuotaSpec | None = None
     status: ResourceQuotaStatus | None = None

@@ -39,21 +39,31 @@ class ObjectMeta(Wire, frozen=True):
 class Requirement(Wire, frozen=True):
     key: str | None = None
     operator: str | None = None
-    values: list[str] | None = None
+    values: tuple[str, ...] | None = None
 
 
 class LabelSelector(Wire, frozen=True):
     match_labels: Texts | None = None
-    match_expressions: list[Requirement] | None = None
+    match_expressions: tuple[Requirement, ...] | None = None
 
 
 class NodeSelectorTerm(Wire, frozen=True):
-    match_expressions: list[Requirement] | None = None
-    match_fields: list[Requirement] | None = None
+    match_expressions: tuple[Requirement, ...] | None = None
+    match_fields: tuple[Requirement, ...] | None = None
 
 
 class NodeSelector(Wire, frozen=True):
-    node_selector_terms: list[NodeSelectorTerm] | None = None
+    """Hashable (tuples all the way down): many PVs share one, and its model is kept."""
+
+    node_selector_terms: tuple[NodeSelectorTerm, ...] | None = None
+
+
+class Object(Wire, frozen=True, tag_field="kind"):
+    """Base of every kind's Struct, tagged by `kind` (the class name): an event's object decodes
+    straight into the right one. `apiVersion` tells API groups apart."""
+
+    api_version: str | None = None
+    metadata: ObjectMeta | None = None
 
 
 class Head(msgspec.Struct):

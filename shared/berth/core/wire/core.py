@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from berth.core.wire.common import LabelSelector, NodeSelector, ObjectMeta, Quantities, Quantity, Texts, Wire
+from berth.core.wire.common import LabelSelector, NodeSelector, Object, Quantities, Quantity, Texts, Wire
 
 # ---- Pod ----
 
@@ -70,8 +70,7 @@ class PodStatus(Wire, frozen=True):
     conditions: list[PodCondition] | None = None
 
 
-class Pod(Wire, frozen=True):
-    metadata: ObjectMeta | None = None
+class Pod(Object, frozen=True):
     spec: PodSpec | None = None
     status: PodStatus | None = None
 
@@ -95,8 +94,7 @@ class NodeStatus(Wire, frozen=True):
     allocatable: Quantities | None = None
 
 
-class Node(Wire, frozen=True):
-    metadata: ObjectMeta | None = None
+class Node(Object, frozen=True):
     spec: NodeSpec | None = None
     status: NodeStatus | None = None
 
@@ -132,8 +130,7 @@ class Phase(Wire, frozen=True):
     phase: str | None = None
 
 
-class PersistentVolume(Wire, frozen=True):
-    metadata: ObjectMeta | None = None
+class PersistentVolume(Object, frozen=True):
     spec: PersistentVolumeSpec | None = None
     status: Phase | None = None
 
@@ -152,8 +149,7 @@ class PersistentVolumeClaimSpec(Wire, frozen=True):
     volume_attributes_class_name: str | None = None
 
 
-class PersistentVolumeClaim(Wire, frozen=True):
-    metadata: ObjectMeta | None = None
+class PersistentVolumeClaim(Object, frozen=True):
     spec: PersistentVolumeClaimSpec | None = None
     status: Phase | None = None
 
@@ -170,8 +166,7 @@ class TopologyTerm(Wire, frozen=True):
     match_label_expressions: list[TopologyRequirement] | None = None
 
 
-class StorageClass(Wire, frozen=True):
-    metadata: ObjectMeta | None = None
+class StorageClass(Object, frozen=True):
     provisioner: str | None = None
     volume_binding_mode: str | None = None
     allowed_topologies: list[TopologyTerm] | None = None
@@ -181,13 +176,11 @@ class CSIDriverSpec(Wire, frozen=True):
     storage_capacity: bool | None = None
 
 
-class CSIDriver(Wire, frozen=True):
-    metadata: ObjectMeta | None = None
+class CSIDriver(Object, frozen=True):
     spec: CSIDriverSpec | None = None
 
 
-class CSIStorageCapacity(Wire, frozen=True):
-    metadata: ObjectMeta | None = None
+class CSIStorageCapacity(Object, frozen=True):
     storage_class_name: str | None = None
     capacity: Quantity | None = None
     maximum_volume_size: Quantity | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from berth.core.wire.common import ObjectMeta, Quantities, Wire
+from berth.core.wire.common import Object, Quantities, Wire
 
 
 class Usage(Wire, frozen=True):
@@ -49,7 +49,6 @@ class NodeMetricStatus(Wire, frozen=True):
     pods_metric: list[PodMetricInfo | None] | None = None
 
 
-class NodeMetric(Wire, frozen=True):
-    metadata: ObjectMeta | None = None
+class NodeMetric(Object, frozen=True):
     spec: NodeMetricSpec | None = None
     status: NodeMetricStatus | None = None
