@@ -109,3 +109,27 @@ def test_encode_parse_round_trip(etype: str, name: str, ts: datetime | None) -> 
     ev = WatchEvent(etype, {"kind": "Node", "apiVersion": "v1", "metadata": {"name": name}}, ts)
     back = parse_event(encode_event(ev))
     assert (back.type, back.model, back.ts) == (ev.type, convert(ev.object), ev.ts)
+
+
+@pytest.mark.parametrize(
+    ("obj", "kind"),
+    [
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}, ("", "ConfigMap")),
+        (
+            {"apiVersion": "extensions/v1beta1", "kind": "Deployment", "metadata": {"name": "d"}},
+            ("extensions", "Deployment"),
+        ),
+        ({"apiVersion": "example.com/v1", "kind": "Pod", "metadata": {"name": "p"}}, ("example.com", "Pod")),
+    ],
+)
+def test_a_kind_berth_does_not_read_is_kept_undecoded(obj: dict[str, object], kind: tuple[str, str]) -> None:
+    ev = parse_event(json.dumps({"type": "ADDED", "object": obj}))
+    assert (ev.model, ev.kind) == (None, kind)
+    assert json.loads(bytes(ev.raw)) == obj
+
+
+def test_the_one_pass_and_the_step_by_step_path_agree_on_the_shape() -> None:
+    """A null simulator resource is the simulator's shape, even beside a well-formed object."""
+    line = json.dumps({"type": "ADDED", "object": node("n1"), "resource": None})
+    with pytest.raises(InputError, match="event: want Add, Update or Delete, got None"):
+        parse_event(line, 3)

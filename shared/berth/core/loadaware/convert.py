@@ -38,17 +38,18 @@ def _aggregated(items: list[wl.AggregatedNodeUsage | None] | None) -> tuple[Aggr
     for i, a in enumerate(items or ()):
         if a is None:
             continue
-        at = f"status.nodeMetric.aggregatedNodeUsages[{i}]"
+        part = "duration"  # where a problem is: paths are spelt out only then
         try:
             duration = _duration(a.duration) if a.duration else 0
+            usage = {}
+            if a.usage is not None:
+                for part in AGGREGATION_TYPES:
+                    u = getattr(a.usage, part)
+                    if u is not None:
+                        usage[part] = resource_list(u.resources)
         except Bad as e:
-            raise e.under(f"{at}.duration") from None
-        usage = {}
-        if a.usage is not None:
-            for kind in AGGREGATION_TYPES:
-                u = getattr(a.usage, kind)
-                if u is not None:
-                    usage[kind] = _usage(u, f"{at}.usage.{kind}")
+            at = f"status.nodeMetric.aggregatedNodeUsages[{i}]"
+            raise e.under(f"{at}.duration" if part == "duration" else f"{at}.usage.{part}.resources") from None
         out.append(AggregatedUsage(duration=duration, usage=usage))
     return tuple(out)
 
