@@ -18,10 +18,6 @@ class PodTemplate(Object, frozen=True):
     template: dict[str, Any] | None = None
 
 
-class TemplateMeta(Wire, frozen=True):
-    labels: dict[str, str] | None = None
-
-
 class WorkloadSpec(Wire, frozen=True):
     template: dict[str, Any] | None = None  # kept whole: buffers turn it into fake pods
     selector: LabelSelector | None = None
