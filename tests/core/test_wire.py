@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from berth.core.errors import InputError
+from berth.core.events import WatchEvent, encode_event, parse_event
 from berth.core.kinds import KINDS, convert, convert_as, decode, kind_key
 from berth.core.selectors import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
 from tests.buffers.builders import buffer, pod_template, quota, workload
@@ -243,3 +244,18 @@ def test_bytes_and_python_objects_give_the_same_model_or_error(data: st.DataObje
     from_json = _outcome(lambda r: decode(kind, msgspec.json.encode(r)), raw)
     from_python = _outcome(lambda r: convert_as(kind, r), raw)
     assert from_json == from_python
+
+
+@pytest.mark.parametrize("raw", [w[1] for w in WELL_FORMED], ids=[w[0] for w in WELL_FORMED])
+def test_a_kind_not_asked_for_is_passed_over_with_the_same_envelope(raw: dict[str, Any]) -> None:
+    line = encode_event(WatchEvent("MODIFIED", raw, datetime(2026, 11, 1, tzinfo=UTC), 9), with_position=True)
+    full, passed = parse_event(line, 3), parse_event(line, 3, only=frozenset())
+    assert passed.model is None and full.model is not None
+    assert (passed.type, passed.kind, passed.key, passed.ts, passed.position, passed.raw) == (
+        full.type,
+        full.kind,
+        full.key,
+        full.ts,
+        9,
+        full.raw,
+    )

@@ -113,6 +113,21 @@ _Typed = msgspec.defstruct(
     ],
 )
 _typed = msgspec.json.Decoder(_Typed)
+
+
+class _HeadLine(msgspec.Struct):
+    """The envelope with only the object's kind and names: enough to pass over a kind not asked for."""
+
+    ts: str | None = None
+    position: int | None = None
+    type: str | None = None
+    object: _Head | msgspec.UnsetType | None = msgspec.UNSET
+    time: str | None = None
+    event: str | None = None
+    resource: _Head | msgspec.UnsetType | None = msgspec.UNSET
+
+
+_head_line = msgspec.json.Decoder(_HeadLine)
 _line = msgspec.json.Decoder(_Line)
 _head = msgspec.json.Decoder(_Head)
 _any = msgspec.json.Decoder()
@@ -127,18 +142,45 @@ def parse_event(line: bytes | str, position: int = 0, only: frozenset[tuple[str,
     """One event from one line; InputError names what is wrong with it (UnreadableObject: its object).
     only: the kinds to decode (the others are left undecoded, as kinds berth does not read)."""
     data = line.encode() if isinstance(line, str) else line
-    if only is None:
-        try:
-            typed = _typed.decode(data)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            typed = None
-        ev = None if typed is None else _one_pass(typed, data, position)
+    if only is not None:
+        ev = _passed_over(data, position, only)
         if ev is not None:
             return ev
+    try:
+        typed = _typed.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        typed = None
+    ev = None if typed is None else _one_pass(typed, data, position, only)
+    if ev is not None:
+        return ev
     return _step_by_step(data, position, only)
 
 
-def _one_pass(typed: Any, data: bytes, position: int) -> Event | None:
+def _passed_over(data: bytes, position: int, only: frozenset[tuple[str, str]]) -> Event | None:
+    """The event of a well-formed line whose kind is not in `only`, left undecoded; else None."""
+    try:
+        head = _head_line.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    if head.event is not None or head.resource is not msgspec.UNSET:
+        etype, obj, stamp = _SIMULATOR.get(head.event or ""), head.resource, head.time
+    else:
+        etype, obj, stamp = head.type, head.object, head.ts
+    if etype is None or etype not in TYPES or etype == "BOOKMARK" or not isinstance(obj, _Head) or not obj.kind:
+        return None
+    kind = (group_of(obj.apiVersion), obj.kind)
+    if kind in only:
+        return None
+    try:
+        ts = parse_time(stamp) if stamp else None
+    except ValueError:
+        return None
+    meta = obj.metadata or _Names()
+    at = head.position if head.position is not None else position
+    return Event(etype, None, kind, f"{obj.kind}/{meta.namespace}/{meta.name}".encode(), data, ts, at)
+
+
+def _one_pass(typed: Any, data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event | None:
     """The event from the one-pass decode, or None when the step-by-step path must decide."""
     if typed.event is not None or typed.resource is not msgspec.UNSET:
         etype, obj, stamp = _SIMULATOR.get(typed.event or ""), typed.resource, typed.time
@@ -147,8 +189,8 @@ def _one_pass(typed: Any, data: bytes, position: int) -> Event | None:
     if etype is None or etype not in TYPES or etype == "BOOKMARK" or obj is None or obj is msgspec.UNSET:
         return None
     kind, known = BY_WIRE[type(obj)]
-    if group_of(obj.api_version or "") != kind[0]:
-        return None  # the same kind name in another API group: not one berth reads
+    if group_of(obj.api_version or "") != kind[0] or (only is not None and kind not in only):
+        return None  # the same kind name in another API group (not one berth reads), or not asked for
     try:
         ts = parse_time(stamp) if stamp else None
         model = normalise(known, obj)
