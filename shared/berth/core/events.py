@@ -238,7 +238,8 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
     if etype == "BOOKMARK":
         return Event(etype, None, None, key, data, ts, at)
     if not head.kind:
-        raise InputError(where, f"{describe(None, {'name': meta.name or None})}: kind", "is required")
+        names = {"name": meta.name or None, "namespace": meta.namespace}
+        raise InputError(where, f"{describe(None, names)}: kind", "is required")
     kind = (group_of(head.apiVersion), head.kind)
     known = KINDS.get(kind) if only is None or kind in only else None
     if known is None:
@@ -255,9 +256,8 @@ def _tolerant_head(obj: msgspec.Raw, where: str) -> _Head:
     """The head of an object whose kind or names are not plain strings (a rare, slow path)."""
     value = _any.decode(obj)
     if not isinstance(value, dict):
-        raise InputError(
-            where, "", f"not a watch event: Expected `object`, got `{type(value).__name__}` - at `$.object`"
-        )
+        got = {list: "array", bool: "bool", int: "int", float: "float", str: "str"}.get(type(value), "value")
+        raise InputError(where, "", f"not a watch event: Expected `object | null`, got `{got}` - at `$.object`")
     kind, api, meta = value.get("kind"), value.get("apiVersion"), value.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     return _Head(
