@@ -116,6 +116,10 @@ def test_every_registered_kind_is_in_the_table() -> None:
     assert {kind_key(w[1]) for w in WELL_FORMED} == set(KINDS)
 
 
+def test_each_wire_struct_is_tagged_with_its_kind() -> None:
+    assert all(k.wire.__struct_config__.tag == kind for (_, kind), k in KINDS.items())
+
+
 def test_nulls_read_as_absent_and_unknown_fields_are_ignored() -> None:
     raw = pod("p")
     raw["metadata"]["labels"] = None

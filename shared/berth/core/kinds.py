@@ -1,7 +1,7 @@
 """Every Kubernetes kind berth reads, registered in one place, and the one way objects are decoded.
 
 (API group, kind) -> its wire Struct and its normalisation. `decode` reads an object's JSON bytes
-(an event's `object`, a snapshot file), `convert` a Python object (YAML): both go through the same
+(an event's `object`), `convert` a Python object (a snapshot file's): both go through the same
 wire Struct and the same normalisation, and both fail with one InputError naming the object and
 the field (`Kind ns/name: spec.capacity.storage: problem`).
 """
