@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from berth.core.convert import convert
+from berth.core.kinds import convert
 from berth.core.state import ClusterState
 
 NOW = datetime(2026, 11, 1, 12, 0, 0, tzinfo=UTC)

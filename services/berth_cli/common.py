@@ -11,9 +11,9 @@ from typing import Any
 import msgspec
 
 from berth.adapters.snapshot import load_objects, parse_documents, read_text
+from berth.core.amounts import parse_time
 from berth.core.config import SchedulerConfig, parse_config
 from berth.core.errors import InputError
-from berth.core.rawfields import parse_time
 from berth.core.snapshot import build_state
 from berth.core.state import ClusterState
 

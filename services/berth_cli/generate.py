@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from berth.adapters.eventlog import EventWriter
-from berth.core.events import Event, encode_event
+from berth.core.events import WatchEvent, encode_event
 from berth.core.generate import PRESETS, Params, generate
 from berth.core.generate.params import parse_mix, parse_seconds, parse_shapes
 from berth_cli.common import rfc3339
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count_event(counts: Counter[str], ev: Event) -> None:
+def _count_event(counts: Counter[str], ev: WatchEvent) -> None:
     counts["events"] += 1
     kind = ev.object.get("kind", "")
     if ev.type == "ADDED":

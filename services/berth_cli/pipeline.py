@@ -12,8 +12,7 @@ from berth.adapters import worker
 from berth.adapters.collector import COLLECTOR
 from berth.adapters.memory import MemoryBus, MemoryStore
 from berth.core.config import SchedulerConfig
-from berth.core.events import Event, encode_event, event_key
-from berth.core.pipeline.applier import Converted
+from berth.core.events import Event
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.pipeline.records import BufferStatusRecord, Record, decode_record
 from berth.core.pipeline.scorer import ScorerEngine
@@ -37,10 +36,9 @@ class Lane:
 
     def __post_init__(self) -> None:
         # each engine gets its own plugins: their state (NodeMetrics) belongs to one cluster view;
-        # the models converted from the events they both read are shared (they are immutable)
-        converted = Converted()
-        self.scorer = ScorerEngine(self.config, label=self.label, top_nodes=self.top_nodes, converted=converted)
-        self.buffers = BufferEngine(self.config, converted=converted)
+        # the models decoded from the events they both read are shared (they are immutable)
+        self.scorer = ScorerEngine(self.config, label=self.label, top_nodes=self.top_nodes)
+        self.buffers = BufferEngine(self.config)
 
     @property
     def decisions_topic(self) -> str:
@@ -69,8 +67,8 @@ class Pipeline:
                 wait = (ev.ts - first).total_seconds() / self.speed - (time.perf_counter() - start)
                 if wait > 0:
                     await asyncio.sleep(wait)
-            value = encode_event(ev, with_position=True)
-            await self.bus.send(CLUSTER_EVENTS, value, event_key(ev), event=ev, readers=2 * len(self.lanes))
+            # the line's own bytes, and the event decoded once by the reader for every lane's consumers
+            await self.bus.send(CLUSTER_EVENTS, ev.line, ev.key, event=ev)
             self.published += 1
             if self.published % 1000 == 0:
                 await asyncio.sleep(0)  # let the workers run
@@ -85,14 +83,13 @@ class Pipeline:
             tasks.append(
                 asyncio.create_task(
                     worker.run(self.bus, CLUSTER_EVENTS, f"berth-scorer{lane.suffix}", scorer.handle, self.done,
-                               lane.progress, dead_letter_topic=DEAD_LETTER + lane.suffix, parse=self.bus.parse)
+                               lane.progress, dead_letter_topic=DEAD_LETTER + lane.suffix)
                 )
             )  # fmt: skip
             tasks.append(
                 asyncio.create_task(
                     worker.run(self.bus, CLUSTER_EVENTS, f"berth-buffer-controller{lane.suffix}", controller.handle,
-                               self.done, dead_letter_topic=DEAD_LETTER + ".buffer-controller" + lane.suffix,
-                               parse=self.bus.parse)
+                               self.done, dead_letter_topic=DEAD_LETTER + ".buffer-controller" + lane.suffix)
                 )
             )  # fmt: skip
         try:

@@ -65,9 +65,15 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def events(paths: list[str], rejects: list[Reject], strict: bool, until: datetime | None) -> Iterator[Event]:
+def events(
+    paths: list[str],
+    rejects: list[Reject],
+    strict: bool,
+    until: datetime | None,
+    unreadable: list[Reject] | None = None,
+) -> Iterator[Event]:
     for path in paths:
-        for ev in read_events(path, rejects, strict):
+        for ev in read_events(path, rejects, strict, unreadable):
             if until is not None and ev.ts is not None and ev.ts > until:
                 return
             yield ev
@@ -86,23 +92,24 @@ def run(args: argparse.Namespace) -> int:
         for lane in lanes:
             lane.scorer.hold_until(args.start)
     rejects: list[Reject] = []
+    unreadable: list[Reject] = []  # events whose object does not decode: counted as events, and rejected
     pipeline = Pipeline(lanes, args.speed)
     console = Console(stderr=True)
     started = time.perf_counter()
-    stream = events(args.logs, rejects, args.strict, args.until)
+    stream = events(args.logs, rejects, args.strict, args.until, unreadable)
     asyncio.run(watch(pipeline, stream, console, enabled=not args.no_progress))
     seconds = time.perf_counter() - started
     all_stats = []
     for i, lane in enumerate(lanes):
         stats = pipeline.stats(lane, seconds)
-        stats.rejects += len(rejects)
-        stats.events = pipeline.published
+        stats.rejects += len(rejects) + len(unreadable)
+        stats.events = pipeline.published + len(unreadable)
         all_stats.append(stats)
         if args.decisions:
             out = args.decisions if i == 0 else _sibling(args.decisions, ".compare")
             _write_records(out, pipeline, lane)
-    applied = [r for r in pipeline.dead_letters(lanes[0]) if isinstance(r, RejectRecord)]
-    _write_rejects(args, rejects, applied)
+    dead = [r for r in pipeline.dead_letters(lanes[0]) if isinstance(r, RejectRecord)]
+    _write_rejects(args, [*rejects, *unreadable], dead)
     from berth_cli.summary import render_summary
 
     render_summary(all_stats, Console(width=max(120, Console().width)))
@@ -122,7 +129,7 @@ def publish(args: argparse.Namespace) -> int:
     import os
 
     from berth.adapters.connect import kafka_bus, topics_of
-    from berth.core.events import encode_event, event_key
+    from berth.core.events import encode_line
     from berth.settings import from_env
 
     settings = from_env(os.environ, kafka__bootstrap_servers=args.bootstrap_servers)
@@ -135,7 +142,7 @@ def publish(args: argparse.Namespace) -> int:
         try:
             await bus.create_topics(topics_of(settings))
             for ev in events(args.logs, rejects, args.strict, args.until):
-                await bus.send(settings.topics.cluster_events, encode_event(ev, with_position=True), event_key(ev))
+                await bus.send(settings.topics.cluster_events, encode_line(ev, with_position=True), ev.key)
                 sent += 1
             await bus.flush()
         finally:

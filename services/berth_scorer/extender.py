@@ -14,9 +14,9 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from berth.core.convert import pod_from_raw
 from berth.core.errors import InputError
 from berth.core.framework import Code
+from berth.core.kinds import pod_from_raw
 from berth.core.model import Pod
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.scheduler import Outcome

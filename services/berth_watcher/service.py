@@ -9,7 +9,7 @@ import contextlib
 from berth.adapters.eventlog import EventWriter
 from berth.adapters.kubewatch import Watcher
 from berth.adapters.metrics import Metrics
-from berth.core.events import Event, encode_event, event_key
+from berth.core.events import WatchEvent, encode_event, event_key
 from berth.core.ports import CLUSTER_EVENTS, Bus
 
 
@@ -32,7 +32,7 @@ class WatcherService:
         self.published = 0
         self._unflushed = 0
 
-    async def publish(self, ev: Event) -> None:
+    async def publish(self, ev: WatchEvent) -> None:
         if self.bus is not None:
             await self.bus.send(self.topic, encode_event(ev), event_key(ev))
             self._unflushed += 1

@@ -5,15 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from berth.core import convert as core_convert
-from berth.core.buffers import convert as buffer_convert
 from berth.core.buffers.controller import BufferResult, reconcile
 from berth.core.buffers.store import BufferStore
+from berth.core.kinds import convert
 from berth.core.state import ClusterState
 
 NOW = datetime(2026, 11, 2, 12, 0, 0, tzinfo=UTC)  # a Monday
 API = "autoscaling.x-k8s.io/v1beta1"
-CONVERTERS = {**core_convert.CONVERTERS, **buffer_convert.CONVERTERS}
 
 
 def resources(cpu: str | None, memory: str | None, **extra: str) -> dict[str, str]:
@@ -146,7 +144,7 @@ def load(*raws: dict[str, Any]) -> tuple[ClusterState, BufferStore]:
     store = BufferStore()
     state = ClusterState(extensions=[store])
     for raw in raws:
-        state.apply(CONVERTERS[core_convert.kind_key(raw)](raw))
+        state.apply(convert(raw))
     return state, store
 
 

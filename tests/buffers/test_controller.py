@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from berth.core.buffers.convert import buffer_from_raw
-from berth.core.buffers.model import Condition
+from berth.core.buffers.model import GROUP, Condition
 from berth.core.buffers.status import condition_json, set_condition, status_json
 from berth.core.errors import InputError
+from berth.core.kinds import KINDS, convert_as
 from tests.buffers.builders import NOW, buffer, one, pod_template, ready_message, results, workload
 
 PREFIX = "Buffer not ready for provisioning: "
@@ -117,7 +117,7 @@ def test_v1alpha1_reads_the_same() -> None:
 @pytest.mark.parametrize("version", ["autoscaling.x-k8s.io/v1", "v1", "example.com/v1beta1"])
 def test_unknown_version_is_an_input_error(version: str) -> None:
     with pytest.raises(InputError, match="apiVersion: unsupported version"):
-        buffer_from_raw(buffer("b", template="tpl", replicas=1, version=version))
+        convert_as(KINDS[(GROUP, "CapacityBuffer")], buffer("b", template="tpl", replicas=1, version=version))
 
 
 INVALID: list[tuple[str, dict[str, Any], str]] = [

@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from berth.core.convert import convert
 from berth.core.errors import InputError
+from berth.core.kinds import convert
 from berth.core.quantity import parse_nanos
 from tests.builders import pod, pv, pvc
 

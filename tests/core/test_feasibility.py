@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from berth.core.config import parse_config
-from berth.core.convert import convert
+from berth.core.kinds import convert
 from berth.core.scheduler import Scheduler
 from berth.core.state import ClusterState, Reservation
 from tests.builders import NOW, cluster, node, pod, pv, pvc, storage_class

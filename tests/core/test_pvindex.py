@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from berth.core.convert import convert
+from berth.core.kinds import convert
 from berth.core.pvindex import ClassIndex
 from berth.core.state import ClusterState
 from tests.builders import node, pv, pvc, zone_affinity

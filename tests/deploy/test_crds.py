@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+import msgspec
 import pytest
 import yaml
 
 from berth.adapters.eventlog import read_events
 from berth.adapters.kube import KINDS
 from berth.adapters.snapshot import load_objects
-from berth.core.buffers.convert import buffer_from_raw
 from berth.core.buffers.model import OWNER_API_VERSION, VERSIONS
 from berth.core.errors import InputError
-from berth.core.loadaware import nodemetric_from_raw
+from berth.core.kinds import convert
 from berth_cli.main import main as berth_main
 from tests.deploy import crdschema
 from tests.deploy.helpers import DEPLOY, K8S_VERSION, ROOT, rendered
@@ -124,9 +124,9 @@ def _examples(kind: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
             elif f.name.endswith((".jsonl", ".jsonl.gz")):
                 seen = set()
                 for ev in read_events(str(f), rejects=[]):
-                    obj = ev.object
-                    if obj.get("kind") != kind:
+                    if ev.kind is None or ev.kind[1] != kind:
                         continue
+                    obj = msgspec.json.decode(ev.raw)
                     text = json.dumps(obj, sort_keys=True)
                     if text not in seen:
                         seen.add(text)
@@ -154,7 +154,7 @@ def test_capacity_buffers_accepted_exactly_when_berth_finds_them_valid() -> None
         if schema is None:
             continue  # a version the CRD does not serve; berth refuses it too (tests/buffers)
         problems = crdschema.validate(obj, schema)
-        spec_error = buffer_from_raw(obj).spec_error
+        spec_error = convert(obj).spec_error
         assert (problems == []) is (spec_error == ""), f"{where}: CRD says {problems}, berth says {spec_error!r}"
         accepted += not problems
         rejected += bool(problems)
@@ -168,7 +168,7 @@ def test_node_metrics_are_accepted() -> None:
         schema = _schema_for(crd, obj)
         assert schema is not None, where
         assert crdschema.validate(obj, schema) == [], where
-        nodemetric_from_raw(obj)
+        convert(obj)
         count += 1
     assert count >= 10
 

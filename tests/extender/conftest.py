@@ -12,7 +12,7 @@ import pytest_asyncio
 from berth.adapters.http import HttpServer
 from berth.adapters.metrics import Metrics
 from berth.core.config import parse_config
-from berth.core.events import Event
+from berth.core.events import Event, WatchEvent
 from berth.core.pipeline.scorer import ScorerEngine
 from berth_scorer.extender import BindFn, Routes
 from tests.fakeapi import FAST, FakeAPI, api, client  # noqa: F401 - shared fixtures
@@ -21,7 +21,7 @@ T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
 
 
 def events(*objs: dict[str, Any]) -> list[Event]:
-    return [Event("ADDED", o, T0 + timedelta(seconds=i), i + 1) for i, o in enumerate(objs)]
+    return [WatchEvent("ADDED", o, T0 + timedelta(seconds=i), i + 1).decoded() for i, o in enumerate(objs)]
 
 
 def engine_with(*objs: dict[str, Any]) -> ScorerEngine:

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from berth.core.config import parse_config
-from berth.core.convert import convert
 from berth.core.framework import (
     OK,
     Code,
@@ -20,6 +19,7 @@ from berth.core.framework import (
     PostFilterResult,
     Status,
 )
+from berth.core.kinds import convert
 from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.pipeline.stats import StatsObserver

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from berth.core.config import parse_config
-from berth.core.events import Event
+from berth.core.events import WatchEvent
 from berth.core.model import PersistentVolume
 from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.scorer import ScorerEngine
@@ -26,13 +26,13 @@ def host_of(pv: PersistentVolume) -> str | None:
     return None
 
 
-def test_small_claims_take_small_pvs(small: list[Event]) -> None:
+def test_small_claims_take_small_pvs(small: list[WatchEvent]) -> None:
     """KEP-1845: no claim of <= 10Gi takes a 1Ti PV while a fitting 10Gi PV is free on a feasible node."""
     engine = ScorerEngine(parse_config(None))
     small_claims: Counter[int] = Counter()
     large_for_large = 0
     for ev in small:
-        records, reject = engine.handle(ev)
+        records, reject = engine.handle(ev.decoded())
         assert reject is None
         for r in records:
             if r.status != "Scheduled":
@@ -61,17 +61,17 @@ def test_small_claims_take_small_pvs(small: list[Event]) -> None:
     assert large_for_large > 0, "large PVs stayed free for large claims"
 
 
-def scheduled(events: list[Event]) -> list[DecisionRecord]:
+def scheduled(events: list[WatchEvent]) -> list[DecisionRecord]:
     engine = ScorerEngine(parse_config(None))
     out = []
     for ev in events:
-        records, reject = engine.handle(ev)
+        records, reject = engine.handle(ev.decoded())
         assert reject is None
         out += [r for r in records if r.status == "Scheduled"]
     return out
 
 
-def test_a_burst_does_not_all_land_on_the_cold_node(cold_burst: list[Event]) -> None:
+def test_a_burst_does_not_all_land_on_the_cold_node(cold_burst: list[WatchEvent]) -> None:
     decisions = scheduled(cold_burst)
     assert len(decisions) == 50
     nodes = Counter(d.node for d in decisions)

@@ -21,7 +21,7 @@ from redis.asyncio import Redis
 
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import RedisIndex
-from berth.core.events import Event, encode_event
+from berth.core.events import WatchEvent, encode_event
 from berth.settings import from_env
 from berth_indexer.app import BATCH, WATERMARKS, Indexer, build
 from tests.builders import node, pod, pv, zone_affinity
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.timeout(30)
 
 def ev(obj: dict[str, Any], kind: str = "ADDED", rv: str = "1") -> bytes:
     obj["metadata"]["resourceVersion"] = rv
-    return encode_event(Event(kind, obj), with_position=True)
+    return encode_event(WatchEvent(kind, obj), with_position=True)
 
 
 class Recorder:

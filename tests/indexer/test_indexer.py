@@ -6,21 +6,19 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
 
-from berth.adapters.eventlog import open_log
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import RedisIndex
 from berth.core.errors import InputError
-from berth.core.events import Event, encode_event, parse_event
+from berth.core.events import Event, WatchEvent, encode_event, parse_event
 from berth.core.pipeline.indexer import IndexerEngine
 from berth_indexer.app import Indexer
-from tests.builders import node, pod, pv, zone_affinity
+from tests.builders import node, pod, pv, pvc, zone_affinity
 from tests.servers import Server
 
 GI = 2**30
@@ -28,7 +26,7 @@ GI = 2**30
 
 def ev(obj: dict[str, Any], kind: str = "ADDED", rv: str = "1") -> Event:
     obj["metadata"]["resourceVersion"] = rv
-    return Event(kind, obj)
+    return WatchEvent(kind, obj).decoded()
 
 
 def actions(engine: IndexerEngine, *events: Event) -> list[list[str]]:
@@ -82,51 +80,12 @@ def test_node_labels_moving_pvs_are_handled_once_per_batch() -> None:
     assert ["ZADD", "pvidx:*:local", str(10 * GI), "zonal"] in got
 
 
-# ---- the fast path: handle_raw decodes only what the index needs -------------------------------
-
-SAMPLE = Path(__file__).parents[2] / "examples" / "small.jsonl.gz"
-LOGS = sorted((Path(__file__).parents[1] / "data" / "logs").glob("*.jsonl"))
-
-
-def both(lines: list[bytes]) -> tuple[list[Any], list[Any]]:
-    """(ops and reasons from handle(parse_event(...)), the same from handle_raw), per event, with
-    end_batch every 50 events."""
-    exact, fast = IndexerEngine(), IndexerEngine()
-    a: list[Any] = []
-    b: list[Any] = []
-    for i, line in enumerate(lines):
-        try:
-            ops, reason = exact.handle(parse_event(line, i + 1))
-        except InputError as e:
-            ops, reason = [], e.line()
-        a.append(([op.__dict__ for op in ops], reason))
-        ops, reason = fast.handle_raw(line, i + 1)
-        b.append(([op.__dict__ for op in ops], reason))
-        if i % 50 == 49:
-            a.append(exact.end_batch())
-            b.append(fast.end_batch())
-    a.append((exact.end_batch(), exact.usage()))
-    b.append((fast.end_batch(), fast.usage()))
-    return a, b
-
-
-@pytest.mark.parametrize("log", [SAMPLE, *LOGS], ids=lambda p: p.name)
-def test_the_fast_path_writes_what_the_converters_would(log: Path) -> None:
-    with open_log(str(log)) as f:
-        lines = [line.encode() if isinstance(line, str) else line for line in f if line.strip()]
-    bus = []  # as the services see them: berth's canonical line with its position
-    for i, line in enumerate(lines):
-        try:
-            bus.append(encode_event(parse_event(line, i + 1), with_position=True))
-        except InputError:
-            bus.append(line)
-    for variant in (lines, bus):
-        exact, fast = both(variant)
-        assert fast == exact
+# ---- handle_raw: the message's bytes through the one decoder -----------------------------------
 
 
 def raw(obj: dict[str, Any], kind: str = "ADDED", rv: str = "1") -> bytes:
-    return encode_event(ev(obj, kind, rv))
+    obj["metadata"]["resourceVersion"] = rv
+    return encode_event(WatchEvent(kind, obj))
 
 
 BAD = [
@@ -147,34 +106,28 @@ BAD = [
 
 
 @pytest.mark.parametrize("line", BAD, ids=range(len(BAD)))
-def test_what_the_converters_reject_the_fast_path_rejects_with_the_same_reason(line: bytes) -> None:
+def test_a_rejected_event_has_the_reason_every_service_gives(line: bytes) -> None:
     engine = IndexerEngine()
     actions(engine, ev(node("n1")))
     ops, reason = engine.handle_raw(line, 7)
-    try:
-        want = IndexerEngine().handle(parse_event(line, 7))[1]
-    except InputError as e:
-        want = e.line()
-    assert ops == [] and reason is not None and reason == want
+    with pytest.raises(InputError) as e:
+        parse_event(line, 7)
+    assert ops == [] and reason == e.value.line()
 
 
-def test_other_kinds_and_unread_fields_are_not_converted() -> None:
-    """The indexer reads Nodes, PVs and Pods, and of PVs and Pods only what it indexes: what is
-    wrong elsewhere is for the scorer and buffer controller to dead-letter."""
+def test_other_kinds_are_not_decoded() -> None:
+    """The indexer reads Nodes, PVs and Pods: what is wrong in other kinds is for the scorer and
+    buffer controller to dead-letter."""
     engine = IndexerEngine()
     actions(engine, ev(node("n1")))
     metric = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": "n1"}}
     metric["status"] = {"nodeMetric": {"nodeUsage": {"resources": {"cpu": "lots"}}}}
     assert engine.handle_raw(raw(metric)) == ([], None)
-    pending = pod("p", cpu="much", memory=None)  # not bound: its requests do not count anywhere
-    assert engine.handle_raw(raw(pending)) == ([], None)
-    odd = pv("a", "1Gi", on="n1", modes=("Sideways",))
-    odd["spec"]["volumeMode"] = 7  # not read by the index
-    ops, reason = engine.handle_raw(raw(odd))
-    assert reason is None and ops[0].guard == ("rv:PersistentVolume:a", "1")
+    claim = pvc("c", size="a lot")
+    assert engine.handle_raw(raw(claim)) == ([], None)
 
 
-def test_the_simulator_shape_takes_the_exact_path() -> None:
+def test_the_simulator_shape_is_read_too() -> None:
     engine = IndexerEngine()
     actions(engine, ev(node("n1")))
     line = json.dumps({"time": "2026-11-01T10:00:00Z", "event": "Add", "resource": pv("a", "1Gi", on="n1")})
@@ -238,7 +191,7 @@ class Recorder:
 async def test_side_effects_redis_then_produce(index: RedisIndex) -> None:
     rec = Recorder()
     indexer = Indexer(IndexerEngine(), index, Metrics("indexer"), rec.send, rec.dead_letter)
-    values = [(encode_event(ev(node("n1"))), 0, 0), (b"junk", 0, 1), (encode_event(ev(pv("a", "1Gi", on="n1"))), 0, 2)]
+    values = [(raw(node("n1")), 0, 0), (b"junk", 0, 1), (raw(pv("a", "1Gi", on="n1")), 0, 2)]
     await indexer.handle(values, full=False)
     assert list(indexer.steps) == ["redis", "produce"]
     assert json.loads(rec.sent[0]) == {"partition": 0, "offset": 3}
@@ -256,6 +209,6 @@ async def test_a_failed_redis_write_produces_nothing() -> None:
     gone = Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")  # nothing listens: the write fails
     indexer = Indexer(IndexerEngine(), RedisIndex(gone), Metrics("indexer"), rec.send, rec.dead_letter)
     with pytest.raises(RedisConnectionError):
-        await indexer.handle([(encode_event(ev(node("n1"))), 0, 0)], full=False)
+        await indexer.handle([(raw(node("n1")), 0, 0)], full=False)
     assert rec.sent == [] and not indexer.steps  # not produced, so not acknowledged: it comes again
     await gone.aclose()

@@ -15,7 +15,7 @@ from redis.asyncio import Redis
 from berth.adapters.eventlog import read_events
 from berth.adapters.kafka import KafkaBus
 from berth.adapters.redisindex import RedisIndex
-from berth.core.events import encode_event, event_key
+from berth.core.events import encode_line
 from tests.integration.services import collect, decode, isolated_env, service
 from tests.integration.test_equivalence import embedded
 from tests.servers import Server
@@ -38,7 +38,7 @@ async def publish(
         if only is not None and i not in only:
             continue
         for _ in range(copies):
-            await bus.send(topic, encode_event(ev, with_position=True), event_key(ev))
+            await bus.send(topic, encode_line(ev, with_position=True), ev.key)
             sent += 1
     await bus.flush()
     await bus.stop()
@@ -111,9 +111,10 @@ def test_two_replicas_never_take_a_pv_twice_or_overcommit(broker: Server, redis_
     holders: dict[str, str] = {}
     cpu: dict[str, int] = {}
     gone = {  # pod -> position of its deletion in the log
-        f"{ev.object['metadata'].get('namespace', 'default')}/{ev.object['metadata']['name']}": ev.position
+        f"{meta.get('namespace', 'default')}/{meta['name']}": ev.position
         for ev in read_events(SCARCE)
         if ev.deleted
+        for meta in [msgspec.json.decode(ev.raw)["metadata"]]
     }
     assert len(gone) == 2
     for d in sorted(got, key=lambda d: int(d["position"])):  # type: ignore[call-overload]

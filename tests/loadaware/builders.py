@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from berth.core.convert import convert
 from berth.core.framework import Cycle
-from berth.core.loadaware import LoadAwareScheduling, nodemetric_from_raw, parse_args
+from berth.core.kinds import convert
+from berth.core.loadaware import LoadAwareScheduling, parse_args
 from berth.core.model import Pod
 from berth.core.state import ClusterState
 
@@ -129,8 +129,6 @@ def pod(
 
 
 def obj(raw: dict[str, Any]) -> Any:
-    if raw["kind"] == "NodeMetric":
-        return nodemetric_from_raw(raw)
     return convert(raw)
 
 

@@ -4,10 +4,10 @@ from typing import Any
 
 import pytest
 
-from berth.core.convert import CONVERTERS as CORE
-from berth.core.convert import kind_key
 from berth.core.errors import InputError
-from berth.core.loadaware.convert import CONVERTERS, nodemetric_from_raw
+from berth.core.kinds import KINDS, kind_key
+from berth.core.kinds import convert as nodemetric_from_raw
+from berth.core.loadaware.convert import nodemetric
 from berth.core.loadaware.durations import DurationError, format_duration, parse_duration
 from berth.core.loadaware.model import AggregatedUsage, PodMetric
 
@@ -49,8 +49,7 @@ def test_format_duration() -> None:
 def test_registered_under_group_and_kind() -> None:
     raw = node_metric("n1")
     assert kind_key(raw) == ("slo.koordinator.sh", "NodeMetric")
-    assert CONVERTERS[kind_key(raw)] is nodemetric_from_raw
-    assert not set(CONVERTERS) & set(CORE)
+    assert KINDS[kind_key(raw)].normalise is nodemetric
 
 
 def test_reference_example() -> None:

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from berth.core.convert import convert, node_from_raw
+from berth.core.kinds import convert
 from berth.core.loadaware.args import parse_args
 from berth.core.loadaware.estimator import BATCH, FREE, MID, PROD, Estimator, node_allocatable, priority_class
 from berth.core.loadaware.vectors import Resources, round_half_away
@@ -160,5 +160,5 @@ def test_seconds(allow: bool, annotations: dict[str, str], args: dict[str, Any],
 )
 def test_raw_allocatable(annotation: str | None, want_cpu: int, want_memory: int) -> None:
     ann = {} if annotation is None else {"node.koordinator.sh/raw-allocatable": annotation}
-    alloc = node_allocatable(node_from_raw(node("n", annotations=ann)))
+    alloc = node_allocatable(convert(node("n", annotations=ann)))
     assert (alloc["cpu"], alloc["memory"]) == (want_cpu, want_memory)

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from berth.core.convert import convert
 from berth.core.framework import SKIP, Code
+from berth.core.kinds import convert
 from berth.core.state import Reservation
 
 from .builders import T0, World, ago, node, node_metric, pod, pod_usage

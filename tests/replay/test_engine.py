@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
+from berth.adapters.eventlog import EventWriter, Reject, read_events
 from berth.core.config import parse_config
-from berth.core.events import Event
+from berth.core.events import Event, WatchEvent
 from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.scorer import ScorerEngine
 from tests.builders import node, pod, pv, pvc, storage_class
@@ -26,7 +28,7 @@ class Log:
 
     def add(self, obj: dict[str, Any], kind: str = "ADDED", at: float | None = None) -> Log:
         self.t = self.t if at is None else at
-        self.events.append(Event(kind, obj, T0 + timedelta(seconds=self.t), len(self.events) + 1))
+        self.events.append(WatchEvent(kind, obj, T0 + timedelta(seconds=self.t), len(self.events) + 1).decoded())
         return self
 
 
@@ -172,15 +174,22 @@ def test_same_log_same_bytes() -> None:
     assert run() == run()
 
 
-def test_bad_object_is_a_reject_and_the_rest_goes_on() -> None:
-    log = cluster(Log()).add(pv("bad", "ten"))
-    log.add(pod("pa"))
+def test_bad_object_is_a_reject_and_the_rest_goes_on(tmp_path: Path) -> None:
+    """The reader decodes each line once: an object that does not decode is rejected there."""
+    objs = [storage_class(), node("n1"), node("n2"), pv("bad", "ten"), pod("pa")]
+    path = tmp_path / "log.jsonl"
+    with EventWriter(str(path)) as w:
+        for i, o in enumerate(objs):
+            w.write(WatchEvent("ADDED", o, T0 + timedelta(seconds=i)))
+    rejects: list[Reject] = []
+    unreadable: list[Reject] = []
     engine = ScorerEngine(parse_config(None))
-    results = [engine.handle(ev) for ev in log.events]
-    rejects = [r for _, r in results if r is not None]
-    assert len(rejects) == 1 and rejects[0].position == 4
-    assert rejects[0].reason.startswith("PersistentVolume bad: spec.capacity.storage: quantities must match")
-    assert results[-1][0][0].status == "Scheduled"
+    results = [engine.handle(ev) for ev in read_events(str(path), rejects, unreadable=unreadable)]
+    assert rejects == [] and len(unreadable) == 1 and unreadable[0].line == 4
+    assert unreadable[0].reason.startswith("PersistentVolume bad: spec.capacity.storage: quantities must match")
+    assert unreadable[0].text.startswith('{"ts":"2026-11-01T10:00:03Z","type":"ADDED","object":{"apiVersion"')
+    assert unreadable[0].text.endswith(',"position":4}')
+    assert len(results) == 4 and results[-1][0][0].status == "Scheduled"
 
 
 def test_only_changes_that_can_help_retry_a_pod() -> None:

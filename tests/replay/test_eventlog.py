@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from berth.adapters.eventlog import EventWriter, Reject, read_events
 from berth.core.errors import InputError
-from berth.core.events import Event, encode_event, parse_event
+from berth.core.events import WatchEvent, encode_event, parse_event
+from berth.core.kinds import convert
 from tests.builders import node, pod
 
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
@@ -21,7 +22,7 @@ T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
 
 def test_berth_line() -> None:
     ev = parse_event(json.dumps({"ts": "2026-11-01T10:00:00Z", "type": "ADDED", "object": node("n1")}), 7)
-    assert (ev.type, ev.ts, ev.position, ev.object["metadata"]["name"]) == ("ADDED", T0, 7, "n1")
+    assert (ev.type, ev.ts, ev.position, ev.model.name, ev.key) == ("ADDED", T0, 7, "n1", b"Node//n1")
 
 
 def test_kubectl_watch_line_has_no_ts() -> None:
@@ -66,12 +67,16 @@ def test_bad_lines(line: str, reason: str) -> None:
 @pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
 def test_round_trip(tmp_path: Path, suffix: str) -> None:
     path = str(tmp_path / f"log{suffix}")
-    events = [Event("ADDED", node("n1"), T0), Event("MODIFIED", pod("p"), None), Event("DELETED", pod("p"), T0)]
+    events = [
+        WatchEvent("ADDED", node("n1"), T0),
+        WatchEvent("MODIFIED", pod("p"), None),
+        WatchEvent("DELETED", pod("p"), T0),
+    ]
     with EventWriter(path) as w:
         for ev in events:
             w.write(ev)
     back = list(read_events(path))
-    assert [(e.type, e.object, e.ts) for e in back] == [(e.type, e.object, e.ts) for e in events]
+    assert [(e.type, e.model, e.ts) for e in back] == [(e.type, convert(e.object), e.ts) for e in events]
     assert [e.position for e in back] == [1, 2, 3]
     if suffix.endswith(".gz"):
         with gzip.open(path) as f:
@@ -101,6 +106,30 @@ names = st.text(alphabet="abcdefghij-", min_size=1, max_size=10)
 
 @given(st.sampled_from(["ADDED", "MODIFIED", "DELETED"]), names, st.none() | st.datetimes(timezones=st.just(UTC)))
 def test_encode_parse_round_trip(etype: str, name: str, ts: datetime | None) -> None:
-    ev = Event(etype, {"kind": "Node", "apiVersion": "v1", "metadata": {"name": name}}, ts)
+    ev = WatchEvent(etype, {"kind": "Node", "apiVersion": "v1", "metadata": {"name": name}}, ts)
     back = parse_event(encode_event(ev))
-    assert (back.type, back.object, back.ts) == (ev.type, ev.object, ev.ts)
+    assert (back.type, back.model, back.ts) == (ev.type, convert(ev.object), ev.ts)
+
+
+@pytest.mark.parametrize(
+    ("obj", "kind"),
+    [
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}, ("", "ConfigMap")),
+        (
+            {"apiVersion": "extensions/v1beta1", "kind": "Deployment", "metadata": {"name": "d"}},
+            ("extensions", "Deployment"),
+        ),
+        ({"apiVersion": "example.com/v1", "kind": "Pod", "metadata": {"name": "p"}}, ("example.com", "Pod")),
+    ],
+)
+def test_a_kind_berth_does_not_read_is_kept_undecoded(obj: dict[str, object], kind: tuple[str, str]) -> None:
+    ev = parse_event(json.dumps({"type": "ADDED", "object": obj}))
+    assert (ev.model, ev.kind) == (None, kind)
+    assert json.loads(bytes(ev.raw)) == obj
+
+
+def test_the_one_pass_and_the_step_by_step_path_agree_on_the_shape() -> None:
+    """A null simulator resource is the simulator's shape, even beside a well-formed object."""
+    line = json.dumps({"type": "ADDED", "object": node("n1"), "resource": None})
+    with pytest.raises(InputError, match="event: want Add, Update or Delete, got None"):
+        parse_event(line, 3)

@@ -1,58 +1,41 @@
-"""Work the embedded pipeline's engines share: converted models and the collector's freezing."""
+"""Work the embedded pipeline's engines share: the decoded events and the collector's freezing."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
-from typing import Any
 
 import pytest
 
 from berth.adapters.collector import Collector
-from berth.core.convert import node_from_raw
-from berth.core.errors import InputError
-from berth.core.pipeline.applier import Converted
+from berth.adapters.memory import MemoryBus
+from berth.core.events import UnreadableObject, WatchEvent, decode_message, encode_event, parse_event
 from tests.builders import node
 
 
-class Counting:
-    def __init__(self) -> None:
-        self.calls = 0
+def test_every_consumer_of_the_memory_bus_gets_the_one_decoded_event() -> None:
+    async def go() -> None:
+        bus = MemoryBus()
+        line = encode_event(WatchEvent("ADDED", node("n1"), position=7), with_position=True)
+        ev = parse_event(line, 7)
+        await bus.send("t", line, ev.key, event=ev)
+        await bus.send("t", line, ev.key)  # no event carried (as on Kafka): decoded from the bytes
+        first, second = bus.topics["t"][0]
+        assert first.value is line  # the line's own bytes, never encoded again
+        assert decode_message(first) is ev and decode_message(first) is ev
+        again = decode_message(second)
+        assert again is not ev and (again.model, again.position, again.key) == (ev.model, 7, b"Node//n1")
 
-    def __call__(self, raw: dict[str, Any]) -> Any:
-        self.calls += 1
-        return node_from_raw(raw)
-
-
-def test_a_raw_object_is_converted_once_for_every_reader() -> None:
-    converted, convert = Converted(), Counting()
-    raw = node("n1")
-    first = converted.convert(convert, raw)
-    assert converted.convert(convert, raw) is first
-    assert convert.calls == 1
-    twin = node("n1")  # equal but another object: another event, converted again
-    assert converted.convert(convert, twin) == first
-    assert convert.calls == 2
+    asyncio.run(go())
 
 
-def test_the_oldest_entries_go_first_and_are_converted_again() -> None:
-    converted, convert = Converted(size=2), Counting()
-    a, b, c = node("a"), node("b"), node("c")
-    for raw in (a, b, c):
-        converted.convert(convert, raw)
-    converted.convert(convert, c)
-    converted.convert(convert, b)
-    assert convert.calls == 3
-    assert converted.convert(convert, a).name == "a"
-    assert convert.calls == 4
-
-
-def test_a_conversion_error_is_raised_to_every_reader() -> None:
-    converted = Converted()
+def test_an_object_that_does_not_decode_names_the_object_and_field() -> None:
     raw = node("n1")
     raw["status"]["allocatable"]["cpu"] = "lots"
-    for _ in range(2):
-        with pytest.raises(InputError, match=r"Node n1: status\..*\.cpu"):
-            converted.convert(node_from_raw, raw)
+    with pytest.raises(UnreadableObject, match=r"^Node n1: status\..*\.cpu: quantities must match") as e:
+        parse_event(encode_event(WatchEvent("ADDED", raw), with_position=True), 3)
+    assert e.value.position == 3
+    assert e.value.canonical == encode_event(WatchEvent("ADDED", raw, position=3), with_position=True)
 
 
 def test_survivors_are_frozen_per_batch_and_thawed_for_a_full_collection() -> None:

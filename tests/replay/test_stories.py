@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from berth.core.config import parse_config
-from berth.core.events import Event
+from berth.core.events import WatchEvent
 from berth.core.generate import PRESETS, generate
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.pvindex import available
@@ -15,13 +15,13 @@ SMALL = parse_nanos("10Gi")
 LARGE = parse_nanos("1Ti")
 
 
-def replay(events: list[Event], config: object = None) -> tuple[ScorerEngine, list[tuple[str, str, list[str]]]]:
+def replay(events: list[WatchEvent], config: object = None) -> tuple[ScorerEngine, list[tuple[str, str, list[str]]]]:
     engine = ScorerEngine(parse_config(config))
     violations: list[tuple[str, str, list[str]]] = []
     for ev in events:
         state = engine.state
         free = {name: pv for name, pv in state.pvs.items() if available(pv)}
-        records, _ = engine.handle(ev)
+        records, _ = engine.handle(ev.decoded())
         for r in records:
             if r.status != "Scheduled":
                 continue
@@ -73,7 +73,7 @@ def test_without_capacity_priority_the_story_breaks() -> None:
     assert violations
 
 
-def _coldest(events: list[Event]) -> str:
+def _coldest(events: list[WatchEvent]) -> str:
     usage: dict[str, int] = {}
     for ev in events:
         o = ev.object

@@ -7,7 +7,10 @@ import random
 from collections.abc import AsyncIterator
 from typing import Any
 
-from berth.core.events import Event
+import msgspec
+
+from berth.adapters.eventlog import read_events
+from berth.core.events import WatchEvent
 from tests.fakeapi import FAST, FakeAPI, api, client  # noqa: F401 - shared fixtures
 
 
@@ -33,15 +36,20 @@ class Fixed(random.Random):
         return self.value
 
 
-async def take(events: AsyncIterator[Event], n: int, timeout: float = 5.0) -> list[Event]:
-    out: list[Event] = []
+async def take(events: AsyncIterator[WatchEvent], n: int, timeout: float = 5.0) -> list[WatchEvent]:
+    out: list[WatchEvent] = []
     async with asyncio.timeout(timeout):
         while len(out) < n:
             out.append(await anext(events))
     return out
 
 
-def summary(events: list[Event]) -> list[tuple[str, str, str]]:
+def recorded(path: str) -> list[WatchEvent]:
+    """The events of a recorded log, as the watcher published them (objects as dicts)."""
+    return [WatchEvent(e.type, msgspec.json.decode(e.raw), e.ts, e.position) for e in read_events(path, strict=True)]
+
+
+def summary(events: list[WatchEvent]) -> list[tuple[str, str, str]]:
     """(type, kind, namespace/name or name) per event."""
     out = []
     for ev in events:

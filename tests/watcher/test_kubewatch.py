@@ -13,9 +13,9 @@ import pytest
 
 from berth.adapters.kube import BY_PLURAL, KINDS, KubeClient, Timeouts, select_kinds
 from berth.adapters.kubewatch import Backoff, KindWatcher, Watcher, WatchOptions
-from berth.core.convert import kind_key
 from berth.core.errors import ConfigError
-from berth.core.kinds import CONVERTERS
+from berth.core.kinds import KINDS as READ
+from berth.core.kinds import kind_key
 from tests.fakeapi import FakeAPI
 from tests.watcher.conftest import FAST, Fixed, Sleeps, buffer, node, pod, summary, take
 
@@ -45,7 +45,7 @@ def watch(
 
 def test_the_table_covers_every_kind_berth_reads() -> None:
     table = {(k.group, k.kind) for k in KINDS}
-    assert table == set(CONVERTERS)
+    assert table == set(READ)
     assert [k.plural for k in select_kinds(["Pod", "nodes", " capacitybuffers"])] == [
         "nodes",
         "capacitybuffers",
@@ -337,7 +337,7 @@ async def test_every_kind_at_once(api: FakeAPI, client: KubeClient) -> None:
     ]
     assert [ev.position for ev in got] == [1, 2, 3, 4, 5]
     for ev in got:  # every object is one berth's core reads
-        assert kind_key(ev.object) in CONVERTERS
+        assert kind_key(ev.object) in READ
 
 
 @pytest.mark.asyncio

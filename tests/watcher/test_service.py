@@ -26,6 +26,7 @@ from berth_watcher.service import WatcherService
 from tests.fakeapi import FakeAPI
 from tests.servers import Server, free_port
 from tests.watcher.conftest import Fixed, Sleeps, node, pod, summary
+from tests.watcher.conftest import recorded as recorded_events
 
 
 async def run_until(service: WatcherService, count: int, timeout: float = 5.0) -> None:
@@ -82,7 +83,7 @@ async def test_publishes_keyed_per_object_and_records(api: FakeAPI, client: Kube
         b"Pod/db/b": ["ADDED", "DELETED"],
     }
     # the record is an event log berth replay reads: same events, in publishing order
-    recorded = list(read_events(str(log), strict=True))
+    recorded = recorded_events(str(log))
     assert len(recorded) == 7 and [ev.position for ev in recorded] == list(range(1, 8))
     assert sorted(summary(recorded)[:3]) == [
         ("ADDED", "Node", "n1"),
@@ -91,7 +92,7 @@ async def test_publishes_keyed_per_object_and_records(api: FakeAPI, client: Kube
     ]
     pods = [s for s in summary(recorded)[3:] if s[1] == "Pod"]  # each kind in its own order
     assert pods == [("MODIFIED", "Pod", "db/a"), ("MODIFIED", "Pod", "db/a"), ("DELETED", "Pod", "db/b")]
-    assert {parse_event(m.value).object["metadata"]["resourceVersion"] for m in messages} == {
+    assert {parse_event(m.value).model.resource_version for m in messages} == {
         ev.object["metadata"]["resourceVersion"] for ev in recorded
     }
     assert all(ev.ts is not None for ev in recorded)
@@ -137,7 +138,7 @@ async def test_the_command_records_a_cluster(api: FakeAPI, tmp_path: Path, capsy
     log = tmp_path / "out.jsonl"
     argv = ["watcher", "--kubeconfig", str(kubeconfig), "--kinds", "nodes,pods", "--record", str(log), "--no-publish"]
     assert await asyncio.to_thread(main, [*argv, "--once"]) == 0  # a snapshot: list once, exit
-    assert summary(list(read_events(str(log), strict=True))) == [("ADDED", "Node", "n1"), ("ADDED", "Pod", "db/a")]
+    assert summary(recorded_events(str(log))) == [("ADDED", "Node", "n1"), ("ADDED", "Pod", "db/a")]
     assert not api.watches("pods") and not api.lists("jobs")
 
     assert await asyncio.to_thread(main, [*argv, "--duration", "0.3"]) == 0  # watches until the time is up

@@ -12,7 +12,7 @@ from redis.exceptions import RedisError
 from berth.adapters.kafka import KafkaBus
 from berth.adapters.redisstore import RedisStore
 from berth.core.errors import InputError
-from berth.core.events import Event, parse_event
+from berth.core.events import Event, decode_message
 from berth.core.ports import Bus
 from berth.settings import Settings
 
@@ -71,7 +71,7 @@ async def rebuild(bus: Bus, topic: str, group: str, handle: Callable[[Event], An
     count = 0
     for msg in await bus.history(topic, group):
         try:
-            ev = parse_event(msg.value, msg.offset + 1)
+            ev = decode_message(msg)
         except InputError:
             continue  # it went to the dead-letter topic the first time
         handle(ev)

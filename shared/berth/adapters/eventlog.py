@@ -10,7 +10,7 @@ from typing import IO
 import msgspec
 
 from berth.core.errors import InputError
-from berth.core.events import Event, encode_event, parse_event
+from berth.core.events import Event, UnreadableObject, WatchEvent, encode_event, parse_event
 
 
 class Reject(msgspec.Struct, frozen=True):
@@ -30,8 +30,12 @@ def open_log(path: str, mode: str = "rb") -> IO[bytes]:
         raise InputError(path, "", e.strerror or str(e)) from None
 
 
-def read_events(path: str, rejects: list[Reject] | None = None, strict: bool = False) -> Iterator[Event]:
-    """Events in log order. A bad line goes to `rejects` (or raises when strict) and reading goes on."""
+def read_events(
+    path: str, rejects: list[Reject] | None = None, strict: bool = False, unreadable: list[Reject] | None = None
+) -> Iterator[Event]:
+    """Decoded events in log order. A bad line goes to `rejects` (or raises when strict) and reading goes on;
+    a well-formed event whose object does not decode goes to `unreadable` if given, with the event in
+    berth's line as its text."""
     with open_log(path) as f:
         try:
             for number, line in enumerate(f, start=1):
@@ -41,9 +45,12 @@ def read_events(path: str, rejects: list[Reject] | None = None, strict: bool = F
                     yield parse_event(line, number)
                 except InputError as e:
                     if strict or rejects is None:
-                        raise InputError(
-                            path, f"line {number}", f"{e.field}: {e.problem}" if e.field else e.problem
-                        ) from None
+                        where = e.line().removeprefix(f"line {number}: ")
+                        raise InputError(path, f"line {number}", where) from None
+                    if isinstance(e, UnreadableObject):
+                        kept = rejects if unreadable is None else unreadable
+                        kept.append(Reject(path, e.position, e.line(), e.canonical.decode("utf-8", "replace")))
+                        continue
                     rejects.append(
                         Reject(
                             path,
@@ -63,7 +70,7 @@ class EventWriter:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._f = open_log(path, "wb")
 
-    def write(self, ev: Event) -> None:
+    def write(self, ev: WatchEvent) -> None:
         self._f.write(encode_event(ev) + b"\n")
 
     def close(self) -> None:

@@ -53,7 +53,7 @@ class Kind:
         return out
 
 
-# Every kind the policies read (berth.core.kinds.CONVERTERS); tests/watcher checks the two agree.
+# Every kind the policies read (berth.core.kinds.KINDS); tests/watcher checks the two agree.
 # The initial lists go in this order, what pods are decided against first and pods last, so that a
 # consumer starting from an empty state does not decide pods before it has heard of the nodes.
 KINDS: tuple[Kind, ...] = (

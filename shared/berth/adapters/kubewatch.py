@@ -26,7 +26,7 @@ import aiohttp
 import msgspec
 
 from berth.adapters.kube import KINDS, Kind, KubeClient, KubeError, Timeouts
-from berth.core.events import Event
+from berth.core.events import WatchEvent
 
 log = logging.getLogger("berth.watcher")
 
@@ -64,9 +64,9 @@ class Stamper:
         self.clock = clock
         self.count = 0
 
-    def __call__(self, etype: str, obj: dict[str, Any]) -> Event:
+    def __call__(self, etype: str, obj: dict[str, Any]) -> WatchEvent:
         self.count += 1
-        return Event(type=etype, object=obj, ts=self.clock(), position=self.count)
+        return WatchEvent(type=etype, object=obj, ts=self.clock(), position=self.count)
 
 
 class Gone(Exception):
@@ -125,7 +125,7 @@ class KindWatcher:
     def name(self) -> str:
         return self.kind.plural if self.namespace is None else f"{self.kind.plural} in {self.namespace}"
 
-    async def stream(self, once: bool = False) -> AsyncGenerator[Event, None]:
+    async def stream(self, once: bool = False) -> AsyncGenerator[WatchEvent, None]:
         """Events, forever; returns only when the kind is not served, or with `once` after the first list."""
         while True:
             if self.resource_version is None:
@@ -197,7 +197,7 @@ class KindWatcher:
             return page
         raise NotServed
 
-    async def _list(self) -> AsyncIterator[Event]:
+    async def _list(self) -> AsyncIterator[WatchEvent]:
         self.lists += 1
         limit = ("limit", str(self.options.page_size))
         seen: set[str] = set()
@@ -236,7 +236,7 @@ class KindWatcher:
         self.tried.set()
         self.attempt = 0
 
-    async def _watch(self) -> AsyncIterator[Event]:
+    async def _watch(self) -> AsyncIterator[WatchEvent]:
         assert self.version is not None
         self.watches += 1
         timeouts = self.options.timeouts
@@ -259,7 +259,7 @@ class KindWatcher:
         if lines == 0:
             raise _QuietEnd("watch ended without events")  # no hot loop if a server keeps closing at once
 
-    def _event(self, line: bytes) -> Event | None:
+    def _event(self, line: bytes) -> WatchEvent | None:
         raw = msgspec.json.decode(line)
         if not isinstance(raw, dict) or not isinstance(raw.get("object"), dict):
             raise ValueError(f"not a watch event: {line[:200]!r}")
@@ -316,7 +316,7 @@ class Watcher:
             KindWatcher(client, k, self.stamp, namespace=namespace, options=options, sleep=sleep, rand=rand)
             for k in kinds
         ]
-        self._queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue(queue_size)
+        self._queue: asyncio.Queue[WatchEvent | BaseException | None] = asyncio.Queue(queue_size)
 
     @property
     def synced(self) -> bool:
@@ -340,7 +340,7 @@ class Watcher:
             await self._queue.put(e)
         await self._queue.put(None)
 
-    async def events(self) -> AsyncGenerator[Event, None]:
+    async def events(self) -> AsyncGenerator[WatchEvent, None]:
         """Events until every kind has stopped (skipped kinds, or all after their list with `once`);
         use with contextlib.aclosing."""
         tasks = [

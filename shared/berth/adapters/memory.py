@@ -9,10 +9,17 @@ from __future__ import annotations
 import asyncio
 import zlib
 from collections.abc import Mapping
-from typing import Any
 
-from berth.core.events import Event, parse_event
+from berth.core.events import Event
 from berth.core.ports import Message
+
+
+class MemoryMessage(Message, frozen=True):
+    """A message of the in-memory bus. `event`: the value already decoded, when the sender had it
+    (the embedded pipeline's log reader); consumers in this process use it instead of decoding
+    the bytes again. Kafka's messages never have one."""
+
+    event: Event | None = None
 
 
 class MemoryBus:
@@ -20,7 +27,6 @@ class MemoryBus:
         self.topics: dict[str, list[list[Message]]] = {}
         self.committed: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> next offset
         self._arrived = asyncio.Event()
-        self._parsed: dict[tuple[str, int, int], list[Any]] = {}  # (topic, partition, offset) -> [event, reads left]
 
     async def start(self) -> None:
         return None
@@ -33,31 +39,14 @@ class MemoryBus:
         count = len(self.topics[topic])
         return 0 if key is None or count == 1 else zlib.crc32(key) % count
 
-    async def send(
-        self, topic: str, value: bytes, key: bytes | None = None, event: Event | None = None, readers: int = 0
-    ) -> None:
-        """event: the value already parsed (the embedded pipeline's reader), kept for `readers` reads
-        through `parse`, so that each consumer need not parse the bytes again."""
+    async def send(self, topic: str, value: bytes, key: bytes | None = None, event: Event | None = None) -> None:
+        """event: the value already decoded, carried on the message for this process's consumers."""
         if topic not in self.topics:
             await self.create_topics({topic: 1})
         p = self.partition_of(topic, key)
         log = self.topics[topic][p]
-        if event is not None and readers > 0:
-            self._parsed[(topic, p, len(log))] = [event, readers]
-        log.append(Message(topic, p, len(log), key, value))
+        log.append(MemoryMessage(topic, p, len(log), key, value, event))
         self._arrived.set()
-
-    def parse(self, msg: Message) -> Event:
-        """The event a message holds: the one sent along with it, or parsed from its bytes."""
-        where = (msg.topic, msg.partition, msg.offset)
-        kept = self._parsed.get(where)
-        if kept is None:
-            return parse_event(msg.value, msg.offset + 1)
-        kept[1] -= 1
-        if kept[1] <= 0:
-            del self._parsed[where]
-        ev: Event = kept[0]
-        return ev
 
     async def flush(self) -> None:
         return None

@@ -29,10 +29,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
+from berth.core.amounts import parse_time
 from berth.core.events import format_time
 from berth.core.pipeline.metrics import Section, byte_unit, human_bytes, metric_sections, run_labels
 from berth.core.pipeline.stats import BufferPoint, DecisionPoint, RunStats
-from berth.core.rawfields import parse_time
 
 DPI = 100
 TIME_BUCKETS = 60  # decisions over time: at most this many buckets

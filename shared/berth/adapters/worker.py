@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from berth.adapters.collector import COLLECTOR
 from berth.adapters.metrics import Metrics
 from berth.core.errors import InputError
-from berth.core.events import Event, parse_event
+from berth.core.events import Event, UnreadableObject, decode_message
 from berth.core.pipeline.records import RejectRecord, encode_record
 from berth.core.ports import DEAD_LETTER, Bus, Message
 
@@ -49,14 +49,13 @@ async def run(
     drain: bool = True,
     metrics: Metrics | None = None,
     on_assign: Callable[[], Awaitable[None]] | None = None,
-    parse: Callable[[Message], Event] | None = None,
 ) -> None:
     """Consume until `done` is set: then, with drain, until nothing is left (the embedded pipeline);
     without, at once after the batch in hand (a service shutting down).
 
     on_assign runs before the first batch after this member's partitions change (a standby taking
     over): the service rebuilds its state from what the group committed, then goes on from there.
-    parse: how a message becomes an event (default: parse its bytes)."""
+    A message is decoded here, once, unless it carries its decoded event (the in-memory bus)."""
     consumer = bus.consumer([topic], group)
     await consumer.start()
     progress = progress or Progress()
@@ -76,12 +75,13 @@ async def run(
                 continue
             for msg in messages:
                 try:
-                    ev = parse(msg) if parse is not None else parse_event(msg.value, msg.offset + 1)
+                    ev = decode_message(msg)
                 except InputError as e:
                     progress.rejects += 1
                     if metrics is not None:
                         metrics.dead_letters.labels(metrics.service).inc()
-                    await bus.send(dead_letter_topic, dead_letter(service or group, msg, e.line()), msg.key)
+                    at = e.position if isinstance(e, UnreadableObject) else None
+                    await bus.send(dead_letter_topic, dead_letter(service or group, msg, e.line(), at), msg.key)
                     continue
                 reject = await handle(ev)
                 progress.events += 1

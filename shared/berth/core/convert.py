@@ -1,15 +1,15 @@
-"""Raw Kubernetes JSON (as the API server and kubectl print it) to the cluster model.
+"""Normalisation of the core kinds: wire Structs (berth.core.wire) to the cluster model.
 
-This is the one edge where raw dicts become Structs; the policies never see dicts.
+Each function takes a decoded wire object and returns the model, or raises `Bad` naming the field;
+`berth.core.kinds` decodes the bytes or Python objects and names the object in the error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from berth.core import resources
-from berth.core.errors import InputError
+from berth.core.amounts import Bad, moment, nanos, resource_list
 from berth.core.model import (
     ANN_BETA_CLASS,
     ANN_CLASS_WEIGHT,
@@ -27,349 +27,169 @@ from berth.core.model import (
     Taint,
     Toleration,
 )
-from berth.core.rawfields import (
-    Fields,
-    Irregular,
-    fast_path,
-    flag,
-    integer,
-    items,
-    meta_fast,
-    moment,
-    obj,
-    objects,
-    quantity,
-    resource_list,
-    text,
-    text_list,
-    text_map,
-)
-from berth.core.selectors import (
-    LabelSelector,
-    NodeSelector,
-    NodeSelectorTerm,
-    Requirement,
-    TopologyTerm,
-)
+from berth.core.selectors import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement, TopologyTerm
+from berth.core.wire import common as w
+from berth.core.wire import core as wc
 
-Converter = Callable[[Mapping[str, Any]], Any]
+EMPTY_META = w.ObjectMeta()
 
 
 def group_of(api_version: str) -> str:
     return api_version.rpartition("/")[0] if "/" in api_version else ""
 
 
-def requirements(f: Fields, items: list[Any], at: str) -> tuple[Requirement, ...]:
-    out = []
-    for i, r in enumerate(items):
-        here = f"{at}[{i}]"
-        out.append(
-            Requirement(
-                key=f.str("key", base=r, at=f"{here}.key"),
-                operator=f.str("operator", base=r, at=f"{here}.operator"),
-                values=f.str_list("values", base=r, at=f"{here}.values"),
-            )
-        )
-    return tuple(out)
+def name_of(meta: w.ObjectMeta) -> str:
+    """metadata.name, required."""
+    if not meta.name:
+        raise Bad("metadata.name", "is required")
+    return meta.name
 
 
-def node_selector(f: Fields, raw: Any, at: str) -> NodeSelector:
-    terms = []
-    for i, t in enumerate(f.list("nodeSelectorTerms", base=raw, at=f"{at}.nodeSelectorTerms")):
-        here = f"{at}.nodeSelectorTerms[{i}]"
-        terms.append(
+def namespace_of(meta: w.ObjectMeta) -> str:
+    return meta.namespace or "default"
+
+
+def _requirements(items: tuple[w.Requirement, ...] | None) -> tuple[Requirement, ...]:
+    if not items:
+        return ()
+    return tuple(Requirement(key=r.key or "", operator=r.operator or "", values=r.values or ()) for r in items)
+
+
+_SELECTORS: dict[w.NodeSelector, NodeSelector] = {}  # local PVs on one node share one selector
+
+
+def node_selector(v: w.NodeSelector) -> NodeSelector:
+    sel = _SELECTORS.get(v)
+    if sel is None:
+        sel = _node_selector(v)
+        if len(_SELECTORS) >= 16384:
+            _SELECTORS.clear()
+        _SELECTORS[v] = sel
+    return sel
+
+
+def _node_selector(v: w.NodeSelector) -> NodeSelector:
+    return NodeSelector(
+        terms=tuple(
             NodeSelectorTerm(
-                match_expressions=requirements(
-                    f,
-                    f.list("matchExpressions", t, f"{here}.matchExpressions"),
-                    f"{here}.matchExpressions",
-                ),
-                match_fields=requirements(f, f.list("matchFields", t, f"{here}.matchFields"), f"{here}.matchFields"),
+                match_expressions=_requirements(t.match_expressions),
+                match_fields=_requirements(t.match_fields),
             )
+            for t in v.node_selector_terms or ()
         )
-    return NodeSelector(terms=tuple(terms))
-
-
-def label_selector(f: Fields, raw: Any, at: str) -> LabelSelector:
-    return LabelSelector(
-        match_labels=tuple(sorted(f.str_map("matchLabels", raw, f"{at}.matchLabels").items())),
-        match_expressions=requirements(
-            f, f.list("matchExpressions", raw, f"{at}.matchExpressions"), f"{at}.matchExpressions"
-        ),
     )
 
 
-def owner_refs(f: Fields) -> tuple[OwnerRef, ...]:
-    out = []
-    for i, o in enumerate(f.list("metadata.ownerReferences")):
-        at = f"metadata.ownerReferences[{i}]"
-        out.append(
-            OwnerRef(
-                kind=f.str("kind", base=o, at=f"{at}.kind"),
-                name=f.str("name", base=o, at=f"{at}.name"),
-                uid=f.str("uid", base=o, at=f"{at}.uid"),
-                api_version=f.str("apiVersion", base=o, at=f"{at}.apiVersion"),
-                controller=f.bool("controller", base=o, at=f"{at}.controller"),
-            )
+def label_selector(v: w.LabelSelector) -> LabelSelector:
+    return LabelSelector(
+        match_labels=tuple(sorted(v.match_labels.items())) if v.match_labels else (),
+        match_expressions=_requirements(v.match_expressions),
+    )
+
+
+def owner_refs(meta: w.ObjectMeta) -> tuple[OwnerRef, ...]:
+    if not meta.owner_references:
+        return ()
+    return tuple(
+        OwnerRef(
+            kind=o.kind or "",
+            name=o.name or "",
+            uid=o.uid or "",
+            api_version=o.api_version or "",
+            controller=bool(o.controller),
         )
-    return tuple(out)
+        for o in meta.owner_references
+    )
 
 
-def name_of(f: Fields) -> str:
-    """metadata.name, required."""
-    name = f.str("metadata.name")
-    if not name:
-        raise f.error("metadata.name", "is required")
-    return name
+def _resources(v: wc.ResourceRequirements | None, at: str) -> tuple[dict[str, int], dict[str, int]]:
+    """(requests, limits) of a container or a pod; requests default to limits as the API server does."""
+    if v is None:
+        return {}, {}
+    try:
+        limits = resource_list(v.limits)
+    except Bad as e:
+        raise e.under(f"{at}.limits") from None
+    try:
+        requests = resource_list(v.requests)
+    except Bad as e:
+        raise e.under(f"{at}.requests") from None
+    return ({**limits, **requests} if limits else requests), limits
 
 
-def _container_resources(f: Fields, c: Any, at: str) -> tuple[dict[str, int], dict[str, int]]:
-    """(requests, limits) of one container; requests default to limits as the API server does."""
-    limits = f.resources("resources.limits", base=c, at=f"{at}.resources.limits")
-    requests = f.resources("resources.requests", base=c, at=f"{at}.resources.requests")
-    return {**limits, **requests}, limits
-
-
-def pod_spec_resources(f: Fields, spec: Any, at: str) -> tuple[dict[str, int], dict[str, int]]:
-    """Effective (requests, limits) of a pod spec."""
+def pod_spec_resources(spec: wc.PodSpec, at: str = "spec") -> tuple[dict[str, int], dict[str, int]]:
+    """Effective (requests, limits) of a pod spec (kube's PodRequests and PodLimits)."""
     reqs, lims = [], []
-    for i, c in enumerate(f.list("containers", spec, f"{at}.containers")):
-        r, lim = _container_resources(f, c, f"{at}.containers[{i}]")
+    for i, c in enumerate(spec.containers or ()):
+        r, lim = _resources(c.resources, f"{at}.containers[{i}].resources")
         reqs.append(r)
         lims.append(lim)
     init_r, init_l = [], []
-    for i, c in enumerate(f.list("initContainers", spec, f"{at}.initContainers")):
-        here = f"{at}.initContainers[{i}]"
-        r, lim = _container_resources(f, c, here)
-        sidecar = f.str("restartPolicy", base=c, at=f"{here}.restartPolicy") == "Always"
+    for i, c in enumerate(spec.init_containers or ()):
+        r, lim = _resources(c.resources, f"{at}.initContainers[{i}].resources")
+        sidecar = c.restart_policy == "Always"
         init_r.append((r, sidecar))
         init_l.append((lim, sidecar))
-    overhead = f.resources("overhead", spec, f"{at}.overhead")
-    pod_lim = f.resources("resources.limits", spec, f"{at}.resources.limits")
-    pod_req = {**pod_lim, **f.resources("resources.requests", spec, f"{at}.resources.requests")}
+    try:
+        overhead = resource_list(spec.overhead)
+    except Bad as e:
+        raise e.under(f"{at}.overhead") from None
+    pod_req, pod_lim = _resources(spec.resources, f"{at}.resources")
     limits = resources.effective(lims, init_l, {}, pod_lim)
     # kube adds overhead only to the limits that are set
     limits = resources.add(limits, {k: v for k, v in overhead.items() if k in limits})
     return resources.effective(reqs, init_r, overhead, pod_req), limits
 
 
-# ---- fast paths (see rawfields): the common well-formed shapes, Irregular for the rest ----
-
-
-# In the loops below, string fields are read as `d.get(name, "")` and checked together: only a
-# null or a wrong type goes through `text`, which reads null as "" and raises Irregular otherwise.
-
-
-def _requirements_fast(v: Any) -> tuple[Requirement, ...]:
-    out = []
-    for r in objects(v):
-        key, op = r.get("key", ""), r.get("operator", "")
-        if not (type(key) is type(op) is str):
-            key, op = text(key), text(op)
-        out.append(Requirement(key=key, operator=op, values=text_list(r.get("values"))))
-    return tuple(out)
-
-
-def _node_selector_fast(v: Any) -> NodeSelector:
-    if type(v) is not dict:
-        raise Irregular
-    terms = []
-    for t in objects(v.get("nodeSelectorTerms")):
-        terms.append(
-            NodeSelectorTerm(
-                match_expressions=_requirements_fast(t.get("matchExpressions")),
-                match_fields=_requirements_fast(t.get("matchFields")),
-            )
-        )
-    return NodeSelector(terms=tuple(terms))
-
-
-def label_selector_fast(v: Any) -> LabelSelector:
-    """`label_selector` on the fast path, for a selector that is present."""
-    if type(v) is not dict:
-        raise Irregular
-    return LabelSelector(
-        match_labels=tuple(sorted(text_map(v.get("matchLabels")).items())),
-        match_expressions=_requirements_fast(v.get("matchExpressions")),
-    )
-
-
-def _owner_refs_fast(meta: dict[str, Any]) -> tuple[OwnerRef, ...]:
-    refs = meta.get("ownerReferences")
-    if refs is None:
-        return ()
-    out = []
-    for o in objects(refs):
-        kind, name, uid, api = o.get("kind", ""), o.get("name", ""), o.get("uid", ""), o.get("apiVersion", "")
-        if not (type(kind) is type(name) is type(uid) is type(api) is str):
-            kind, name, uid, api = text(kind), text(name), text(uid), text(api)
-        controller = o.get("controller", False)
-        if type(controller) is not bool:
-            controller = flag(controller)
-        out.append(OwnerRef(kind=kind, name=name, uid=uid, api_version=api, controller=controller))
-    return tuple(out)
-
-
-def ids_fast(meta: dict[str, Any]) -> tuple[str, str, str]:
-    """(namespace or "default", uid, resourceVersion) of an object's metadata."""
-    ns, uid, rv = meta.get("namespace", ""), meta.get("uid", ""), meta.get("resourceVersion", "")
-    if not (type(ns) is type(uid) is type(rv) is str):
-        ns, uid, rv = text(ns), text(uid), text(rv)
-    return ns or "default", uid, rv
-
-
-def _container_resources_fast(c: Any) -> tuple[dict[str, int], dict[str, int]]:
-    if type(c) is not dict:
-        raise Irregular
-    res = obj(c.get("resources"))
-    if res is None:
-        return {}, {}
-    limits = resource_list(res.get("limits"))
-    requests = resource_list(res.get("requests"))
-    return {**limits, **requests}, limits
-
-
-def _pod_spec_resources_fast(spec: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
-    reqs, lims = [], []
-    for c in items(spec.get("containers")):
-        r, lim = _container_resources_fast(c)
-        reqs.append(r)
-        lims.append(lim)
-    init_r, init_l = [], []
-    for c in items(spec.get("initContainers")):
-        r, lim = _container_resources_fast(c)
-        sidecar = text(c.get("restartPolicy")) == "Always"
-        init_r.append((r, sidecar))
-        init_l.append((lim, sidecar))
-    overhead = resource_list(spec.get("overhead"))
-    pod_level = obj(spec.get("resources"))
-    pod_lim = {} if pod_level is None else resource_list(pod_level.get("limits"))
-    pod_req = {**pod_lim, **({} if pod_level is None else resource_list(pod_level.get("requests")))}
-    limits = resources.effective(lims, init_l, {}, pod_lim)
-    limits = resources.add(limits, {k: v for k, v in overhead.items() if k in limits})
-    return resources.effective(reqs, init_r, overhead, pod_req), limits
-
-
-def _pod_fast(raw: dict[str, Any]) -> Pod:
-    meta, name = meta_fast(raw)
-    spec = raw.get("spec")
-    if type(spec) is not dict:
-        raise Irregular
-    status = obj(raw.get("status")) or {}
-    requests, limits = _pod_spec_resources_fast(spec)
+def pod(v: wc.Pod) -> Pod:
+    meta = v.metadata or EMPTY_META
+    name = name_of(meta)
+    spec = v.spec or wc.PodSpec()
+    status = v.status or wc.PodStatus()
+    requests, limits = pod_spec_resources(spec)
     volumes = []
-    for v in objects(spec.get("volumes")):
-        vname = text(v.get("name"))
-        source = obj(v.get("persistentVolumeClaim"))
-        claim = "" if source is None else text(source.get("claimName"))
+    for vol in spec.volumes or ():
+        vname = vol.name or ""
+        source = vol.persistent_volume_claim
+        claim = "" if source is None else source.claim_name
         if claim:
             volumes.append(PodVolume(name=vname, claim_name=claim))
-        elif v.get("ephemeral") is not None:
+        elif vol.ephemeral is not None:
             volumes.append(PodVolume(name=vname, claim_name=f"{name}-{vname}", ephemeral=True))
-    affinity_raw = obj(spec.get("affinity"))
-    node_affinity = None if affinity_raw is None else obj(affinity_raw.get("nodeAffinity"))
-    required = None if node_affinity is None else node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    tolerations = []
-    for t in objects(spec.get("tolerations")):
-        key, op, value, effect = t.get("key", ""), t.get("operator", ""), t.get("value", ""), t.get("effect", "")
-        if not (type(key) is type(op) is type(value) is type(effect) is str):
-            key, op, value, effect = text(key), text(op), text(value), text(effect)
-        tolerations.append(Toleration(key=key, operator=op or "Equal", value=value, effect=effect))
+    node_affinity = None if spec.affinity is None else spec.affinity.node_affinity
+    required = None if node_affinity is None else node_affinity.required_during_scheduling_ignored_during_execution
     conditions = []
-    for c in objects(status.get("conditions")):
-        ctype, cstatus = c.get("type", ""), c.get("status", "")
-        if not (type(ctype) is type(cstatus) is str):
-            ctype, cstatus = text(ctype), text(cstatus)
-        conditions.append(
-            PodCondition(type=ctype, status=cstatus, last_transition_time=moment(c.get("lastTransitionTime")))
-        )
-    namespace, uid, resource_version = ids_fast(meta)
+    for i, c in enumerate(status.conditions or ()):
+        try:
+            stamp = moment(c.last_transition_time)
+        except Bad as e:
+            raise e.under(f"status.conditions[{i}].lastTransitionTime") from None
+        conditions.append(PodCondition(type=c.type or "", status=c.status or "", last_transition_time=stamp))
+    try:
+        creation = moment(meta.creation_timestamp)
+    except Bad as e:
+        raise e.under("metadata.creationTimestamp") from None
     return Pod(
-        namespace=namespace,
+        namespace=meta.namespace or "default",
         name=name,
-        uid=uid,
-        resource_version=resource_version,
-        labels=text_map(meta.get("labels")),
-        annotations=text_map(meta.get("annotations")),
-        owner_refs=_owner_refs_fast(meta),
-        creation=moment(meta.get("creationTimestamp")),
-        deleting=meta.get("deletionTimestamp") is not None,
-        node_name=text(spec.get("nodeName")),
-        phase=text(status.get("phase")) or "Pending",
-        scheduler_name=text(spec.get("schedulerName")) or "default-scheduler",
-        priority=integer(spec.get("priority")),
-        priority_class_name=text(spec.get("priorityClassName")),
-        node_selector=text_map(spec.get("nodeSelector")),
-        affinity=None if required is None else _node_selector_fast(required),
-        tolerations=tuple(tolerations),
-        volumes=tuple(volumes),
-        requests=requests,
-        limits=limits,
-        conditions=tuple(conditions),
-    )
-
-
-@fast_path(_pod_fast)
-def pod_from_raw(raw: Mapping[str, Any]) -> Pod:
-    f = Fields(raw)
-    name = name_of(f)
-    spec = f.mapping("spec")
-    requests, limits = pod_spec_resources(f, spec, "spec")
-    volumes = []
-    for i, v in enumerate(f.list("spec.volumes")):
-        at = f"spec.volumes[{i}]"
-        vname = f.str("name", base=v, at=f"{at}.name")
-        claim = f.str("persistentVolumeClaim.claimName", base=v, at=f"{at}.persistentVolumeClaim.claimName")
-        if claim:
-            volumes.append(PodVolume(name=vname, claim_name=claim))
-        elif f.get("ephemeral", base=v) is not None:
-            volumes.append(PodVolume(name=vname, claim_name=f"{name}-{vname}", ephemeral=True))
-    affinity_raw = f.get("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")
-    tolerations = []
-    for i, t in enumerate(f.list("spec.tolerations")):
-        at = f"spec.tolerations[{i}]"
-        tolerations.append(
-            Toleration(
-                key=f.str("key", base=t, at=f"{at}.key"),
-                operator=f.str("operator", base=t, at=f"{at}.operator") or "Equal",
-                value=f.str("value", base=t, at=f"{at}.value"),
-                effect=f.str("effect", base=t, at=f"{at}.effect"),
-            )
-        )
-    conditions = []
-    for i, c in enumerate(f.list("status.conditions")):
-        at = f"status.conditions[{i}]"
-        conditions.append(
-            PodCondition(
-                type=f.str("type", base=c, at=f"{at}.type"),
-                status=f.str("status", base=c, at=f"{at}.status"),
-                last_transition_time=f.time("lastTransitionTime", base=c, at=f"{at}.lastTransitionTime"),
-            )
-        )
-    return Pod(
-        namespace=f.str("metadata.namespace") or "default",
-        name=name,
-        uid=f.str("metadata.uid"),
-        resource_version=f.str("metadata.resourceVersion"),
-        labels=f.str_map("metadata.labels"),
-        annotations=f.str_map("metadata.annotations"),
-        owner_refs=owner_refs(f),
-        creation=f.time("metadata.creationTimestamp"),
-        deleting=f.get("metadata.deletionTimestamp") is not None,
-        node_name=f.str("spec.nodeName"),
-        phase=f.str("status.phase") or "Pending",
-        scheduler_name=f.str("spec.schedulerName") or "default-scheduler",
-        priority=f.int("spec.priority"),
-        priority_class_name=f.str("spec.priorityClassName"),
-        node_selector=f.str_map("spec.nodeSelector"),
-        affinity=None
-        if affinity_raw is None
-        else node_selector(
-            f,
-            affinity_raw,
-            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+        uid=meta.uid or "",
+        resource_version=meta.resource_version or "",
+        labels=meta.labels or {},
+        annotations=meta.annotations or {},
+        owner_refs=owner_refs(meta),
+        creation=creation,
+        deleting=meta.deletion_timestamp is not None,
+        node_name=spec.node_name or "",
+        phase=status.phase or "Pending",
+        scheduler_name=spec.scheduler_name or "default-scheduler",
+        priority=spec.priority,
+        priority_class_name=spec.priority_class_name or "",
+        node_selector=spec.node_selector or {},
+        affinity=None if required is None else node_selector(required),
+        tolerations=tuple(
+            Toleration(key=t.key or "", operator=t.operator or "Equal", value=t.value or "", effect=t.effect or "")
+            for t in spec.tolerations or ()
         ),
-        tolerations=tuple(tolerations),
         volumes=tuple(volumes),
         requests=requests,
         limits=limits,
@@ -377,278 +197,147 @@ def pod_from_raw(raw: Mapping[str, Any]) -> Pod:
     )
 
 
-def _node_fast(raw: dict[str, Any]) -> Node:
-    meta, name = meta_fast(raw)
-    spec = obj(raw.get("spec")) or {}
-    status = obj(raw.get("status")) or {}
-    taints = []
-    for t in objects(spec.get("taints")):
-        taints.append(Taint(key=text(t.get("key")), value=text(t.get("value")), effect=text(t.get("effect"))))
-    capacity = resource_list(status.get("capacity"))
+def node(v: wc.Node) -> Node:
+    meta = v.metadata or EMPTY_META
+    spec = v.spec or wc.NodeSpec()
+    status = v.status or wc.NodeStatus()
+    try:
+        capacity = resource_list(status.capacity)
+    except Bad as e:
+        raise e.under("status.capacity") from None
+    try:
+        allocatable = resource_list(status.allocatable) or capacity
+    except Bad as e:
+        raise e.under("status.allocatable") from None
     return Node(
-        name=name,
-        uid=text(meta.get("uid")),
-        resource_version=text(meta.get("resourceVersion")),
-        labels=text_map(meta.get("labels")),
-        annotations=text_map(meta.get("annotations")),
-        unschedulable=flag(spec.get("unschedulable")),
-        taints=tuple(taints),
-        allocatable=resource_list(status.get("allocatable")) or capacity,
-        capacity=capacity,
-    )
-
-
-@fast_path(_node_fast)
-def node_from_raw(raw: Mapping[str, Any]) -> Node:
-    f = Fields(raw)
-    taints = []
-    for i, t in enumerate(f.list("spec.taints")):
-        at = f"spec.taints[{i}]"
-        taints.append(
-            Taint(
-                key=f.str("key", base=t, at=f"{at}.key"),
-                value=f.str("value", base=t, at=f"{at}.value"),
-                effect=f.str("effect", base=t, at=f"{at}.effect"),
-            )
-        )
-    capacity = f.resources("status.capacity")
-    allocatable = f.resources("status.allocatable") or capacity
-    return Node(
-        name=name_of(f),
-        uid=f.str("metadata.uid"),
-        resource_version=f.str("metadata.resourceVersion"),
-        labels=f.str_map("metadata.labels"),
-        annotations=f.str_map("metadata.annotations"),
-        unschedulable=f.bool("spec.unschedulable"),
-        taints=tuple(taints),
+        name=name_of(meta),
+        uid=meta.uid or "",
+        resource_version=meta.resource_version or "",
+        labels=meta.labels or {},
+        annotations=meta.annotations or {},
+        unschedulable=bool(spec.unschedulable),
+        taints=tuple(Taint(key=t.key or "", value=t.value or "", effect=t.effect or "") for t in spec.taints or ()),
         allocatable=allocatable,
         capacity=capacity,
     )
 
 
-def _class_of(f: Fields) -> str:
-    annotations = f.str_map("metadata.annotations")
-    if ANN_BETA_CLASS in annotations:
-        return annotations[ANN_BETA_CLASS]
-    return f.str("spec.storageClassName")
+def _volume_texts(annotations: dict[str, str], spec: Any) -> tuple[str, str, str]:
+    """(storage class, volume mode or "Filesystem", attributes class) of a PV or PVC spec."""
+    cls = annotations.get(ANN_BETA_CLASS, spec.storage_class_name or "")
+    return cls, spec.volume_mode or "Filesystem", spec.volume_attributes_class_name or ""
 
 
-def _volume_texts(annotations: dict[str, str], spec: dict[str, Any]) -> tuple[str, str, str]:
-    """(storage class, volume mode or "Filesystem", attributes class) of a PV or PVC."""
-    cls, mode, attrs = (
-        spec.get("storageClassName", ""),
-        spec.get("volumeMode", ""),
-        spec.get("volumeAttributesClassName", ""),
-    )
-    if not (type(cls) is type(mode) is type(attrs) is str):
-        mode, attrs = text(mode), text(attrs)
-        if ANN_BETA_CLASS not in annotations:  # the general path reads storageClassName only then
-            cls = text(cls)
-    return annotations.get(ANN_BETA_CLASS, cls), mode or "Filesystem", attrs
+def _storage(v: wc.Storage | None, at: str) -> int | None:
+    if v is None or v.storage is None:
+        return None
+    return nanos(v.storage, f"{at}.storage")
 
 
-def _pv_fast(raw: dict[str, Any]) -> PersistentVolume:
-    meta, name = meta_fast(raw)
-    spec = obj(raw.get("spec")) or {}
-    status = obj(raw.get("status")) or {}
-    annotations = text_map(meta.get("annotations"))
-    capacity = obj(spec.get("capacity"))
-    storage = None if capacity is None else capacity.get("storage")
-    ref = obj(spec.get("claimRef"))
-    claim_ref = None
-    if ref is not None:
-        ns, claim, uid = ref.get("namespace", ""), ref.get("name", ""), ref.get("uid", "")
-        if not (type(ns) is type(claim) is type(uid) is str):
-            ns, claim, uid = text(ns), text(claim), text(uid)
-        claim_ref = ClaimRef(namespace=ns, name=claim, uid=uid)
-    affinity = obj(spec.get("nodeAffinity"))
-    required = None if affinity is None else affinity.get("required")
+def pv(v: wc.PersistentVolume) -> PersistentVolume:
+    meta = v.metadata or EMPTY_META
+    name = name_of(meta)
+    spec = v.spec or wc.PersistentVolumeSpec()
+    annotations = meta.annotations or {}
+    ref = spec.claim_ref
+    required = None if spec.node_affinity is None else spec.node_affinity.required
     storage_class, volume_mode, attributes_class = _volume_texts(annotations, spec)
     return PersistentVolume(
         name=name,
-        resource_version=text(meta.get("resourceVersion")),
-        labels=text_map(meta.get("labels")),
+        resource_version=meta.resource_version or "",
+        labels=meta.labels or {},
         annotations=annotations,
         storage_class=storage_class,
-        capacity=0 if storage is None else quantity(storage),
-        access_modes=text_list(spec.get("accessModes")),
+        capacity=_storage(spec.capacity, "spec.capacity") or 0,
+        access_modes=tuple(spec.access_modes) if spec.access_modes else (),
         volume_mode=volume_mode,
-        claim_ref=claim_ref,
-        phase=text(status.get("phase")),
-        deleting=meta.get("deletionTimestamp") is not None,
-        node_affinity=None if required is None else _node_selector_fast(required),
-        attributes_class=attributes_class,
-    )
-
-
-@fast_path(_pv_fast)
-def pv_from_raw(raw: Mapping[str, Any]) -> PersistentVolume:
-    f = Fields(raw)
-    ref = f.get("spec.claimRef")
-    affinity = f.get("spec.nodeAffinity.required")
-    return PersistentVolume(
-        name=name_of(f),
-        resource_version=f.str("metadata.resourceVersion"),
-        labels=f.str_map("metadata.labels"),
-        annotations=f.str_map("metadata.annotations"),
-        storage_class=_class_of(f),
-        capacity=f.quantity("spec.capacity.storage") or 0,
-        access_modes=f.str_list("spec.accessModes"),
-        volume_mode=f.str("spec.volumeMode") or "Filesystem",
         claim_ref=None
         if ref is None
-        else ClaimRef(
-            namespace=f.str("spec.claimRef.namespace"),
-            name=f.str("spec.claimRef.name"),
-            uid=f.str("spec.claimRef.uid"),
-        ),
-        phase=f.str("status.phase"),
-        deleting=f.get("metadata.deletionTimestamp") is not None,
-        node_affinity=None if affinity is None else node_selector(f, affinity, "spec.nodeAffinity.required"),
-        attributes_class=f.str("spec.volumeAttributesClassName"),
-    )
-
-
-def _pvc_fast(raw: dict[str, Any]) -> PersistentVolumeClaim:
-    meta, name = meta_fast(raw)
-    spec = obj(raw.get("spec")) or {}
-    status = obj(raw.get("status")) or {}
-    annotations = text_map(meta.get("annotations"))
-    res = obj(spec.get("resources"))
-    requests = None if res is None else obj(res.get("requests"))
-    storage = None if requests is None else requests.get("storage")
-    selector = spec.get("selector")
-    namespace, uid, resource_version = ids_fast(meta)
-    storage_class, volume_mode, attributes_class = _volume_texts(annotations, spec)
-    return PersistentVolumeClaim(
-        namespace=namespace,
-        name=name,
-        uid=uid,
-        resource_version=resource_version,
-        labels=text_map(meta.get("labels")),
-        annotations=annotations,
-        owner_refs=_owner_refs_fast(meta),
-        storage_class=storage_class,
-        volume_name=text(spec.get("volumeName")),
-        request=None if storage is None else quantity(storage),
-        access_modes=text_list(spec.get("accessModes")),
-        volume_mode=volume_mode,
-        selector=None if selector is None else label_selector_fast(selector),
-        phase=text(status.get("phase")),
-        deleting=meta.get("deletionTimestamp") is not None,
+        else ClaimRef(namespace=ref.namespace or "", name=ref.name or "", uid=ref.uid or ""),
+        phase=(v.status.phase or "") if v.status is not None else "",
+        deleting=meta.deletion_timestamp is not None,
+        node_affinity=None if required is None else node_selector(required),
         attributes_class=attributes_class,
     )
 
 
-@fast_path(_pvc_fast)
-def pvc_from_raw(raw: Mapping[str, Any]) -> PersistentVolumeClaim:
-    f = Fields(raw)
-    selector = f.get("spec.selector")
+def pvc(v: wc.PersistentVolumeClaim) -> PersistentVolumeClaim:
+    meta = v.metadata or EMPTY_META
+    name = name_of(meta)
+    spec = v.spec or wc.PersistentVolumeClaimSpec()
+    annotations = meta.annotations or {}
+    storage_class, volume_mode, attributes_class = _volume_texts(annotations, spec)
+    requests = None if spec.resources is None else spec.resources.requests
     return PersistentVolumeClaim(
-        namespace=f.str("metadata.namespace") or "default",
-        name=name_of(f),
-        uid=f.str("metadata.uid"),
-        resource_version=f.str("metadata.resourceVersion"),
-        labels=f.str_map("metadata.labels"),
-        annotations=f.str_map("metadata.annotations"),
-        owner_refs=owner_refs(f),
-        storage_class=_class_of(f),
-        volume_name=f.str("spec.volumeName"),
-        request=f.quantity("spec.resources.requests.storage"),
-        access_modes=f.str_list("spec.accessModes"),
-        volume_mode=f.str("spec.volumeMode") or "Filesystem",
-        selector=None if selector is None else label_selector(f, selector, "spec.selector"),
-        phase=f.str("status.phase"),
-        deleting=f.get("metadata.deletionTimestamp") is not None,
-        attributes_class=f.str("spec.volumeAttributesClassName"),
+        namespace=meta.namespace or "default",
+        name=name,
+        uid=meta.uid or "",
+        resource_version=meta.resource_version or "",
+        labels=meta.labels or {},
+        annotations=annotations,
+        owner_refs=owner_refs(meta),
+        storage_class=storage_class,
+        volume_name=spec.volume_name or "",
+        request=_storage(requests, "spec.resources.requests"),
+        access_modes=tuple(spec.access_modes) if spec.access_modes else (),
+        volume_mode=volume_mode,
+        selector=None if spec.selector is None else label_selector(spec.selector),
+        phase=(v.status.phase or "") if v.status is not None else "",
+        deleting=meta.deletion_timestamp is not None,
+        attributes_class=attributes_class,
     )
 
 
-def storage_class_from_raw(raw: Mapping[str, Any]) -> StorageClass:
-    f = Fields(raw)
-    annotations = f.str_map("metadata.annotations")
+def storage_class(v: wc.StorageClass) -> StorageClass:
+    meta = v.metadata or EMPTY_META
+    annotations = meta.annotations or {}
     weight = None
     if ANN_CLASS_WEIGHT in annotations:
         text = annotations[ANN_CLASS_WEIGHT]
         if not text.isdigit() or int(text) < 1:
-            raise f.error(
-                f"metadata.annotations[{ANN_CLASS_WEIGHT}]",
-                f"must be a positive integer, got {text!r}",
-            )
+            raise Bad(f"metadata.annotations[{ANN_CLASS_WEIGHT}]", f"must be a positive integer, got {text!r}")
         weight = int(text)
-    terms = []
-    for i, t in enumerate(f.list("allowedTopologies")):
-        at = f"allowedTopologies[{i}].matchLabelExpressions"
-        exprs = []
-        for j, e in enumerate(f.list("matchLabelExpressions", t, at)):
-            exprs.append((f.str("key", base=e, at=f"{at}[{j}].key"), f.str_list("values", e, f"{at}[{j}].values")))
-        terms.append(TopologyTerm(expressions=tuple(exprs)))
-    mode = f.str("volumeBindingMode") or None
-    if mode not in (None, "Immediate", "WaitForFirstConsumer"):
-        raise f.error(
-            "volumeBindingMode",
-            f"unsupported value {mode!r}: want Immediate or WaitForFirstConsumer",
+    terms = tuple(
+        TopologyTerm(
+            expressions=tuple(
+                (e.key or "", tuple(e.values) if e.values else ()) for e in t.match_label_expressions or ()
+            )
         )
+        for t in v.allowed_topologies or ()
+    )
+    mode = v.volume_binding_mode or None
+    if mode not in (None, "Immediate", "WaitForFirstConsumer"):
+        raise Bad("volumeBindingMode", f"unsupported value {mode!r}: want Immediate or WaitForFirstConsumer")
     return StorageClass(
-        name=name_of(f),
-        resource_version=f.str("metadata.resourceVersion"),
+        name=name_of(meta),
+        resource_version=meta.resource_version or "",
         annotations=annotations,
-        provisioner=f.str("provisioner"),
+        provisioner=v.provisioner or "",
         binding_mode=mode,
-        allowed_topologies=tuple(terms),
+        allowed_topologies=terms,
         weight=weight,
     )
 
 
-def csi_driver_from_raw(raw: Mapping[str, Any]) -> CSIDriver:
-    f = Fields(raw)
+def csi_driver(v: wc.CSIDriver) -> CSIDriver:
+    meta = v.metadata or EMPTY_META
     return CSIDriver(
-        name=name_of(f),
-        resource_version=f.str("metadata.resourceVersion"),
-        storage_capacity=f.bool("spec.storageCapacity"),
+        name=name_of(meta),
+        resource_version=meta.resource_version or "",
+        storage_capacity=bool(v.spec is not None and v.spec.storage_capacity),
     )
 
 
-def csi_capacity_from_raw(raw: Mapping[str, Any]) -> CSIStorageCapacity:
-    f = Fields(raw)
-    topology = f.get("nodeTopology")
+def csi_capacity(v: wc.CSIStorageCapacity) -> CSIStorageCapacity:
+    meta = v.metadata or EMPTY_META
     return CSIStorageCapacity(
-        namespace=f.str("metadata.namespace") or "default",
-        name=name_of(f),
-        resource_version=f.str("metadata.resourceVersion"),
-        storage_class=f.str("storageClassName"),
-        capacity=f.quantity("capacity"),
-        maximum_volume_size=f.quantity("maximumVolumeSize"),
-        node_topology=None if topology is None else label_selector(f, topology, "nodeTopology"),
+        namespace=meta.namespace or "default",
+        name=name_of(meta),
+        resource_version=meta.resource_version or "",
+        storage_class=v.storage_class_name or "",
+        capacity=None if v.capacity is None else nanos(v.capacity, "capacity"),
+        maximum_volume_size=None
+        if v.maximum_volume_size is None
+        else nanos(v.maximum_volume_size, "maximumVolumeSize"),
+        node_topology=None if v.node_topology is None else label_selector(v.node_topology),
     )
-
-
-# (API group, kind) -> converter. Later policies add their kinds here.
-CONVERTERS: dict[tuple[str, str], Converter] = {
-    ("", "Pod"): pod_from_raw,
-    ("", "Node"): node_from_raw,
-    ("", "PersistentVolume"): pv_from_raw,
-    ("", "PersistentVolumeClaim"): pvc_from_raw,
-    ("storage.k8s.io", "StorageClass"): storage_class_from_raw,
-    ("storage.k8s.io", "CSIDriver"): csi_driver_from_raw,
-    ("storage.k8s.io", "CSIStorageCapacity"): csi_capacity_from_raw,
-}
-
-
-def kind_key(raw: Mapping[str, Any]) -> tuple[str, str]:
-    """(group, kind) of a raw object; raises InputError when kind is missing."""
-    kind = raw.get("kind")
-    api_version = raw.get("apiVersion", "")
-    if not isinstance(kind, str) or not kind:
-        raise Fields(raw).error("kind", "is required")
-    if not isinstance(api_version, str):
-        raise Fields(raw).error("apiVersion", "expected a string")
-    return group_of(api_version), kind
-
-
-def convert(raw: Mapping[str, Any]) -> Any | None:
-    """The model object for a raw object, or None when berth does not read that kind."""
-    if not isinstance(raw, Mapping):
-        raise InputError("object", "", f"expected a Kubernetes object, got {type(raw).__name__}")
-    fn = CONVERTERS.get(kind_key(raw))
-    return None if fn is None else fn(raw)

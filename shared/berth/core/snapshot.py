@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from berth.core.convert import kind_key
-from berth.core.kinds import CONVERTERS
+from berth.core.kinds import KINDS, convert_as, kind_key
 from berth.core.state import ClusterState
 
 
@@ -19,11 +18,11 @@ def build_state(raws: Iterable[Mapping[str, Any]], state: ClusterState | None = 
     unknown: dict[str, int] = {}
     for raw in raws:
         key = kind_key(raw)
-        fn = CONVERTERS.get(key)
-        if fn is None:
+        kind = KINDS.get(key)
+        if kind is None:
             label = f"{key[1]} ({key[0] or 'core'})"
             unknown[label] = unknown.get(label, 0) + 1
             continue
-        state.apply(fn(raw))
+        state.apply(convert_as(kind, raw))
     warnings = [f"skipped {n} object(s) of kind {k}: berth does not read it" for k, n in sorted(unknown.items())]
     return state, warnings

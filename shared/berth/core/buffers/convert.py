@@ -1,4 +1,4 @@
-"""Raw JSON to the buffer Structs. Register `CONVERTERS` next to the core ones.
+"""Normalisation of the buffer kinds: wire Structs (berth.core.wire.buffers) to the buffer models.
 
 A CapacityBuffer whose spec is malformed or would fail CRD validation still
 converts: the problem is kept in `spec_error` and becomes its status condition,
@@ -7,9 +7,9 @@ so one bad buffer never stops the others.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
+from berth.core.amounts import Bad, milli_list, moment
 from berth.core.buffers.model import (
     ACTIVE_CAPACITY,
     GROUP,
@@ -22,7 +22,6 @@ from berth.core.buffers.model import (
     Deployment,
     Job,
     LocalRef,
-    MilliList,
     PodTemplate,
     ReplicaSet,
     ReplicationController,
@@ -32,32 +31,16 @@ from berth.core.buffers.model import (
     StatefulSet,
     Workload,
 )
-from berth.core.convert import ids_fast, label_selector, label_selector_fast, name_of
+from berth.core.convert import EMPTY_META, label_selector, name_of, namespace_of
 from berth.core.errors import InputError
 from berth.core.quantity import ceil_milli
-from berth.core.rawfields import (
-    FastPath,
-    Fields,
-    fast_path,
-    integer,
-    meta_fast,
-    milli_amounts,
-    obj,
-    objects,
-    text,
-    text_list,
-    text_map,
-)
+from berth.core.rawfields import Fields
 from berth.core.selectors import LabelSelector
-
-Converter = Callable[[Mapping[str, Any]], Any]
-
-
-def _namespace(f: Fields) -> str:
-    return f.str("metadata.namespace") or "default"
+from berth.core.wire import buffers as wb
+from berth.core.wire.common import ObjectMeta
 
 
-def milli_list(f: Fields, path: str) -> MilliList:
+def _milli(f: Fields, path: str) -> dict[str, int]:
     return {k: ceil_milli(f.quantity_value(v, f"{path}.{k}")) for k, v in f.mapping(path).items()}
 
 
@@ -117,7 +100,7 @@ def read_spec(f: Fields, problems: list[str]) -> BufferSpec:
     percentage = _bounded(f, "spec.percentage", problems)
     limits = None
     if f.get("spec.limits") is not None:
-        limits = milli_list(f, "spec.limits")
+        limits = _milli(f, "spec.limits")
         for res, amount in sorted(limits.items()):
             if amount < 0:
                 problems.append(f"spec.limits.{res} should be greater than or equal to 0")
@@ -157,13 +140,15 @@ def read_status(f: Fields) -> BufferStatus:
     )
 
 
-def buffer_from_raw(raw: Mapping[str, Any]) -> CapacityBuffer:
-    f = Fields(raw)
-    api_version = f.str("apiVersion")
+def capacity_buffer(v: wb.CapacityBuffer) -> CapacityBuffer:
+    """spec and status are read from the object as it arrived: their problems become the buffer's condition."""
+    meta = v.metadata or EMPTY_META
+    api_version = v.api_version or ""
     group, _, version = api_version.rpartition("/")
     if group != GROUP or version not in VERSIONS:
-        want = " or ".join(f"{GROUP}/{v}" for v in VERSIONS)
-        raise f.error("apiVersion", f"unsupported version {api_version!r}: want {want}")
+        want = " or ".join(f"{GROUP}/{x}" for x in VERSIONS)
+        raise Bad("apiVersion", f"unsupported version {api_version!r}: want {want}")
+    f = Fields({"spec": v.spec, "status": v.status}, "CapacityBuffer")
     problems: list[str] = []
     try:
         spec = read_spec(f, problems)
@@ -174,14 +159,19 @@ def buffer_from_raw(raw: Mapping[str, Any]) -> CapacityBuffer:
         status = read_status(f)
     except InputError:
         status = BufferStatus()  # a malformed old status is replaced, never fatal
+    name = name_of(meta)
+    try:
+        creation = moment(meta.creation_timestamp)
+    except Bad as e:
+        raise e.under("metadata.creationTimestamp") from None
     return CapacityBuffer(
-        namespace=_namespace(f),
-        name=name_of(f),
-        uid=f.str("metadata.uid"),
-        resource_version=f.str("metadata.resourceVersion"),
-        generation=f.int("metadata.generation") or 0,
-        creation=f.time("metadata.creationTimestamp"),
-        annotations=f.str_map("metadata.annotations"),
+        namespace=namespace_of(meta),
+        name=name,
+        uid=meta.uid or "",
+        resource_version=meta.resource_version or "",
+        generation=meta.generation or 0,
+        creation=creation,
+        annotations=meta.annotations or {},
         spec=spec,
         spec_error="; ".join(problems),
         status=status,
@@ -191,142 +181,112 @@ def buffer_from_raw(raw: Mapping[str, Any]) -> CapacityBuffer:
 # ---- PodTemplate and workloads ---------------------------------------------------
 
 
-def pod_template_from_raw(raw: Mapping[str, Any]) -> PodTemplate:
-    f = Fields(raw)
+def pod_template(v: wb.PodTemplate) -> PodTemplate:
+    meta = v.metadata or EMPTY_META
     return PodTemplate(
-        namespace=_namespace(f),
-        name=name_of(f),
-        uid=f.str("metadata.uid"),
-        resource_version=f.str("metadata.resourceVersion"),
-        generation=f.int("metadata.generation") or 0,
-        template=dict(f.mapping("template")),
+        namespace=namespace_of(meta),
+        name=name_of(meta),
+        uid=meta.uid or "",
+        resource_version=meta.resource_version or "",
+        generation=meta.generation or 0,
+        template=dict(v.template or {}),
     )
 
 
-def _workload(cls: type[Workload]) -> Converter:
-    count_key = "parallelism" if cls is Job else "replicas"
+def _template_labels(template: dict[str, object]) -> dict[str, str]:
+    """spec.template.metadata.labels, kept whole in the template and checked here."""
+    meta = template.get("metadata")
+    if meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        raise Bad("spec.template.metadata", "expected an object")
+    labels = meta.get("labels")
+    if labels is None:
+        return {}
+    if not isinstance(labels, Mapping):
+        raise Bad("spec.template.metadata.labels", "expected an object")
+    for k, x in labels.items():
+        if not isinstance(x, str):
+            raise Bad(f"spec.template.metadata.labels[{k}]", f"expected a string, got {x!r}")
+    return dict(labels)
 
-    def fast(raw: dict[str, Any]) -> Workload:
-        meta, name = meta_fast(raw)
-        spec = obj(raw.get("spec")) or {}
-        status = obj(raw.get("status")) or {}
-        template = dict(obj(spec.get("template")) or {})
-        template_meta = obj(template.get("metadata"))
-        template_labels = {} if template_meta is None else text_map(template_meta.get("labels"))
-        raw_selector = spec.get("selector")
-        if cls is ReplicationController:
-            labels = text_map(raw_selector) or template_labels
-            selector = LabelSelector(match_labels=tuple(sorted(labels.items())))
-        elif raw_selector is None:
-            selector = LabelSelector(match_labels=tuple(sorted(template_labels.items())))
-        else:
-            selector = label_selector_fast(raw_selector)
-        count = integer(spec.get(count_key))
-        namespace, uid, resource_version = ids_fast(meta)
-        return cls(
-            namespace=namespace,
-            name=name,
-            uid=uid,
-            resource_version=resource_version,
-            selector=selector,
-            template=template,
-            spec_replicas=1 if count is None else count,
-            status_replicas=integer(status.get("replicas")) or 0,
-        )
 
-    def convert(raw: Mapping[str, Any]) -> Workload:
-        f = Fields(raw)
-        template = dict(f.mapping("spec.template"))
-        template_labels = f.str_map("metadata.labels", base=template, at="spec.template.metadata.labels")
-        raw_selector = f.get("spec.selector")
-        if cls is ReplicationController:
-            labels = f.str_map("spec.selector") or template_labels
-            selector = LabelSelector(match_labels=tuple(sorted(labels.items())))
-        elif raw_selector is None:  # apps/v1 requires one; read a missing one as RC defaulting does
-            selector = LabelSelector(match_labels=tuple(sorted(template_labels.items())))
-        else:
-            f.mapping("spec.selector")
-            selector = label_selector(f, raw_selector, "spec.selector")
-        count_field = "spec.parallelism" if cls is Job else "spec.replicas"
-        count = f.int(count_field)
-        return cls(
-            namespace=_namespace(f),
-            name=name_of(f),
-            uid=f.str("metadata.uid"),
-            resource_version=f.str("metadata.resourceVersion"),
-            selector=selector,
-            template=template,
-            spec_replicas=1 if count is None else count,
-            status_replicas=f.int("status.replicas") or 0,
-        )
+def _workload(cls: type[Workload], meta: ObjectMeta, template: dict[str, object], selector: LabelSelector,
+              count: int | None, status: wb.WorkloadStatus | None) -> Workload:  # fmt: skip
+    return cls(
+        namespace=namespace_of(meta),
+        name=name_of(meta),
+        uid=meta.uid or "",
+        resource_version=meta.resource_version or "",
+        selector=selector,
+        template=template,
+        spec_replicas=1 if count is None else count,
+        status_replicas=(status.replicas or 0) if status is not None else 0,
+    )
 
-    return FastPath(fast, convert)
+
+def _apps(cls: type[Workload], v: wb.Workload) -> Workload:
+    spec = v.spec or wb.WorkloadSpec()
+    template = dict(spec.template or {})
+    labels = _template_labels(template)
+    if spec.selector is None:  # apps/v1 requires one; read a missing one as RC defaulting does
+        selector = LabelSelector(match_labels=tuple(sorted(labels.items())))
+    else:
+        selector = label_selector(spec.selector)
+    count = spec.parallelism if cls is Job else spec.replicas
+    return _workload(cls, v.metadata or EMPTY_META, template, selector, count, v.status)
+
+
+def deployment(v: wb.Workload) -> Workload:
+    return _apps(Deployment, v)
+
+
+def replica_set(v: wb.Workload) -> Workload:
+    return _apps(ReplicaSet, v)
+
+
+def stateful_set(v: wb.Workload) -> Workload:
+    return _apps(StatefulSet, v)
+
+
+def job(v: wb.Workload) -> Workload:
+    return _apps(Job, v)
+
+
+def replication_controller(v: wb.ReplicationController) -> Workload:
+    spec = v.spec or wb.ControllerSpec()
+    template = dict(spec.template or {})
+    labels = spec.selector or _template_labels(template)
+    selector = LabelSelector(match_labels=tuple(sorted(labels.items())))
+    return _workload(ReplicationController, v.metadata or EMPTY_META, template, selector, spec.replicas, v.status)
 
 
 # ---- ResourceQuota ---------------------------------------------------------------
 
 
-def _quota_fast(raw: dict[str, Any]) -> ResourceQuota:
-    meta, name = meta_fast(raw)
-    spec = obj(raw.get("spec")) or {}
-    status = obj(raw.get("status")) or {}
-    scope_selector = obj(spec.get("scopeSelector"))
-    selector = []
-    for r in objects(None if scope_selector is None else scope_selector.get("matchExpressions")):
-        selector.append(
-            ScopeRequirement(
-                scope_name=text(r.get("scopeName")),
-                operator=text(r.get("operator")),
-                values=text_list(r.get("values")),
-            )
-        )
-    namespace, uid, resource_version = ids_fast(meta)
+def resource_quota(v: wb.ResourceQuota) -> ResourceQuota:
+    meta = v.metadata or EMPTY_META
+    spec = v.spec or wb.ResourceQuotaSpec()
+    status = v.status or wb.ResourceQuotaStatus()
+    scope = spec.scope_selector
+    try:
+        hard = milli_list(status.hard)
+    except Bad as e:
+        raise e.under("status.hard") from None
+    try:
+        used = milli_list(status.used)
+    except Bad as e:
+        raise e.under("status.used") from None
     return ResourceQuota(
-        namespace=namespace,
-        name=name,
-        uid=uid,
-        resource_version=resource_version,
-        hard=milli_amounts(status.get("hard")),
-        used=milli_amounts(status.get("used")),
-        scopes=text_list(spec.get("scopes")),
-        scope_selector=tuple(selector),
+        namespace=namespace_of(meta),
+        name=name_of(meta),
+        uid=meta.uid or "",
+        resource_version=meta.resource_version or "",
+        hard=hard,
+        used=used,
+        scopes=tuple(spec.scopes) if spec.scopes else (),
+        scope_selector=tuple(
+            ScopeRequirement(scope_name=r.scope_name or "", operator=r.operator or "", values=tuple(r.values or ()))
+            for r in (scope.match_expressions or () if scope is not None else ())
+        ),
     )
-
-
-@fast_path(_quota_fast)
-def quota_from_raw(raw: Mapping[str, Any]) -> ResourceQuota:
-    f = Fields(raw)
-    selector = []
-    path = "spec.scopeSelector.matchExpressions"
-    for i, r in enumerate(f.list(path)):
-        at = f"{path}[{i}]"
-        selector.append(
-            ScopeRequirement(
-                scope_name=f.str("scopeName", base=r, at=f"{at}.scopeName"),
-                operator=f.str("operator", base=r, at=f"{at}.operator"),
-                values=f.str_list("values", base=r, at=f"{at}.values"),
-            )
-        )
-    return ResourceQuota(
-        namespace=_namespace(f),
-        name=name_of(f),
-        uid=f.str("metadata.uid"),
-        resource_version=f.str("metadata.resourceVersion"),
-        hard=milli_list(f, "status.hard"),
-        used=milli_list(f, "status.used"),
-        scopes=f.str_list("spec.scopes"),
-        scope_selector=tuple(selector),
-    )
-
-
-# (API group, kind) -> converter, to merge with berth.core.convert.CONVERTERS.
-CONVERTERS: dict[tuple[str, str], Converter] = {
-    (GROUP, "CapacityBuffer"): buffer_from_raw,
-    ("", "PodTemplate"): pod_template_from_raw,
-    ("apps", "Deployment"): _workload(Deployment),
-    ("apps", "ReplicaSet"): _workload(ReplicaSet),
-    ("apps", "StatefulSet"): _workload(StatefulSet),
-    ("batch", "Job"): _workload(Job),
-    ("", "ReplicationController"): _workload(ReplicationController),
-    ("", "ResourceQuota"): quota_from_raw,
-}

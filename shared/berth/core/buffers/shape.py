@@ -16,8 +16,8 @@ from typing import Any
 import msgspec
 
 from berth.core.buffers.model import CapacityBuffer, PodTemplate, ScalableRef, Workload
-from berth.core.convert import pod_from_raw
 from berth.core.errors import InputError
+from berth.core.kinds import pod_from_raw
 from berth.core.model import Pod
 
 API_ACCESS_PREFIX = "kube-api-access-"

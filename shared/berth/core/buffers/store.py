@@ -1,7 +1,7 @@
 """The ClusterState extension that keeps buffers and the objects they read.
 
-Register it with `ClusterState(extensions=[store])`; objects converted by
-`berth.core.buffers.convert.CONVERTERS` then land here through `state.apply`.
+Register it with `ClusterState(extensions=[store])`; the buffer kinds' models (berth.core.kinds)
+then land here through `state.apply`.
 """
 
 from __future__ import annotations

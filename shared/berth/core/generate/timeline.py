@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from berth.core.events import Event
+from berth.core.events import WatchEvent
 from berth.core.generate import buffers, cluster
 from berth.core.generate.buffers import QUOTA_NAMESPACE, Quota
 from berth.core.generate.cluster import LOCAL_HDD, LOCAL_SSD, ZONAL_SSD, NodeInfo
@@ -32,7 +32,7 @@ from berth.core.generate.workloads import (
     workload_object,
 )
 
-Action = Callable[[int], list[Event]]
+Action = Callable[[int], list[WatchEvent]]
 RV_BASE = 100_000
 REPLICAS = {
     STATEFULSET: ((1, 2), (2, 2), (3, 5), (5, 2)),
@@ -42,7 +42,7 @@ REPLICAS = {
 STEP_MS = 50  # between the stages of a cascading deletion
 
 
-def generate(params: Params, seed: int = 1) -> Iterator[Event]:
+def generate(params: Params, seed: int = 1) -> Iterator[WatchEvent]:
     """The events of one synthetic cluster, in log order. Same params and seed, same events."""
     return _Run(params, seed).events()
 
@@ -95,9 +95,9 @@ class _Run:
         self.gap_ms = 0.85 * self.end * replicas / max(1, p.pods)
 
     # ---- plumbing ------------------------------------------------------------
-    def ev(self, type_: str, obj: dict[str, Any], ms: int) -> Event:
+    def ev(self, type_: str, obj: dict[str, Any], ms: int) -> WatchEvent:
         self.rv += 1
-        return Event(type=type_, object=_stamp(obj, str(self.rv)), ts=at(self.start, ms))
+        return WatchEvent(type=type_, object=_stamp(obj, str(self.rv)), ts=at(self.start, ms))
 
     def push(self, ms: int, action: Action, busy: bool = True) -> None:
         self.seq += 1
@@ -107,7 +107,7 @@ class _Run:
     def t(self, ms: int) -> datetime:
         return at(self.start, ms)
 
-    def events(self) -> Iterator[Event]:
+    def events(self) -> Iterator[WatchEvent]:
         yield from self.setup()
         self.schedule()
         while self.heap:
@@ -116,7 +116,7 @@ class _Run:
             yield from action(ms)
 
     # ---- t0: what a watch's initial list shows ---------------------------------------
-    def setup(self) -> Iterator[Event]:
+    def setup(self) -> Iterator[WatchEvent]:
         p, ids = self.p, self.ids
         base = self.start - timedelta(days=30)
         self.nodes = cluster.plan_nodes(p, ids, self.start)
@@ -142,7 +142,7 @@ class _Run:
         if p.buffers:
             yield from self.buffer_setup()
 
-    def buffer_setup(self) -> Iterator[Event]:
+    def buffer_setup(self) -> Iterator[WatchEvent]:
         p, ids = self.p, self.ids
         cpu_total = sum(n.cpu_milli for n in self.nodes)
         mem_total = sum(n.memory_bytes for n in self.nodes) // 2**20
@@ -185,7 +185,7 @@ class _Run:
         return max(1, round(self.ids.rng.expovariate(1 / self.gap_ms)))
 
     def reporter(self, load: NodeLoad) -> Action:
-        def report(ms: int) -> list[Event]:
+        def report(ms: int) -> list[WatchEvent]:
             load.step(self.ids)
             if ms + self.interval < self.end or self.busy:
                 self.push(ms + self.interval, report, busy=False)
@@ -224,13 +224,13 @@ class _Run:
             w.claims = tuple(claims)
         return w
 
-    def created(self, w: Workload, ms: int) -> list[Event]:
+    def created(self, w: Workload, ms: int) -> list[WatchEvent]:
         out = [self.ev("ADDED", workload_object(w, 0), ms)]
         if w.kind == DEPLOYMENT:
             out.append(self.ev("ADDED", replicaset_object(w, 0), ms))
         return out
 
-    def arrive(self, ms: int) -> list[Event]:
+    def arrive(self, ms: int) -> list[WatchEvent]:
         rng = self.ids.rng
         roll = rng.random()
         kind = STATEFULSET if roll < self.p.stateful_fraction else DEPLOYMENT if rng.random() < 0.7 else JOB
@@ -244,7 +244,7 @@ class _Run:
             self.push(ms + self.gap(), self.arrive)
         return self.created(w, ms)
 
-    def burst(self, ms: int) -> list[Event]:
+    def burst(self, ms: int) -> list[WatchEvent]:
         """A Deployment scaled to `burst` at once: the ReplicaSet creates pods in slow-start batches."""
         w = self.new_workload(DEPLOYMENT, self.p.burst, ms)
         w.name, w.app, w.namespace, w.cpu_milli, w.mem_mib = "flash-sale", "checkout", "web", 1000, 2048
@@ -260,7 +260,7 @@ class _Run:
         return self.quota is not None and w.namespace == QUOTA_NAMESPACE
 
     def pod_maker(self, w: Workload, index: int, last: bool) -> Action:
-        def make(ms: int) -> list[Event]:
+        def make(ms: int) -> list[WatchEvent]:
             out = []
             if not self.charged(w) or (self.quota and self.quota.admits(w.cpu_milli, w.mem_mib)):
                 t = self.t(ms)
@@ -281,7 +281,7 @@ class _Run:
         return make
 
     def status_writer(self, w: Workload) -> Action:
-        def write(ms: int) -> list[Event]:
+        def write(ms: int) -> list[WatchEvent]:
             out = []
             if w.kind == DEPLOYMENT:
                 out.append(self.ev("MODIFIED", replicaset_object(w, len(w.pods)), ms))
@@ -296,14 +296,14 @@ class _Run:
 
     # ---- churn: a workload deleted, its pods and claims after it ------------------------
     def deleter(self, w: Workload) -> Action:
-        def delete_workload(ms: int) -> list[Event]:
+        def delete_workload(ms: int) -> list[WatchEvent]:
             out = [self.ev("DELETED", workload_object(w, len(w.pods)), ms)]
             if w.kind == DEPLOYMENT:
                 out.append(self.ev("DELETED", replicaset_object(w, len(w.pods)), ms))
             self.push(ms + STEP_MS, delete_pods)
             return out
 
-        def delete_pods(ms: int) -> list[Event]:
+        def delete_pods(ms: int) -> list[WatchEvent]:
             out = []
             for pod in w.pods:
                 # a pod without a node goes at once; a Job's pod waits for its tracking finalizer
@@ -316,7 +316,7 @@ class _Run:
                 self.push(ms + STEP_MS, release)
             return out
 
-        def release(ms: int) -> list[Event]:
+        def release(ms: int) -> list[WatchEvent]:
             out = []
             if w.kind == JOB:
                 deleted = self.t(ms - STEP_MS)
@@ -326,13 +326,13 @@ class _Run:
                 self.push(ms + STEP_MS, claims_gone)
             return out
 
-        def claims_gone(ms: int) -> list[Event]:
+        def claims_gone(ms: int) -> list[WatchEvent]:
             deleted = self.t(ms - STEP_MS)
             return [self.ev("DELETED", _deleting(c, deleted, keep_finalizers=False), ms) for c in w.pvcs]
 
         return delete_workload
 
-    def resize(self, ms: int) -> list[Event]:
+    def resize(self, ms: int) -> list[WatchEvent]:
         """A user raises the first buffer's replicas."""
         first = self.buffers[0]
         replicas = first["spec"].get("replicas", 0) + 2

@@ -18,7 +18,7 @@ from berth.core.buffers.status import status_json
 from berth.core.buffers.store import BufferStore
 from berth.core.config import SchedulerConfig
 from berth.core.events import Event
-from berth.core.pipeline.applier import Applier, Converted
+from berth.core.pipeline.applier import Applier
 from berth.core.pipeline.records import BufferStatusRecord, RejectRecord
 from berth.core.pipeline.stats import BufferPoint, RunStats
 from berth.core.scheduler import Scheduler
@@ -49,15 +49,13 @@ class BufferEngine:
     def __init__(
         self,
         config: SchedulerConfig,
-        source: str = "stream",
         resync: float = RESYNC_SECONDS,
         max_chunks: int = 1000,
-        converted: Converted | None = None,
     ) -> None:
         self.store = BufferStore()
         self.state = ClusterState(extensions=[self.store])
         self.scheduler = Scheduler(config.build(self.state), top_nodes=0)
-        self.applier = Applier(self.state, source, converted=converted)
+        self.applier = Applier(self.state)
         self.resync = resync
         self.max_chunks = max_chunks
         self.stats = RunStats()
@@ -69,8 +67,6 @@ class BufferEngine:
 
     def handle(self, ev: Event) -> tuple[list[BufferStatusRecord], RejectRecord | None]:
         applied = self.applier.apply(ev)
-        if applied.reject is not None:
-            return [], applied.reject
         self._marked |= self.store.take_dirty()
         if not self.store.buffers or applied.obj is None:
             return [], None

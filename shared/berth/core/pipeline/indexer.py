@@ -9,24 +9,20 @@ Every operation carries the object's resourceVersion; the store applies it only 
 is newer than the one it holds, so a redelivered event changes nothing. The engine keeps the same
 rule for its own view (what it last saw of each Node, PV and Pod).
 
-It reads only Nodes, PersistentVolumes and Pods: `handle_raw` decodes just the fields it needs
-(indexread); `handle` takes a parsed event through the kinds' converters. Both give the same
-operations, and the same reason for an event they reject.
+It reads only Nodes, PersistentVolumes and Pods: the other kinds are left undecoded, and a rejected
+event gets the same reason as in every other service (berth.core.events).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from berth.core.convert import kind_key
 from berth.core.errors import InputError
 from berth.core.events import Event, parse_event
-from berth.core.kinds import CONVERTERS
 from berth.core.model import Node, PersistentVolume, Pod
 from berth.core.nodes import NodeTable
-from berth.core.pipeline import indexread
-from berth.core.pipeline.indexread import INDEXED, POD, PV, PVFacts
 from berth.core.pvindex import available
 from berth.core.quantity import ceil_units
 from berth.core.resources import PODS
@@ -44,6 +40,20 @@ class Op:
     actions: list[Action] = field(default_factory=list)
 
 
+INDEXED = frozenset((("", "Node"), ("", "PersistentVolume"), ("", "Pod")))
+
+
+class PVFacts(NamedTuple):
+    """What the index needs of a PersistentVolume (`pvindex.available` and where it fits)."""
+
+    name: str
+    rv: str
+    available: bool
+    storage_class: str
+    capacity: int  # bytes, rounded up
+    affinity: NodeSelector | None
+
+
 class IndexerEngine:
     def __init__(self) -> None:
         self.nodes = NodeTable()
@@ -53,7 +63,6 @@ class IndexerEngine:
         self._usage: dict[str, tuple[str, dict[str, int]]] = {}  # pod -> (node, requests) counted
         self._on_node: dict[str, set[str]] = {}  # node -> pods counted there
         self._touched: set[str] = set()  # nodes whose usage changed since take_touched()
-        self._affinities = indexread.AffinityCache()
         self._fits: dict[tuple[NodeSelector | None, str], list[str]] = {}  # (affinity, class) -> keys
         self._version = 0  # bumped when a node comes, goes or changes labels
         self._relabel = False  # ... and then, at the end of the batch, PVs may fit other nodes
@@ -62,45 +71,23 @@ class IndexerEngine:
 
     def handle_raw(self, value: bytes, position: int = 0) -> tuple[list[Op], str | None]:
         """Operations for one message as it came off the bus, or the reason it was rejected.
-        Other kinds are skipped without being converted; unusual input takes the exact path."""
-        head = indexread.head(value)
-        if head is not None:
-            if head.kind is None or head.kind not in INDEXED:
-                return [], None
-            if head.kind == PV:
-                pv = indexread.pv_facts(value, self._affinities)
-                if pv is not None:
-                    return self._pv_event(pv, head.deleted), None
-            elif head.kind == POD:
-                pod = indexread.pod_facts(value)
-                if pod is not None:
-                    out = self._pod_event(pod, head.deleted)
-                    if out is not None:
-                        return out, None
+        Other kinds are skipped without being decoded."""
         try:
-            ev = parse_event(value, position)
+            ev = parse_event(value, position, only=INDEXED)
         except InputError as e:
             return [], e.line()
         return self.handle(ev)
 
     def handle(self, ev: Event) -> tuple[list[Op], str | None]:
-        """Operations for one parsed event, or the reason it was rejected."""
-        if ev.type == "BOOKMARK":
-            return [], None
-        try:
-            kind = kind_key(ev.object)
-            if kind not in INDEXED:
-                return [], None
-            obj = CONVERTERS[kind](ev.object)
-        except InputError as e:
-            return [], e.line()
+        """Operations for one decoded event (no reason: it was decoded, so it is not rejected)."""
+        obj = ev.model
         if isinstance(obj, Node):
             return self._node_event(obj, ev.deleted), None
         if isinstance(obj, PersistentVolume):
             return self._pv_event(_pv_facts(obj), ev.deleted), None
-        assert isinstance(obj, Pod)
-        facts = indexread.PodFacts(obj.key, obj.resource_version, obj.node_name, obj.terminated, None)
-        return self._pod_change(facts, ev.deleted, obj.requests), None
+        if isinstance(obj, Pod):
+            return self._pod_change(obj, ev.deleted), None
+        return [], None
 
     def _fresh(self, kind: str, key: str, rv: str) -> bool:
         """Newer than what was applied (and remember it), as ClusterState.apply decides."""
@@ -151,23 +138,13 @@ class IndexerEngine:
         self._place(pv.name, op)
         return [op] if op.actions else []
 
-    def _pod_event(self, pod: indexread.PodFacts, deleted: bool) -> list[Op] | None:
-        """None when the pod is bound and the converter would reject its requests."""
-        requests: dict[str, int] = {}
-        if self._counts(pod, deleted):
-            got = indexread.pod_requests(pod.spec) if pod.spec is not None else None
-            if got is None:
-                return None
-            requests = got
-        return self._pod_change(pod, deleted, requests)
-
     @staticmethod
-    def _counts(pod: indexread.PodFacts, deleted: bool) -> bool:
+    def _counts(pod: Pod, deleted: bool) -> bool:
         """Its requests count on its node: bound, not finished, not deleted."""
-        return not (deleted or pod.terminated or not pod.node)
+        return not (deleted or pod.terminated or not pod.node_name)
 
-    def _pod_change(self, pod: indexread.PodFacts, deleted: bool, requests: dict[str, int]) -> list[Op]:
-        if not self._fresh("Pod", pod.key, pod.rv):
+    def _pod_change(self, pod: Pod, deleted: bool) -> list[Op]:
+        if not self._fresh("Pod", pod.key, pod.resource_version):
             return []
         before = self._usage.get(pod.key)
         if not self._counts(pod, deleted):
@@ -175,10 +152,10 @@ class IndexerEngine:
                 return []
             now = None
         else:
-            now = (pod.node, {**requests, PODS: 1})
+            now = (pod.node_name, {**pod.requests, PODS: 1})
             if before == now:
                 return []
-        op = Op(_guard("Pod", pod.key, pod.rv))
+        op = Op(_guard("Pod", pod.key, pod.resource_version))
         if before is not None:
             del self._usage[pod.key]
             self._touched.add(before[0])

@@ -16,7 +16,7 @@ from berth.core.config import SchedulerConfig
 from berth.core.events import Event
 from berth.core.framework import Action
 from berth.core.model import Node, Pod
-from berth.core.pipeline.applier import Applier, Converted
+from berth.core.pipeline.applier import Applier
 from berth.core.pipeline.queue import RetryQueue
 from berth.core.pipeline.records import DecisionRecord, RejectRecord
 from berth.core.pipeline.reservations import Reservations
@@ -59,14 +59,12 @@ class ScorerEngine:
     def __init__(
         self,
         config: SchedulerConfig,
-        source: str = "stream",
         label: str = "default",
         top_nodes: int | None = None,
-        converted: Converted | None = None,
     ) -> None:
         self.state = ClusterState()
         self.scheduler = Scheduler(config.build(self.state), top_nodes)
-        self.applier = Applier(self.state, source, converted=converted)
+        self.applier = Applier(self.state)
         self.queue = RetryQueue(self.scheduler.profile)
         self.reservations = Reservations(self.state)
         self.observer = StatsObserver(label)
@@ -83,9 +81,6 @@ class ScorerEngine:
     def handle(self, ev: Event) -> tuple[list[DecisionRecord], RejectRecord | None]:
         self.observer.event()
         applied = self.applier.apply(ev)
-        if applied.reject is not None:
-            self.observer.reject()
-            return [], applied.reject
         obj = applied.obj
         out: list[DecisionRecord] = []
         if self._hold is not None:

@@ -1,0 +1,135 @@
+"""Normalisation helpers: quantities through the exact parser with a bounded cache, and times.
+
+A problem raises `Bad` with the field's path relative to where it was read; callers prefix the
+path on the way up (only on the error path), and the kind's decoder names the object.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from berth.core.quantity import NANO, QuantityError, parse_nanos
+from berth.core.wire.common import Quantities, Quantity
+
+
+class Bad(Exception):
+    """A field that does not normalise: its path (dotted, with [i] for list items) and the problem."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(path, problem)
+        self.path = path
+        self.problem = problem
+
+    def under(self, prefix: str) -> Bad:
+        if not self.path:
+            return Bad(prefix, self.problem)
+        return Bad(f"{prefix}{self.path}" if self.path.startswith("[") else f"{prefix}.{self.path}", self.problem)
+
+
+_LIMIT = 16384  # distinct strings per cache; memory usage and the like rarely repeat: start over
+_MILLI: dict[Quantity, int] = {}  # quantity -> milli-units, rounded up (cpu)
+_UNITS: dict[Quantity, int] = {}  # quantity -> whole units, rounded up (the rest)
+# Numbers are kept too: 1 and 1.0 are the same key and the same amount.
+
+
+def nanos(q: Quantity, path: str = "") -> int:
+    """Exact nano-units of one quantity."""
+    try:
+        return parse_nanos(q)
+    except ValueError as e:  # QuantityError, and int()'s digit limit
+        raise Bad(path, str(e)) from None
+
+
+# Units per unit of a suffix, for whole numbers with at most one suffix ("8", "250m", "18065245Ki"):
+# the common shapes, read without going through nano-units. Anything else takes the exact parser.
+_SCALE = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_SCALE |= {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+
+
+def _whole(q: Quantity, milli: bool) -> int | None:
+    """The amount of a plain quantity string, or None for the exact parser to decide."""
+    if type(q) is not str or len(q) > 15:  # short enough never to reach the 2^63-1 cap
+        return None
+    if q.isdecimal():
+        return int(q) * 1000 if milli else int(q)
+    if q[-1:] == "m" and q[:-1].isdecimal():
+        return int(q[:-1]) if milli else -(-int(q[:-1]) // 1000)
+    scale = _SCALE.get(q[-2:])
+    digits = q[:-2]
+    if scale is None:
+        scale = _SCALE.get(q[-1:])
+        digits = q[:-1]
+    if scale is None or not digits.isdecimal():
+        return None
+    units = int(digits) * scale
+    if units >= 2**62:  # near kube's cap of 2^63-1 units: the exact parser applies it
+        return None
+    return units * 1000 if milli else units
+
+
+def _miss(q: Quantity, seen: dict[Quantity, int], name: str) -> int:
+    """A quantity not seen lately: parsed, rounded up to milli-units (`seen` is _MILLI) or units, kept."""
+    milli = seen is _MILLI
+    amount = _whole(q, milli)
+    if amount is None:
+        n = nanos(q, name)
+        amount = -((-n) // 1_000_000) if milli else -((-n) // NANO)
+    if len(seen) >= _LIMIT:
+        seen.clear()
+    seen[q] = amount
+    return amount
+
+
+def resource_list(v: Quantities | None) -> dict[str, int]:
+    """A ResourceList: cpu in millicores, the rest in whole units, rounded up (kube's integer form)."""
+    out: dict[str, int] = {}
+    if not v:
+        return out
+    milli, units = _MILLI, _UNITS
+    for name, q in v.items():
+        if name == "cpu":
+            amount = milli.get(q)
+            out[name] = _miss(q, milli, name) if amount is None else amount
+        else:
+            amount = units.get(q)
+            out[name] = _miss(q, units, name) if amount is None else amount
+    return out
+
+
+def milli_list(v: Quantities | None) -> dict[str, int]:
+    """Every quantity in milli-units, rounded up."""
+    out: dict[str, int] = {}
+    if not v:
+        return out
+    for name, q in v.items():
+        amount = _MILLI.get(q)
+        out[name] = _miss(q, _MILLI, name) if amount is None else amount
+    return out
+
+
+def parse_time(value: str) -> datetime:
+    """RFC 3339 to an aware UTC datetime."""
+    t = datetime.fromisoformat(value)
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
+_TIMES: dict[str, datetime] = {}
+
+
+def moment(v: str | None, path: str = "") -> datetime | None:
+    """An RFC 3339 time, or None when absent or empty. Parsed times are kept: stamps repeat."""
+    if not v:
+        return None
+    t = _TIMES.get(v)
+    if t is None:
+        try:
+            t = parse_time(v)
+        except ValueError:
+            raise Bad(path, f"invalid RFC 3339 time {v!r}") from None
+        if len(_TIMES) >= 8192:
+            _TIMES.clear()
+        _TIMES[v] = t
+    return t
+
+
+__all__ = ["Bad", "QuantityError", "milli_list", "moment", "nanos", "parse_time", "resource_list"]

@@ -1,0 +1,74 @@
+"""Parts shared by many kinds: object metadata, owner references, selectors, quantities."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+Quantity = str | int | float
+Quantities = dict[str, Quantity]
+Texts = dict[str, str]
+
+
+class Wire(msgspec.Struct, rename="camel", omit_defaults=True, frozen=True, gc=False):
+    """Base of every wire Struct: camelCase names, defaults left out when encoded."""
+
+
+class OwnerReference(Wire, frozen=True):
+    kind: str | None = None
+    name: str | None = None
+    uid: str | None = None
+    api_version: str | None = None
+    controller: bool | None = None
+
+
+class ObjectMeta(Wire, frozen=True):
+    name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    labels: Texts | None = None
+    annotations: Texts | None = None
+    owner_references: list[OwnerReference] | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: Any = None  # only its presence is read
+
+
+class Requirement(Wire, frozen=True):
+    key: str | None = None
+    operator: str | None = None
+    values: tuple[str, ...] | None = None
+
+
+class LabelSelector(Wire, frozen=True):
+    match_labels: Texts | None = None
+    match_expressions: tuple[Requirement, ...] | None = None
+
+
+class NodeSelectorTerm(Wire, frozen=True):
+    match_expressions: tuple[Requirement, ...] | None = None
+    match_fields: tuple[Requirement, ...] | None = None
+
+
+class NodeSelector(Wire, frozen=True):
+    """Hashable (tuples all the way down): many PVs share one, and its model is kept."""
+
+    node_selector_terms: tuple[NodeSelectorTerm, ...] | None = None
+
+
+class Object(Wire, frozen=True, tag_field="kind"):
+    """Base of every kind's Struct, tagged by `kind` (the class name): an event's object decodes
+    straight into the right one. `apiVersion` tells API groups apart."""
+
+    api_version: str | None = None
+    metadata: ObjectMeta | None = None
+
+
+class Head(msgspec.Struct):
+    """What names an object in a message: read on its own when the object itself does not decode."""
+
+    kind: Any = None
+    api_version: Any = msgspec.field(default=None, name="apiVersion")
+    metadata: Any = None

@@ -1,0 +1,187 @@
+"""Core Kubernetes kinds: Pod, Node, PersistentVolume(Claim), StorageClass, CSIDriver, CSIStorageCapacity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from berth.core.wire.common import LabelSelector, NodeSelector, Object, Quantities, Quantity, Texts, Wire
+
+# ---- Pod ----
+
+
+class ResourceRequirements(Wire, frozen=True):
+    limits: Quantities | None = None
+    requests: Quantities | None = None
+
+
+class Container(Wire, frozen=True):
+    resources: ResourceRequirements | None = None
+    restart_policy: str | None = None
+
+
+class ClaimSource(Wire, frozen=True):
+    claim_name: str | None = None
+
+
+class Volume(Wire, frozen=True):
+    name: str | None = None
+    persistent_volume_claim: ClaimSource | None = None
+    ephemeral: Any = None  # only its presence is read
+
+
+class NodeAffinity(Wire, frozen=True):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+
+
+class Affinity(Wire, frozen=True):
+    node_affinity: NodeAffinity | None = None
+
+
+class Toleration(Wire, frozen=True):
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+
+
+class PodSpec(Wire, frozen=True):
+    node_name: str | None = None
+    scheduler_name: str | None = None
+    priority: int | None = None
+    priority_class_name: str | None = None
+    node_selector: Texts | None = None
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] | None = None
+    volumes: list[Volume] | None = None
+    containers: list[Container] | None = None
+    init_containers: list[Container] | None = None
+    overhead: Quantities | None = None
+    resources: ResourceRequirements | None = None
+
+
+class PodCondition(Wire, frozen=True):
+    type: str | None = None
+    status: str | None = None
+    last_transition_time: str | None = None
+
+
+class PodStatus(Wire, frozen=True):
+    phase: str | None = None
+    conditions: list[PodCondition] | None = None
+
+
+class Pod(Object, frozen=True):
+    spec: PodSpec | None = None
+    status: PodStatus | None = None
+
+
+# ---- Node ----
+
+
+class Taint(Wire, frozen=True):
+    key: str | None = None
+    value: str | None = None
+    effect: str | None = None
+
+
+class NodeSpec(Wire, frozen=True):
+    unschedulable: bool | None = None
+    taints: list[Taint] | None = None
+
+
+class NodeStatus(Wire, frozen=True):
+    capacity: Quantities | None = None
+    allocatable: Quantities | None = None
+
+
+class Node(Object, frozen=True):
+    spec: NodeSpec | None = None
+    status: NodeStatus | None = None
+
+
+# ---- volumes ----
+
+
+class Storage(Wire, frozen=True):
+    storage: Quantity | None = None
+
+
+class ClaimRef(Wire, frozen=True):
+    namespace: str | None = None
+    name: str | None = None
+    uid: str | None = None
+
+
+class VolumeNodeAffinity(Wire, frozen=True):
+    required: NodeSelector | None = None
+
+
+class PersistentVolumeSpec(Wire, frozen=True):
+    capacity: Storage | None = None
+    storage_class_name: str | None = None
+    access_modes: list[str] | None = None
+    volume_mode: str | None = None
+    claim_ref: ClaimRef | None = None
+    node_affinity: VolumeNodeAffinity | None = None
+    volume_attributes_class_name: str | None = None
+
+
+class Phase(Wire, frozen=True):
+    phase: str | None = None
+
+
+class PersistentVolume(Object, frozen=True):
+    spec: PersistentVolumeSpec | None = None
+    status: Phase | None = None
+
+
+class ClaimResources(Wire, frozen=True):
+    requests: Storage | None = None
+
+
+class PersistentVolumeClaimSpec(Wire, frozen=True):
+    storage_class_name: str | None = None
+    volume_name: str | None = None
+    resources: ClaimResources | None = None
+    access_modes: list[str] | None = None
+    volume_mode: str | None = None
+    selector: LabelSelector | None = None
+    volume_attributes_class_name: str | None = None
+
+
+class PersistentVolumeClaim(Object, frozen=True):
+    spec: PersistentVolumeClaimSpec | None = None
+    status: Phase | None = None
+
+
+# ---- storage.k8s.io ----
+
+
+class TopologyRequirement(Wire, frozen=True):
+    key: str | None = None
+    values: list[str] | None = None
+
+
+class TopologyTerm(Wire, frozen=True):
+    match_label_expressions: list[TopologyRequirement] | None = None
+
+
+class StorageClass(Object, frozen=True):
+    provisioner: str | None = None
+    volume_binding_mode: str | None = None
+    allowed_topologies: list[TopologyTerm] | None = None
+
+
+class CSIDriverSpec(Wire, frozen=True):
+    storage_capacity: bool | None = None
+
+
+class CSIDriver(Object, frozen=True):
+    spec: CSIDriverSpec | None = None
+
+
+class CSIStorageCapacity(Object, frozen=True):
+    storage_class_name: str | None = None
+    capacity: Quantity | None = None
+    maximum_volume_size: Quantity | None = None
+    node_topology: LabelSelector | None = None

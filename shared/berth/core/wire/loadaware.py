@@ -1,0 +1,54 @@
+"""Koordinator's NodeMetric (slo.koordinator.sh)."""
+
+from __future__ import annotations
+
+from berth.core.wire.common import Object, Quantities, Wire
+
+
+class Usage(Wire, frozen=True):
+    resources: Quantities | None = None
+
+
+class AggregatedUsages(Wire, frozen=True):
+    avg: Usage | None = None
+    p50: Usage | None = None
+    p90: Usage | None = None
+    p95: Usage | None = None
+    p99: Usage | None = None
+
+
+class AggregatedNodeUsage(Wire, frozen=True):
+    duration: str | None = None
+    usage: AggregatedUsages | None = None
+
+
+class NodeMetricInfo(Wire, frozen=True):
+    node_usage: Usage | None = None
+    system_usage: Usage | None = None
+    aggregated_node_usages: list[AggregatedNodeUsage | None] | None = None
+
+
+class PodMetricInfo(Wire, frozen=True):
+    namespace: str | None = None
+    name: str | None = None
+    priority: str | None = None
+    pod_usage: Usage | None = None
+
+
+class MetricCollectPolicy(Wire, frozen=True):
+    report_interval_seconds: int | None = None
+
+
+class NodeMetricSpec(Wire, frozen=True):
+    metric_collect_policy: MetricCollectPolicy | None = None
+
+
+class NodeMetricStatus(Wire, frozen=True):
+    update_time: str | None = None
+    node_metric: NodeMetricInfo | None = None
+    pods_metric: list[PodMetricInfo | None] | None = None
+
+
+class NodeMetric(Object, frozen=True):
+    spec: NodeMetricSpec | None = None
+    status: NodeMetricStatus | None = None

@@ -1,0 +1,265 @@
+"""The typed edge: every kind's wire Struct and normalisation, from JSON bytes and from Python objects."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from berth.core.errors import InputError
+from berth.core.events import WatchEvent, encode_event, parse_event
+from berth.core.kinds import KINDS, convert, convert_as, decode, kind_key
+from berth.core.selectors import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
+from tests.buffers.builders import buffer, pod_template, quota, workload
+from tests.builders import csi_capacity, csi_driver, node, pod, pv, pvc, storage_class
+from tests.loadaware.builders import node_metric
+
+GI = 2**30
+
+
+def from_bytes(raw: dict[str, Any]) -> Any:
+    """The model of an object decoded from its JSON bytes, as the log reader and the workers do."""
+    return decode(KINDS[kind_key(raw)], msgspec.json.encode(raw))
+
+
+def with_owner(raw: dict[str, Any]) -> dict[str, Any]:
+    raw["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u1", "controller": True}
+    ]
+    return raw
+
+
+# (id, raw object, {model attribute: expected value})
+WELL_FORMED: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    (
+        "pod",
+        with_owner(pod("p", ("data",), ns="db", cpu="250m", memory="1Gi", tolerations=[{"key": "k"}])),
+        {
+            "key": "db/p",
+            "requests": {"cpu": 250, "memory": GI},
+            "volumes": (("v0", "data"),),
+            "tolerations": (("k", "Equal"),),
+            "creation": datetime(2026, 11, 1, 10, 0, tzinfo=UTC),
+            "controller": ("ReplicaSet", "rs"),
+            "phase": "Pending",
+            "scheduler_name": "default-scheduler",
+        },
+    ),
+    (
+        "node",
+        node("n1", cpu="8", memory="32Gi"),
+        {"name": "n1", "allocatable": {"cpu": 8000, "memory": 32 * GI, "pods": 110}, "unschedulable": False},
+    ),
+    (
+        "local pv",
+        pv("pv1", "10Gi", on="n1"),
+        {
+            "name": "pv1",
+            "capacity": 10 * GI * 10**9,
+            "storage_class": "local",
+            "volume_mode": "Filesystem",
+            "node_affinity": NodeSelector((NodeSelectorTerm((Requirement("kubernetes.io/hostname", "In", ("n1",)),)),)),
+        },
+    ),
+    ("pvc", pvc("c", size="5Gi"), {"key": "default/c", "request": 5 * GI * 10**9, "selector": None}),
+    ("storage class", storage_class(), {"name": "local", "binding_mode": "WaitForFirstConsumer"}),
+    ("csi driver", csi_driver("d"), {"name": "d", "storage_capacity": True}),
+    ("csi capacity", csi_capacity("cap", "local", "100Gi"), {"key": "kube-system/cap", "capacity": 100 * GI * 10**9}),
+    (
+        "node metric",
+        node_metric("n1", cpu="1500m", memory="2Gi", agg={"5m0s": {"p95": ("2", "3Gi")}}),
+        {"name": "n1", "node_usage": {"cpu": 1500, "memory": 2 * GI}, "has_node_metric": True},
+    ),
+    ("capacity buffer", buffer("b", template="tpl", replicas=2), {"key": "default/b", "spec_error": ""}),
+    ("pod template", pod_template("tpl"), {"name": "tpl", "namespace": "default"}),
+    (
+        "deployment",
+        workload("web", replicas=4),
+        {"kind": "Deployment", "spec_replicas": 4, "selector": LabelSelector((("app", "web"),))},
+    ),
+    ("job", workload("j", kind="Job", replicas=2), {"kind": "Job", "spec_replicas": 2}),
+    ("stateful set", workload("s", kind="StatefulSet"), {"kind": "StatefulSet", "spec_replicas": 3}),
+    ("replica set", workload("r", kind="ReplicaSet", replicas=None), {"kind": "ReplicaSet", "spec_replicas": 1}),
+    (
+        "replication controller",
+        workload("rc", kind="ReplicationController"),
+        {"kind": "ReplicationController", "selector": LabelSelector((("app", "rc"),))},
+    ),
+    ("resource quota", quota("q", hard={"cpu": "4"}, used={"cpu": "1500m"}), {"hard": {"cpu": 4000}}),
+]
+
+
+def _read(model: Any, attr: str) -> Any:
+    if attr == "volumes":
+        return tuple((v.name, v.claim_name) for v in model.volumes)
+    if attr == "tolerations":
+        return tuple((t.key, t.operator) for t in model.tolerations)
+    if attr == "controller":
+        c = model.controller()
+        return None if c is None else (c.kind, c.name)
+    return getattr(model, attr)
+
+
+@pytest.mark.parametrize(("raw", "want"), [w[1:] for w in WELL_FORMED], ids=[w[0] for w in WELL_FORMED])
+def test_every_kind_decodes_into_its_model(raw: dict[str, Any], want: dict[str, Any]) -> None:
+    model = from_bytes(raw)
+    assert {k: _read(model, k) for k in want} == want
+    assert convert(raw) == model
+
+
+def test_every_registered_kind_is_in_the_table() -> None:
+    assert {kind_key(w[1]) for w in WELL_FORMED} == set(KINDS)
+
+
+def test_each_wire_struct_is_tagged_with_its_kind() -> None:
+    assert all(k.wire.__struct_config__.tag == kind for (_, kind), k in KINDS.items())
+
+
+def test_nulls_read_as_absent_and_unknown_fields_are_ignored() -> None:
+    raw = pod("p")
+    raw["metadata"]["labels"] = None
+    raw["metadata"]["creationTimestamp"] = None
+    raw["spec"]["nodeName"] = None
+    raw["spec"]["surprise"] = {"deep": [1, 2]}
+    model = from_bytes(raw)
+    assert (model.labels, model.creation, model.node_name) == ({}, None, "")
+
+
+def _set(raw: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    node_: Any = raw
+    parts = path.split(".")
+    for part in parts[:-1]:
+        node_ = node_[int(part)] if part.isdigit() else node_.setdefault(part, {})
+    node_[int(parts[-1]) if parts[-1].isdigit() else parts[-1]] = value
+    return raw
+
+
+QUANTITY = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+# (raw, the exact one-line error)
+MALFORMED: list[tuple[dict[str, Any], str]] = [
+    (pv("pv-bad", "lots"), f"PersistentVolume pv-bad: spec.capacity.storage: {QUANTITY}: got 'lots'"),
+    (
+        pod("p", cpu="much"),
+        f"Pod default/p: spec.containers[0].resources.requests.cpu: {QUANTITY}: got 'much'",
+    ),
+    (_set(pod("p"), "spec.nodeName", 5), "Pod default/p: spec.nodeName: expected a string, got int"),
+    (_set(pod("p"), "spec.containers", "x"), "Pod default/p: spec.containers: expected a list, got str"),
+    (_set(pod("p"), "metadata.labels", {"a": 1}), "Pod default/p: metadata.labels[a]: expected a string, got int"),
+    (_set(pod("p"), "spec.priority", "high"), "Pod default/p: spec.priority: expected an integer, got str"),
+    (
+        _set(pod("p"), "status.conditions", [{"type": "Ready", "lastTransitionTime": "noon"}]),
+        "Pod default/p: status.conditions[0].lastTransitionTime: invalid RFC 3339 time 'noon'",
+    ),
+    (_set(node("n1"), "spec.unschedulable", "yes"), "Node n1: spec.unschedulable: expected true or false, got str"),
+    (
+        _set(node("n1"), "status.capacity.cpu", True),
+        "Node n1: status.capacity[cpu]: expected a quantity (string or number), got bool",
+    ),
+    ({"apiVersion": "v1", "kind": "Node", "metadata": {}}, "Node <unnamed>: metadata.name: is required"),
+    (
+        _set(pvc("c"), "spec.selector", []),
+        "PersistentVolumeClaim default/c: spec.selector: expected an object, got list",
+    ),
+    (
+        _set(storage_class(), "volumeBindingMode", "Later"),
+        "StorageClass local: volumeBindingMode: unsupported value 'Later': want Immediate or WaitForFirstConsumer",
+    ),
+    (
+        node_metric("n1", agg={"5 min": {"avg": ("1", "1Gi")}}),
+        "NodeMetric n1: status.nodeMetric.aggregatedNodeUsages[0].duration: time: unknown unit ' min' in duration '5 min'",
+    ),
+    (
+        buffer("old", version="autoscaling.x-k8s.io/v1"),
+        "CapacityBuffer default/old: apiVersion: unsupported version 'autoscaling.x-k8s.io/v1': "
+        "want autoscaling.x-k8s.io/v1beta1 or autoscaling.x-k8s.io/v1alpha1",
+    ),
+    (
+        quota("q", hard={"cpu": "four"}),
+        f"ResourceQuota default/q: status.hard.cpu: {QUANTITY}: got 'four'",
+    ),
+    (
+        _set(workload("web"), "spec.template.metadata.labels", {"app": 1}),
+        "Deployment default/web: spec.template.metadata.labels[app]: expected a string, got 1",
+    ),
+]
+
+
+@pytest.mark.parametrize(("raw", "message"), MALFORMED, ids=[m[1][:60] for m in MALFORMED])
+def test_malformed_fields_name_the_object_and_field(raw: dict[str, Any], message: str) -> None:
+    for read in (from_bytes, lambda r: convert_as(KINDS[kind_key(r)], r)):
+        with pytest.raises(InputError) as e:
+            read(raw)
+        assert str(e.value) == message
+
+
+# ---- from JSON bytes and from Python objects: the same models, or the same errors ----
+
+SAMPLES = [w[1] for w in WELL_FORMED]
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(alphabet="0123456789.kmiGMTeE-+ ab", max_size=8),
+    st.lists(st.integers(0, 3), max_size=2),
+    st.dictionaries(st.sampled_from(["cpu", "name", "a"]), st.text(max_size=3) | st.integers(0, 9), max_size=2),
+)
+
+
+def _paths(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [at] if at else []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*at, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*at, i))
+    return out
+
+
+def _outcome(read: Any, raw: dict[str, Any]) -> Any:
+    try:
+        return ("model", read(raw))
+    except InputError as e:
+        return ("error", str(e))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_bytes_and_python_objects_give_the_same_model_or_error(data: st.DataObject) -> None:
+    raw = copy.deepcopy(data.draw(st.sampled_from(SAMPLES)))
+    kind = KINDS[kind_key(raw)]
+    paths = [p for p in _paths(raw) if p[0] not in ("kind", "apiVersion")]
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(paths))
+        parent: Any = raw
+        try:
+            for step in path[:-1]:
+                parent = parent[step]
+            parent[path[-1]] = data.draw(JUNK)
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier change replaced that part
+    from_json = _outcome(lambda r: decode(kind, msgspec.json.encode(r)), raw)
+    from_python = _outcome(lambda r: convert_as(kind, r), raw)
+    assert from_json == from_python
+
+
+@pytest.mark.parametrize("raw", [w[1] for w in WELL_FORMED], ids=[w[0] for w in WELL_FORMED])
+def test_a_kind_not_asked_for_is_passed_over_with_the_same_envelope(raw: dict[str, Any]) -> None:
+    line = encode_event(WatchEvent("MODIFIED", raw, datetime(2026, 11, 1, tzinfo=UTC), 9), with_position=True)
+    full, passed = parse_event(line, 3), parse_event(line, 3, only=frozenset())
+    assert passed.model is None and full.model is not None
+    assert (passed.type, passed.kind, passed.key, passed.ts, passed.position, passed.raw) == (
+        full.type,
+        full.kind,
+        full.key,
+        full.ts,
+        9,
+        full.raw,
+    )
