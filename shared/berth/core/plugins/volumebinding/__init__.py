@@ -27,7 +27,7 @@ from berth.core.framework import (
     Status,
 )
 from berth.core.model import PersistentVolume, PersistentVolumeClaim, Pod
-from berth.core.plugins.vbargs import VolumeBindingArgs
+from berth.core.plugins.volumebinding.args import VolumeBindingArgs
 from berth.core.pvindex import ClassIndex
 from berth.core.quantity import ceil_units
 from berth.core.state import ClusterState
