@@ -181,8 +181,9 @@ class PodTopologySpread:
             ids = ids[:n]
             has = ids >= 0
             per_slot = self._per_slot(cycle, sel)
-            dom = np.bincount(ids[admitted], weights=per_slot[admitted], minlength=nd).astype(np.int64)
-            exists = np.zeros(nd, dtype=bool)
+            # one spare domain, so that slots without the key (id -1) can index safely
+            dom = np.bincount(ids[admitted], weights=per_slot[admitted], minlength=nd + 1).astype(np.int64)
+            exists = np.zeros(nd + 1, dtype=bool)
             exists[ids[admitted]] = True
             domains = int(exists.sum())
             min_match = 0 if domains == 0 or domains < c.min_domains else int(dom[exists].min())
@@ -218,10 +219,10 @@ class PodTopologySpread:
                 size = int(scored.sum())
                 cnt = per_slot
             else:
-                registered = np.zeros(nd, dtype=bool)
+                registered = np.zeros(nd + 1, dtype=bool)  # a spare domain, as in filter
                 registered[ids[scored]] = True
                 size = int(registered.sum())
-                dom = np.bincount(ids[admitted], weights=per_slot[admitted], minlength=nd).astype(np.int64)
+                dom = np.bincount(ids[admitted], weights=per_slot[admitted], minlength=nd + 1).astype(np.int64)
                 safe = np.maximum(ids, 0)
                 cnt = np.where(registered[safe], dom[safe], 0)
             raw += cnt * math.log(size + 2) + (c.max_skew - 1)
