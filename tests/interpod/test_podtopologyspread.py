@@ -301,7 +301,7 @@ VALIDATION: list[tuple[str, dict[str, Any], list[str]]] = [
         "unsupported defaultingType",
         {"defaultingType": "Unknown"},
         ['defaultingType: Unsupported value: "Unknown": supported values: "System", "List"'],
-    ),  # fmt: skip
+    ),
     (
         "system default constraints, but has non-empty defaultConstraints",
         {
