@@ -36,19 +36,29 @@ def kpod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body, "status": {"phase": "Running"}}
 
 
-def setup(module: Any, objs: list[dict[str, Any]], args: Any = None) -> tuple[ClusterState, Any]:
+def setup(
+    module: Any,
+    objs: list[dict[str, Any]],
+    args: Any = None,
+    deletions: list[dict[str, Any]] = (),  # type: ignore[assignment]
+) -> tuple[ClusterState, Any]:
+    """The plugin's state kept from the start; objects applied in order, then the deletions."""
     state = ClusterState()
     plugin = module.new(args, state)
     assert isinstance(plugin, KeepsState)
     state.attach(plugin.extension())
     for raw in objs:
         state.apply(convert(raw))
+    for raw in deletions:
+        state.apply(convert(raw), deleted=True)
     return state, plugin
 
 
-def filter_codes(module: Any, pod: dict[str, Any], objs: list[dict[str, Any]], args: Any = None) -> dict[str, str]:
-    """Each node's status code name (SUCCESS, UNSCHEDULABLE, UNRESOLVABLE) and reasons, upstream's way."""
-    state, plugin = setup(module, objs, args)
+def filter_codes(
+    module: Any, pod: dict[str, Any], objs: list[dict[str, Any]], args: Any = None, deletions: Any = ()
+) -> dict[str, str]:
+    """Each node's status code name (SUCCESS, UNSCHEDULABLE, UNRESOLVABLE) and reason, upstream's way."""
+    state, plugin = setup(module, objs, args, list(deletions))
     cycle = Cycle(convert(pod), state, NOW)
     out = {n: "SUCCESS" for n in state.nodes.slot}
     if isinstance(plugin, PreFilterPlugin) and plugin.pre_filter(cycle).code is Code.SKIP:
