@@ -29,6 +29,8 @@ Ints = npt.NDArray[np.int64]
 Matcher = tuple[tuple[frozenset[str] | None, LabelSelector], ...]
 # An existing pod's term: (which list, the owner's namespace, the term)
 Group = tuple[str, str, PodAffinityTerm]
+# Where a matcher is looked up when a pod changes: (namespace, label key, value), None for any
+Anchor = tuple[str | None, str | None, str | None]
 GROUP_LISTS = ("required", "required_anti", "preferred", "preferred_anti")
 _MAX_MATCHERS = 4096
 
@@ -47,8 +49,11 @@ class PodIndex:
         self.kinds: tuple[type, ...] = (Namespace,) if namespaces else ()
         self.namespaces: dict[str, dict[str, str]] = {}
         self._on: dict[str, dict[str, Pod]] = {}
+        self._assigned: dict[str, Pod] = {}
+        self._labelled: dict[tuple[str, str, str], set[str]] = {}  # (namespace, key, value) -> assigned pods' keys
+        self._in_ns: dict[str, set[str]] = {}
         self._counts: dict[tuple[Matcher, bool], Ints] = {}
-        self._by_ns: dict[str | None, set[tuple[Matcher, bool]]] = {}
+        self._watch: dict[Anchor, set[tuple[Matcher, bool]]] = {}
         self._groups: dict[Group, Ints] = {}
         self._size = 0
         self._domains: dict[str, tuple[int, Ints, int]] = {}
@@ -66,10 +71,18 @@ class PodIndex:
         if assigned(old):
             assert old is not None
             self._on.get(old.node_name, {}).pop(old.key, None)
+            self._assigned.pop(old.key, None)
+            self._in_ns.get(old.namespace, set()).discard(old.key)
+            for k, v in old.labels.items():
+                self._labelled.get((old.namespace, k, v), set()).discard(old.key)
             self._count(state, old, -1)
         if assigned(new):
             assert new is not None
             self._on.setdefault(new.node_name, {})[new.key] = new
+            self._assigned[new.key] = new
+            self._in_ns.setdefault(new.namespace, set()).add(new.key)
+            for k, v in new.labels.items():
+                self._labelled.setdefault((new.namespace, k, v), set()).add(new.key)
             self._count(state, new, 1)
 
     def node_changed(self, state: ClusterState, slot: int) -> None:
@@ -93,16 +106,31 @@ class PodIndex:
         if arr is None:
             if len(self._counts) >= _MAX_MATCHERS:
                 self._counts.clear()
-                self._by_ns.clear()
+                self._watch.clear()
             arr = np.zeros(self._size, dtype=np.int64)
-            for name, pods in self._on.items():
-                s = state.nodes.slot.get(name)
-                if s is not None:
-                    arr[s] = sum(1 for p in pods.values() if (not live_only or not p.deleting) and matches(m, p))
+            slots = state.nodes.slot
+            for pod_key in self._candidates(m):
+                p = self._assigned[pod_key]
+                s = slots.get(p.node_name)
+                if s is not None and (not live_only or not p.deleting) and matches(m, p):
+                    arr[s] += 1
             self._counts[key] = arr
-            for ns in _namespaces_of(m):
-                self._by_ns.setdefault(ns, set()).add(key)
+            for anchor in _anchors(m):
+                self._watch.setdefault(anchor, set()).add(key)
         return arr
+
+    def _candidates(self, m: Matcher) -> set[str]:
+        """Keys of a superset of the assigned pods m matches, from its first condition's namespaces and a label."""
+        nss, sel = m[0]
+        spaces = list(self._in_ns) if nss is None else nss
+        out: set[str] = set()
+        for ns in spaces:
+            if sel.match_labels:
+                k, v = sel.match_labels[0]
+                out |= self._labelled.get((ns, k, v), set())
+            else:
+                out |= self._in_ns.get(ns, set())
+        return out
 
     def groups(self, which: str) -> list[tuple[str, PodAffinityTerm, Ints]]:
         """The existing pods' terms of one list: (owner namespace, term, pods carrying it per slot)."""
@@ -140,11 +168,16 @@ class PodIndex:
         s = state.nodes.slot.get(pod.node_name)
         if s is None:
             return  # counted when its node arrives (node_changed)
+        seen: set[tuple[Matcher, bool]] = set()
         for ns in (pod.namespace, None):
-            for key in self._by_ns.get(ns, ()):
-                m, live = key
-                if (not live or not pod.deleting) and matches(m, pod):
-                    self._counts[key][s] += sign
+            for anchor in ((ns, None, None), *((ns, k, v) for k, v in pod.labels.items())):
+                for key in self._watch.get(anchor, ()):
+                    m, live = key
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    if (not live or not pod.deleting) and matches(m, pod):
+                        self._counts[key][s] += sign
         for g in self._terms_of(pod):
             arr = self._group(g)
             arr[s] += sign
@@ -165,10 +198,8 @@ class PodIndex:
         return [(w, pod.namespace, t) for w in GROUP_LISTS for t in getattr(a, w)]
 
 
-def _namespaces_of(m: Matcher) -> set[str | None]:
-    """The namespaces a pod must be in to match m (None: any), for the per-namespace lookup."""
-    fixed = [nss for nss, _ in m if nss is not None]
-    if not fixed:
-        return {None}
-    smallest = min(fixed, key=len)
-    return set(smallest)
+def _anchors(m: Matcher) -> list[Anchor]:
+    """Where to find m when a pod changes: a pod it matches has one of these (namespace, label)."""
+    nss, sel = m[0]
+    k, v = sel.match_labels[0] if sel.match_labels else (None, None)
+    return [(ns, k, v) for ns in (nss if nss is not None else (None,))]
