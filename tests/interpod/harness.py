@@ -55,10 +55,14 @@ def setup(
 
 
 def filter_codes(
-    module: Any, pod: dict[str, Any], objs: list[dict[str, Any]], args: Any = None, deletions: Any = ()
+    module: Any,
+    pod: dict[str, Any],
+    objs: list[dict[str, Any]],
+    args: Any = None,
+    deletions: tuple[dict[str, Any], ...] = (),
 ) -> dict[str, str]:
     """Each node's status code name (SUCCESS, UNSCHEDULABLE, UNRESOLVABLE) and reason, upstream's way."""
-    state, plugin = setup(module, objs, args, list(deletions))
+    state, plugin = setup(module, objs, args, deletions)
     cycle = Cycle(convert(pod), state, NOW)
     out = {n: "SUCCESS" for n in state.nodes.slot}
     if isinstance(plugin, PreFilterPlugin) and plugin.pre_filter(cycle).code is Code.SKIP:
@@ -69,8 +73,9 @@ def filter_codes(
     return out
 
 
-def scores(module: Any, pod: dict[str, Any], objs: list[dict[str, Any]], feasible: list[str] | None = None,
-           args: Any = None) -> dict[str, int] | None:  # fmt: skip
+def scores(
+    module: Any, pod: dict[str, Any], objs: list[dict[str, Any]], feasible: list[str] | None = None, args: Any = None
+) -> dict[str, int] | None:
     """Normalised scores of the feasible nodes (default: every node); None when PreScore skips."""
     state, plugin = setup(module, objs, args)
     cycle = Cycle(convert(pod), state, NOW)

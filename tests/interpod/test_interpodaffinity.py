@@ -8,10 +8,14 @@ from typing import Any
 import pytest
 
 from berth.core.errors import ConfigError
+from berth.core.framework import Cycle
+from berth.core.kinds import convert
 from berth.core.plugins import interpodaffinity
 from berth.core.plugins.interpodaffinity import Args
+from berth.core.state import Reservation
+from tests.builders import NOW
 from tests.interpod.builders import affinity, namespace, profile
-from tests.interpod.harness import filter_codes, knode, kpod, scores
+from tests.interpod.harness import filter_codes, knode, kpod, scores, setup
 
 OK = "SUCCESS"
 AFF = "UNRESOLVABLE: node(s) didn't match pod affinity rules"
@@ -236,3 +240,19 @@ def test_args_defaults() -> None:
     assert got.args["InterPodAffinity"] == Args(1)
     got = profile(("InterPodAffinity",), {"InterPodAffinity": {"hardPodAffinityWeight": 0}})
     assert got.args["InterPodAffinity"] == Args(0)
+
+
+def test_a_reserved_pod_counts_until_it_is_released() -> None:
+    """The pod index follows berth's assumed pods: reserved, it blocks its zone; released, it no longer does."""
+    state, plugin = setup(interpodaffinity, [knode("a", zone="z1"), knode("b", zone="z2"), kpod("db-0", labels=SCAN)])
+    pod = convert(incoming(SCAN, anti=[t("zone", IN_SCAN)]))
+
+    def verdict() -> list[bool]:
+        failures = plugin.filter(Cycle(pod, state, NOW))
+        return [bool(any(f.mask[state.nodes.slot[n]] for f in failures)) for n in ("a", "b")]
+
+    assert verdict() == [False, False]
+    state.reserve(Reservation(pod=state.pods["default/db-0"], node="a"))
+    assert verdict() == [True, False]
+    state.release("default/db-0")
+    assert verdict() == [False, False]

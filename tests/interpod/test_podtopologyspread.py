@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from berth.core.config import parse_config
 from berth.core.errors import ConfigError
 from berth.core.plugins import podtopologyspread
 from tests.interpod.builders import profile, spread
@@ -323,3 +324,32 @@ def test_args_validation_as_upstream(args: dict[str, Any], problems: list[str]) 
     with pytest.raises(ConfigError) as e:
         profile(("PodTopologySpread",), {"PodTopologySpread": args})
     assert e.value.problems == [at + p for p in problems]
+
+
+def test_match_label_keys_narrow_the_selector_to_the_pods_revision() -> None:
+    """matchLabelKeys: pods of another revision (pod-template-hash) do not count."""
+    nodes = [knode("node-a", zone="zone1"), knode("node-b", zone="zone2")]
+    old = [kpod(f"old-{i}", node="node-a", labels={"foo": "", "hash": "v1"}) for i in range(3)]
+    pod = incoming(c(1, "zone", FOO, matchLabelKeys=["hash"]), labels={"foo": "", "hash": "v2"})
+    assert filter_codes(podtopologyspread, pod, [*nodes, *old]) == {"node-a": OK, "node-b": OK}
+    plain = incoming(c(1, "zone", FOO), labels={"foo": "", "hash": "v2"})
+    assert filter_codes(podtopologyspread, plain, [*nodes, *old]) == {"node-a": SKEW, "node-b": OK}
+
+
+def test_node_taints_policy_honor_leaves_untolerated_nodes_out_of_the_count() -> None:
+    """nodeTaintsPolicy: Honor: zone2's only node is tainted, so zone2 is no domain and zone1's minimum holds."""
+    taint = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    nodes = [knode("node-a", zone="zone1"), knode("node-b", zone="zone2", taints=taint)]
+    pods = foo("node-a")
+    honor = incoming(c(1, "zone", FOO, nodeTaintsPolicy="Honor"))
+    assert filter_codes(podtopologyspread, honor, [*nodes, *pods]) == {"node-a": OK, "node-b": OK}
+    ignore = incoming(c(1, "zone", FOO))
+    assert filter_codes(podtopologyspread, ignore, [*nodes, *pods]) == {"node-a": SKEW, "node-b": OK}
+
+
+def test_both_plugins_are_registered_but_off_by_default() -> None:
+    cfg = parse_config(None)
+    assert "PodTopologySpread" not in cfg.filters and "InterPodAffinity" not in cfg.filters
+    assert all(n not in ("PodTopologySpread", "InterPodAffinity") for n, _ in cfg.scores)
+    on = profile()
+    assert on.filters[-2:] == ("PodTopologySpread", "InterPodAffinity")
