@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 from berth.core.errors import InputError
 from berth.core.events import WatchEvent, encode_event, parse_event
 from berth.core.kinds import KINDS, convert, convert_as, decode, kind_key
+from berth.core.model import PodAffinity, PodAffinityTerm, SpreadConstraint
 from berth.core.selectors import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
 from tests.buffers.builders import buffer, pod_template, quota, workload
-from tests.builders import csi_capacity, csi_driver, node, pod, pv, pvc, storage_class
+from tests.builders import HOST, ZONE, csi_capacity, csi_driver, node, pod, pv, pvc, storage_class
+from tests.interpod.builders import anti_affinity, namespace, spread
 from tests.loadaware.builders import node_metric
 
 GI = 2**30
@@ -91,6 +93,19 @@ WELL_FORMED: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         {"kind": "ReplicationController", "selector": LabelSelector((("app", "rc"),))},
     ),
     ("resource quota", quota("q", hard={"cpu": "4"}, used={"cpu": "1500m"}), {"hard": {"cpu": 4000}}),
+    (
+        "namespace",
+        namespace("db", team="a"),
+        {"name": "db", "labels": {"kubernetes.io/metadata.name": "db", "team": "a"}},
+    ),
+    (
+        "pod with pod affinity and spread",
+        pod("p", affinity=anti_affinity({"app": "db"}, HOST), topologySpreadConstraints=[spread(ZONE, {"app": "db"})]),
+        {
+            "pod_affinity": PodAffinity(required_anti=(PodAffinityTerm(HOST, LabelSelector((("app", "db"),))),)),
+            "spread": (SpreadConstraint(1, ZONE, "DoNotSchedule", LabelSelector((("app", "db"),))),),
+        },
+    ),
 ]
 
 

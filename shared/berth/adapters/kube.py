@@ -60,6 +60,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("StorageClass", "storageclasses", "storage.k8s.io", namespaced=False),
     Kind("CSIDriver", "csidrivers", "storage.k8s.io", namespaced=False),
     Kind("Node", "nodes", namespaced=False),
+    Kind("Namespace", "namespaces", namespaced=False),
     Kind("NodeMetric", "nodemetrics", "slo.koordinator.sh", ("v1alpha1",), namespaced=False, crd=True),
     Kind("CSIStorageCapacity", "csistoragecapacities", "storage.k8s.io"),
     Kind("PersistentVolume", "persistentvolumes", namespaced=False),

@@ -16,13 +16,17 @@ from berth.core.model import (
     ClaimRef,
     CSIDriver,
     CSIStorageCapacity,
+    Namespace,
     Node,
     OwnerRef,
     PersistentVolume,
     PersistentVolumeClaim,
     Pod,
+    PodAffinity,
+    PodAffinityTerm,
     PodCondition,
     PodVolume,
+    SpreadConstraint,
     StorageClass,
     Taint,
     Toleration,
@@ -194,6 +198,8 @@ def pod(v: wc.Pod) -> Pod:
         requests=requests,
         limits=limits,
         conditions=tuple(conditions),
+        pod_affinity=pod_affinity(spec.affinity),
+        spread=spread_constraints(spec.topology_spread_constraints),
     )
 
 
@@ -341,3 +347,58 @@ def csi_capacity(v: wc.CSIStorageCapacity) -> CSIStorageCapacity:
         else nanos(v.maximum_volume_size, "maximumVolumeSize"),
         node_topology=None if v.node_topology is None else label_selector(v.node_topology),
     )
+
+
+# ---- inter-pod affinity, topology spread, namespaces ----
+
+
+def _affinity_term(t: wc.PodAffinityTerm | None, weight: int = 0) -> PodAffinityTerm:
+    t = t or wc.PodAffinityTerm()
+    return PodAffinityTerm(
+        topology_key=t.topology_key or "",
+        selector=None if t.label_selector is None else label_selector(t.label_selector),
+        namespaces=tuple(t.namespaces or ()),
+        namespace_selector=None if t.namespace_selector is None else label_selector(t.namespace_selector),
+        weight=weight,
+    )
+
+
+def _terms(v: wc.PodAffinity | None) -> tuple[tuple[PodAffinityTerm, ...], tuple[PodAffinityTerm, ...]]:
+    if v is None:
+        return (), ()
+    required = tuple(_affinity_term(t) for t in v.required_during_scheduling_ignored_during_execution or ())
+    preferred = tuple(
+        _affinity_term(w.pod_affinity_term, w.weight or 0)
+        for w in v.preferred_during_scheduling_ignored_during_execution or ()
+    )
+    return required, preferred
+
+
+def pod_affinity(v: wc.Affinity | None) -> PodAffinity | None:
+    """podAffinity and podAntiAffinity; None when the pod has neither."""
+    if v is None or (v.pod_affinity is None and v.pod_anti_affinity is None):
+        return None
+    required, preferred = _terms(v.pod_affinity)
+    required_anti, preferred_anti = _terms(v.pod_anti_affinity)
+    return PodAffinity(required, required_anti, preferred, preferred_anti)
+
+
+def spread_constraints(items: list[wc.TopologySpreadConstraint] | None) -> tuple[SpreadConstraint, ...]:
+    return tuple(
+        SpreadConstraint(
+            max_skew=c.max_skew or 0,
+            topology_key=c.topology_key or "",
+            when_unsatisfiable=c.when_unsatisfiable or "",
+            selector=None if c.label_selector is None else label_selector(c.label_selector),
+            min_domains=1 if c.min_domains is None else c.min_domains,
+            node_affinity_policy=c.node_affinity_policy or "Honor",
+            node_taints_policy=c.node_taints_policy or "Ignore",
+            match_label_keys=tuple(c.match_label_keys or ()),
+        )
+        for c in items or ()
+    )
+
+
+def namespace(v: wc.Namespace) -> Namespace:
+    meta = v.metadata or EMPTY_META
+    return Namespace(name=name_of(meta), resource_version=meta.resource_version or "", labels=meta.labels or {})

@@ -57,6 +57,8 @@ KINDS: dict[tuple[str, str], Kind] = {
         ("batch", "Job", wb.Job, buffers.job),
         ("", "ReplicationController", wb.ReplicationController, buffers.replication_controller),
         ("", "ResourceQuota", wb.ResourceQuota, buffers.resource_quota),
+        # InterPodAffinity's namespaceSelector
+        ("", "Namespace", wc.Namespace, core.namespace),
     )
 }
 

@@ -89,6 +89,9 @@ class Pod(msgspec.Struct, frozen=True):
     requests: ResourceList = {}
     limits: ResourceList = {}
     conditions: tuple[PodCondition, ...] = ()
+    # inter-pod affinity and topology spread (InterPodAffinity, PodTopologySpread)
+    pod_affinity: PodAffinity | None = None
+    spread: tuple[SpreadConstraint, ...] = ()
 
     @property
     def key(self) -> str:
@@ -212,3 +215,45 @@ class CSIStorageCapacity(msgspec.Struct, frozen=True):
     @property
     def limit(self) -> int | None:
         return self.maximum_volume_size if self.maximum_volume_size is not None else self.capacity
+
+
+# ---- inter-pod affinity, topology spread and namespaces (InterPodAffinity, PodTopologySpread) ----
+
+
+class PodAffinityTerm(msgspec.Struct, frozen=True):
+    """One pod (anti-)affinity term. selector None matches no pod; namespaces empty and namespace_selector
+    None mean the namespace of the pod that owns the term. weight: a preferred term's weight."""
+
+    topology_key: str
+    selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    weight: int = 0
+
+
+class PodAffinity(msgspec.Struct, frozen=True):
+    """A pod's podAffinity and podAntiAffinity (present: the pod is a "pod with affinity", even if empty)."""
+
+    required: tuple[PodAffinityTerm, ...] = ()
+    required_anti: tuple[PodAffinityTerm, ...] = ()
+    preferred: tuple[PodAffinityTerm, ...] = ()
+    preferred_anti: tuple[PodAffinityTerm, ...] = ()
+
+
+class SpreadConstraint(msgspec.Struct, frozen=True):
+    """One topologySpreadConstraints entry; policies and minDomains defaulted as the plugin does."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    selector: LabelSelector | None = None
+    min_domains: int = 1
+    node_affinity_policy: str = "Honor"
+    node_taints_policy: str = "Ignore"
+    match_label_keys: tuple[str, ...] = ()
+
+
+class Namespace(msgspec.Struct, frozen=True):
+    name: str
+    resource_version: str = ""
+    labels: dict[str, str] = {}

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 
 from berth.core.framework import PluginModule
 from berth.core.loadaware import plugin as loadawarescheduling
-from berth.core.plugins import nodeaffinity, noderesourcesfit, nodeunschedulable, tainttoleration, volumebinding
+from berth.core.plugins import (
+    interpodaffinity,
+    nodeaffinity,
+    noderesourcesfit,
+    nodeunschedulable,
+    podtopologyspread,
+    tainttoleration,
+    volumebinding,
+)
 
 
 @dataclass(frozen=True)
@@ -31,4 +39,8 @@ REGISTRY: tuple[Registered, ...] = (
     Registered(noderesourcesfit, filter=True),
     Registered(volumebinding, filter=True, weight=1),
     Registered(loadawarescheduling, filter=True, weight=1),
+    # kube's default profile: filters after VolumeBinding/VolumeZone, scores with weight 2 each
+    # (filter=True, weight=2); off in berth's default profile until it switches to kube's
+    Registered(podtopologyspread),
+    Registered(interpodaffinity),
 )

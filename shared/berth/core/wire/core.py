@@ -33,8 +33,38 @@ class NodeAffinity(Wire, frozen=True):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
 
 
+class PodAffinityTerm(Wire, frozen=True):
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] | None = None
+    namespace_selector: LabelSelector | None = None
+    topology_key: str | None = None
+
+
+class WeightedPodAffinityTerm(Wire, frozen=True):
+    weight: int | None = None
+    pod_affinity_term: PodAffinityTerm | None = None
+
+
+class PodAffinity(Wire, frozen=True):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = None
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = None
+
+
 class Affinity(Wire, frozen=True):
     node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(Wire, frozen=True):
+    max_skew: int | None = None
+    topology_key: str | None = None
+    when_unsatisfiable: str | None = None
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: tuple[str, ...] | None = None
 
 
 class Toleration(Wire, frozen=True):
@@ -57,6 +87,7 @@ class PodSpec(Wire, frozen=True):
     init_containers: list[Container] | None = None
     overhead: Quantities | None = None
     resources: ResourceRequirements | None = None
+    topology_spread_constraints: list[TopologySpreadConstraint] | None = None
 
 
 class PodCondition(Wire, frozen=True):
@@ -185,3 +216,10 @@ class CSIStorageCapacity(Object, frozen=True):
     capacity: Quantity | None = None
     maximum_volume_size: Quantity | None = None
     node_topology: LabelSelector | None = None
+
+
+# ---- Namespace (InterPodAffinity's namespaceSelector) ----
+
+
+class Namespace(Object, frozen=True):
+    pass

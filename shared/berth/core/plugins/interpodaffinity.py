@@ -1,0 +1,233 @@
+"""InterPodAffinity: required and preferred pod affinity and anti-affinity, as kube's plugin.
+
+Filter (kube's PreFilter + Filter), per node, the first failing check wins:
+1. the pod's required affinity (UnschedulableAndUnresolvable),
+2. the pod's required anti-affinity (Unschedulable),
+3. existing pods' required anti-affinity against the pod (Unschedulable).
+Score (PreScore + Score + NormalizeScore): preferred terms of the pod and of existing pods, existing
+pods' required affinity with hardPodAffinityWeight, min/max scaled to 0..100.
+
+Counts come from the PodIndex (per slot, per selector), folded into topology domains with numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from berth.core.framework import (
+    OK,
+    SKIP,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    Cycle,
+    Failure,
+    Mask,
+    Scores,
+    Status,
+)
+from berth.core.model import Pod, PodAffinityTerm
+from berth.core.plugins.interpodaffinity_index import Ints, Matcher, PodIndex, matches
+from berth.core.selectors import LabelSelector
+from berth.core.state import ClusterState
+from berth.core.validation import Problems, is_int, unknown_fields
+
+NAME = "InterPodAffinity"
+REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+REASON_ANTI = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+
+class Args(msgspec.Struct, frozen=True):
+    """kube's InterPodAffinityArgs."""
+
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+    @classmethod
+    def parse(cls, raw: Any, path: str, problems: Problems) -> Args:
+        unknown_fields(
+            raw, {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods", "apiVersion", "kind"}, path, problems
+        )
+        weight = raw.get("hardPodAffinityWeight")
+        if weight is None:
+            weight = 1
+        elif not is_int(weight):
+            problems.append(f"{path}.hardPodAffinityWeight: Invalid value: {weight!r}: must be an integer")
+            weight = 1
+        elif not 0 <= weight <= 100:
+            problems.append(f"{path}.hardPodAffinityWeight: Invalid value: {weight}: not in valid range [0, 100]")
+        ignore = raw.get("ignorePreferredTermsOfExistingPods", False)
+        if not isinstance(ignore, bool):
+            problems.append(f"{path}.ignorePreferredTermsOfExistingPods: Invalid value: {ignore!r}: must be a boolean")
+            ignore = False
+        return cls(hard_pod_affinity_weight=weight, ignore_preferred_terms_of_existing_pods=ignore)
+
+
+def _empty(sel: LabelSelector) -> bool:
+    return not sel.match_labels and not sel.match_expressions
+
+
+def _valid(sel: LabelSelector | None) -> LabelSelector | None:
+    """A selector kube can parse; None (matches no pod) otherwise."""
+    return sel if sel is not None and sel.valid else None
+
+
+def existing_term_matches(term: PodAffinityTerm, owner_ns: str, pod: Pod, ns_labels: dict[str, str]) -> bool:
+    """An existing pod's term against the incoming pod, with the incoming pod's namespace labels."""
+    sel = _valid(term.selector)
+    if sel is None:
+        return False
+    ns_sel = term.namespace_selector
+    nss = term.namespaces or ((owner_ns,) if ns_sel is None else ())
+    ns_ok = pod.namespace in nss
+    if not ns_ok and ns_sel is not None:
+        ns_ok = _empty(ns_sel) or (bool(ns_labels) and ns_sel.valid and ns_sel.matches(ns_labels))
+    return ns_ok and sel.matches(pod.labels)
+
+
+class InterPodAffinity:
+    name = NAME
+
+    def __init__(self, args: Args) -> None:
+        self.args = args
+        self.index = PodIndex(namespaces=True)
+
+    def extension(self) -> PodIndex:
+        return self.index
+
+    # ---- the incoming pod's terms -------------------------------------------------------------
+    def _matcher(self, pod: Pod, term: PodAffinityTerm) -> Matcher | None:
+        """The term with its namespaceSelector unrolled into namespace names (kube's merge); None
+        when it matches no pod."""
+        sel = _valid(term.selector)
+        if sel is None:
+            return None
+        ns_sel = term.namespace_selector
+        if not term.namespaces and ns_sel is None:
+            return ((frozenset((pod.namespace,)), sel),)
+        if ns_sel is not None and _empty(ns_sel):
+            return ((None, sel),)
+        names = set(term.namespaces)
+        if ns_sel is not None and ns_sel.valid:
+            names |= {n for n, labels in self.index.namespaces.items() if ns_sel.matches(labels)}
+        return ((frozenset(names), sel),)
+
+    def _per_domain(self, state: ClusterState, key: str, per_slot: Ints) -> tuple[Ints, Ints, bool]:
+        """(domain id per slot, each slot's domain total (0 without the key), any pod on a node with the key)."""
+        ids, n = self.index.domains(state, key)
+        has = ids >= 0
+        dom = np.bincount(ids[has], weights=per_slot[has], minlength=n).astype(np.int64)
+        at = np.where(has, dom[np.maximum(ids, 0)], 0) if n else np.zeros(len(ids), dtype=np.int64)
+        return ids, at, bool(dom.any())
+
+    # ---- Filter -------------------------------------------------------------------------------
+    def filter(self, cycle: Cycle) -> list[Failure]:
+        pod, state = cycle.pod, cycle.state
+        valid = state.nodes.valid
+        n = len(valid)
+        required = pod.pod_affinity.required if pod.pod_affinity else ()
+        anti = pod.pod_affinity.required_anti if pod.pod_affinity else ()
+        ns_labels = self.index.namespaces.get(pod.namespace, {})
+        existing = np.zeros(n, dtype=bool)
+        for owner_ns, term, per_slot in self.index.groups("required_anti"):
+            if existing_term_matches(term, owner_ns, pod, ns_labels):
+                existing |= self._per_domain(state, term.topology_key, per_slot[:n])[1] > 0
+        if not existing.any() and not required and not anti:
+            return []  # kube's PreFilter Skip
+        fail_aff = np.zeros(n, dtype=bool)
+        if required:
+            matchers = [self._matcher(pod, t) for t in required]
+            together: Matcher | None = None
+            if all(m is not None for m in matchers):
+                together = tuple(c for m in matchers if m is not None for c in m)
+            per_slot = np.zeros(n, dtype=np.int64) if together is None else self.index.counts(state, together, False)
+            pods_exist = np.ones(n, dtype=bool)
+            anywhere = False
+            for t in required:
+                ids, at, found = self._per_domain(state, t.topology_key, per_slot[:n])
+                fail_aff |= ids < 0
+                pods_exist &= at > 0
+                anywhere |= found
+            first_of_group = not anywhere and together is not None and matches(together, pod)
+            if not first_of_group:
+                fail_aff |= ~pods_exist
+        fail_anti = np.zeros(n, dtype=bool)
+        for t in anti:
+            m = self._matcher(pod, t)
+            if m is not None:
+                fail_anti |= self._per_domain(state, t.topology_key, self.index.counts(state, m, False)[:n])[1] > 0
+        fail_aff &= valid
+        fail_anti &= valid & ~fail_aff
+        existing &= valid & ~fail_aff & ~fail_anti
+        return [
+            Failure(fail_aff, REASON_AFFINITY, Code.UNRESOLVABLE),
+            Failure(fail_anti, REASON_ANTI, Code.UNSCHEDULABLE),
+            Failure(existing, REASON_EXISTING_ANTI, Code.UNSCHEDULABLE),
+        ]
+
+    # ---- Score --------------------------------------------------------------------------------
+    def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
+        a = cycle.pod.pod_affinity
+        has_constraints = a is not None and bool(a.preferred or a.preferred_anti)
+        if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
+            return SKIP
+        return OK
+
+    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+        pod, state = cycle.pod, cycle.state
+        n = len(state.nodes.valid)
+        raw = np.zeros(n, dtype=np.int64)
+        produced = False
+
+        def add(key: str, per_slot: Ints, weight: int) -> None:
+            nonlocal produced
+            _, at, found = self._per_domain(state, key, per_slot[:n])
+            if found:
+                produced = True
+                raw[:] += weight * at
+
+        a = pod.pod_affinity
+        for terms, sign in ((a.preferred, 1), (a.preferred_anti, -1)) if a is not None else ():
+            for t in terms:
+                m = self._matcher(pod, t)
+                if m is not None:
+                    add(t.topology_key, self.index.counts(state, m, False), sign * t.weight)
+        ns_labels = self.index.namespaces.get(pod.namespace, {})
+        hard = self.args.hard_pod_affinity_weight
+        lists = [("preferred", 1), ("preferred_anti", -1)]
+        if hard > 0:
+            lists.append(("required", 0))
+        for which, sign in lists:
+            for owner_ns, term, per_slot in self.index.groups(which):
+                if existing_term_matches(term, owner_ns, pod, ns_labels):
+                    add(term.topology_key, per_slot, hard if sign == 0 else sign * term.weight)
+        cycle.data[NAME] = produced
+        return raw
+
+    def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
+        if not cycle.data.get(NAME) or not feasible.any():
+            scores[:] = 0
+            return
+        lo, hi = int(scores[feasible].min()), int(scores[feasible].max())
+        if hi <= lo:
+            scores[:] = 0
+            return
+        scaled = 100.0 * ((scores - lo).astype(np.float64) / float(hi - lo))
+        scores[:] = np.where(feasible, scaled.astype(np.int64), 0)
+
+    # ---- requeueing ---------------------------------------------------------------------------
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        # kube: Pod Add|UpdatePodLabel|Delete (assigned pods), Node Add|UpdateNodeLabel|UpdateNodeTaint
+        return (
+            ClusterEventWithHint(ClusterEvent("Pod", Action.ALL)),
+            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE)),
+        )
+
+
+def new(args: Args | None, handle: ClusterState) -> InterPodAffinity:
+    return InterPodAffinity(args or Args())

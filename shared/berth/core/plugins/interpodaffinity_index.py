@@ -1,0 +1,205 @@
+"""The assigned pods InterPodAffinity and PodTopologySpread read, counted per node slot, never scanned per decision.
+
+A `PodIndex` is a ClusterState extension (KeepsState). It keeps:
+
+- per node name, the pods assigned there (bound or reserved, not finished);
+- per *matcher* (namespaces and selectors ANDed: one workload's selector), a count of matching pods per
+  node slot, built on first use and then updated as pods come, go and move and as nodes come and go;
+- per distinct term of the existing pods (required anti-affinity, required and preferred affinity,
+  preferred anti-affinity), how many pods carrying it sit on each slot: pods of one workload share a term;
+- the Namespace objects' labels (InterPodAffinity's namespaceSelector).
+
+A decision reads the slot counts and folds them into topology domains (`domains`, one id per slot for a
+label key, cached until node labels change) with numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from berth.core.model import Namespace, Pod, PodAffinityTerm
+from berth.core.selectors import LabelSelector
+from berth.core.state import ClusterState
+
+Ints = npt.NDArray[np.int64]
+# Conditions ANDed: (namespaces, None for all, and a valid selector)
+Matcher = tuple[tuple[frozenset[str] | None, LabelSelector], ...]
+# An existing pod's term: (which list, the owner's namespace, the term)
+Group = tuple[str, str, PodAffinityTerm]
+# Where a matcher is looked up when a pod changes: (namespace, label key, value), None for any
+Anchor = tuple[str | None, str | None, str | None]
+GROUP_LISTS = ("required", "required_anti", "preferred", "preferred_anti")
+_MAX_MATCHERS = 4096
+
+
+def matches(m: Matcher, pod: Pod) -> bool:
+    return all((nss is None or pod.namespace in nss) and sel.matches(pod.labels) for nss, sel in m)
+
+
+def assigned(pod: Pod | None) -> bool:
+    """An existing pod for both plugins: on a node and not finished."""
+    return pod is not None and bool(pod.node_name) and not pod.terminated
+
+
+class PodIndex:
+    def __init__(self, namespaces: bool = False) -> None:
+        self.kinds: tuple[type, ...] = (Namespace,) if namespaces else ()
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self._on: dict[str, dict[str, Pod]] = {}
+        self._assigned: dict[str, Pod] = {}
+        self._labelled: dict[tuple[str, str, str], set[str]] = {}  # (namespace, key, value) -> assigned pods' keys
+        self._in_ns: dict[str, set[str]] = {}
+        self._counts: dict[tuple[Matcher, bool], Ints] = {}
+        self._watch: dict[Anchor, set[tuple[Matcher, bool]]] = {}
+        self._groups: dict[Group, Ints] = {}
+        self._size = 0
+        self._domains: dict[str, tuple[int, Ints, int]] = {}
+
+    # ---- Extension ----------------------------------------------------------------------------
+    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
+        if isinstance(obj, Namespace):
+            if deleted:
+                self.namespaces.pop(obj.name, None)
+            else:
+                self.namespaces[obj.name] = obj.labels
+
+    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
+        self._fit(state)
+        if assigned(old):
+            assert old is not None
+            self._on.get(old.node_name, {}).pop(old.key, None)
+            self._assigned.pop(old.key, None)
+            self._in_ns.get(old.namespace, set()).discard(old.key)
+            for k, v in old.labels.items():
+                self._labelled.get((old.namespace, k, v), set()).discard(old.key)
+            self._count(state, old, -1)
+        if assigned(new):
+            assert new is not None
+            self._on.setdefault(new.node_name, {})[new.key] = new
+            self._assigned[new.key] = new
+            self._in_ns.setdefault(new.namespace, set()).add(new.key)
+            for k, v in new.labels.items():
+                self._labelled.setdefault((new.namespace, k, v), set()).add(new.key)
+            self._count(state, new, 1)
+
+    def node_changed(self, state: ClusterState, slot: int) -> None:
+        self._fit(state)
+        name = state.nodes.names[slot] if slot < len(state.nodes.names) else None
+        pods = list(self._on.get(name, {}).values()) if name is not None else []
+        for (m, live), arr in self._counts.items():
+            arr[slot] = sum(1 for p in pods if (not live or not p.deleting) and matches(m, p))
+        for arr in self._groups.values():
+            arr[slot] = 0
+        for p in pods:
+            for g in self._terms_of(p):
+                self._group(g)[slot] += 1
+
+    # ---- reads --------------------------------------------------------------------------------
+    def counts(self, state: ClusterState, m: Matcher, live_only: bool) -> Ints:
+        """Pods matching m on each slot (live_only: not being deleted). Read-only."""
+        self._fit(state)
+        key = (m, live_only)
+        arr = self._counts.get(key)
+        if arr is None:
+            if len(self._counts) >= _MAX_MATCHERS:
+                self._counts.clear()
+                self._watch.clear()
+            arr = np.zeros(self._size, dtype=np.int64)
+            slots = state.nodes.slot
+            for pod_key in self._candidates(m):
+                p = self._assigned[pod_key]
+                s = slots.get(p.node_name)
+                if s is not None and (not live_only or not p.deleting) and matches(m, p):
+                    arr[s] += 1
+            self._counts[key] = arr
+            for anchor in _anchors(m):
+                self._watch.setdefault(anchor, set()).add(key)
+        return arr
+
+    def _candidates(self, m: Matcher) -> set[str]:
+        """Keys of a superset of the assigned pods m matches, from its first condition's namespaces and a label."""
+        nss, sel = m[0]
+        spaces = list(self._in_ns) if nss is None else nss
+        out: set[str] = set()
+        for ns in spaces:
+            if sel.match_labels:
+                k, v = sel.match_labels[0]
+                out |= self._labelled.get((ns, k, v), set())
+            else:
+                out |= self._in_ns.get(ns, set())
+        return out
+
+    def groups(self, which: str) -> list[tuple[str, PodAffinityTerm, Ints]]:
+        """The existing pods' terms of one list: (owner namespace, term, pods carrying it per slot)."""
+        return [(ns, term, arr) for (w, ns, term), arr in self._groups.items() if w == which]
+
+    def domains(self, state: ClusterState, key: str) -> tuple[Ints, int]:
+        """Per slot, the id of its value of label `key` (-1: no such label or no node), and how many values."""
+        self._fit(state)
+        nodes = state.nodes
+        got = self._domains.get(key)
+        if got is not None and got[0] == nodes.label_version and len(got[1]) == self._size:
+            return got[1], got[2]
+        ids = np.full(self._size, -1, dtype=np.int64)
+        values: dict[str, int] = {}
+        for s, name in enumerate(nodes.names):
+            node = None if name is None else nodes.node(s)
+            if node is not None and key in node.labels:
+                ids[s] = values.setdefault(node.labels[key], len(values))
+        self._domains[key] = (nodes.label_version, ids, len(values))
+        return ids, len(values)
+
+    # ---- upkeep -------------------------------------------------------------------------------
+    def _fit(self, state: ClusterState) -> None:
+        size = len(state.nodes.valid)
+        if size == self._size:
+            return
+        for d in (self._counts, self._groups):
+            for k, arr in d.items():
+                grown = np.zeros(size, dtype=np.int64)
+                grown[: min(size, len(arr))] = arr[:size]
+                d[k] = grown  # type: ignore[index]
+        self._size = size
+
+    def _count(self, state: ClusterState, pod: Pod, sign: int) -> None:
+        s = state.nodes.slot.get(pod.node_name)
+        if s is None:
+            return  # counted when its node arrives (node_changed)
+        seen: set[tuple[Matcher, bool]] = set()
+        for ns in (pod.namespace, None):
+            for anchor in ((ns, None, None), *((ns, k, v) for k, v in pod.labels.items())):
+                for key in self._watch.get(anchor, ()):
+                    m, live = key
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    if (not live or not pod.deleting) and matches(m, pod):
+                        self._counts[key][s] += sign
+        for g in self._terms_of(pod):
+            arr = self._group(g)
+            arr[s] += sign
+            if sign < 0 and not arr.any():
+                del self._groups[g]
+
+    def _group(self, g: Group) -> Ints:
+        arr = self._groups.get(g)
+        if arr is None:
+            arr = self._groups[g] = np.zeros(self._size, dtype=np.int64)
+        return arr
+
+    @staticmethod
+    def _terms_of(pod: Pod) -> list[Group]:
+        a = pod.pod_affinity
+        if a is None:
+            return []
+        return [(w, pod.namespace, t) for w in GROUP_LISTS for t in getattr(a, w)]
+
+
+def _anchors(m: Matcher) -> list[Anchor]:
+    """Where to find m when a pod changes: a pod it matches has one of these (namespace, label)."""
+    nss, sel = m[0]
+    k, v = sel.match_labels[0] if sel.match_labels else (None, None)
+    return [(ns, k, v) for ns in (nss if nss is not None else (None,))]

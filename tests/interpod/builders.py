@@ -1,0 +1,80 @@
+"""Builders for pod affinity terms, spread constraints, namespaces and the profile with both plugins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from berth.core.config import SchedulerConfig, parse_config
+
+BOTH = ("PodTopologySpread", "InterPodAffinity")
+
+
+def namespace(name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **labels}},
+    }
+
+
+def term(labels: dict[str, str] | None, key: str, **extra: Any) -> dict[str, Any]:
+    """A podAffinityTerm; labels None leaves labelSelector out (matches no pod)."""
+    out: dict[str, Any] = {"topologyKey": key, **extra}
+    if labels is not None:
+        out["labelSelector"] = {"matchLabels": labels}
+    return out
+
+
+def affinity(
+    required: list[dict[str, Any]] | None = None,
+    anti: list[dict[str, Any]] | None = None,
+    preferred: list[tuple[int, dict[str, Any]]] | None = None,
+    preferred_anti: list[tuple[int, dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
+    """spec.affinity with podAffinity / podAntiAffinity lists."""
+    out: dict[str, Any] = {}
+    for field, req, pref in (("podAffinity", required, preferred), ("podAntiAffinity", anti, preferred_anti)):
+        if req is None and pref is None:
+            continue
+        body: dict[str, Any] = {}
+        if req:
+            body["requiredDuringSchedulingIgnoredDuringExecution"] = req
+        if pref:
+            body["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": w, "podAffinityTerm": t} for w, t in pref
+            ]
+        out[field] = body
+    return out
+
+
+def anti_affinity(labels: dict[str, str], key: str) -> dict[str, Any]:
+    return affinity(anti=[term(labels, key)])
+
+
+def spread(
+    key: str, labels: dict[str, str] | None, skew: int = 1, when: str = "DoNotSchedule", **extra: Any
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": when, **extra}
+    if labels is not None:
+        out["labelSelector"] = {"matchLabels": labels}
+    return out
+
+
+def profile(
+    plugins: tuple[str, ...] = BOTH, args: dict[str, dict[str, Any]] | None = None, only: bool = False
+) -> SchedulerConfig:
+    """berth's profile with these plugins enabled as filters and scores (weight 2, as kube's default
+    profile); only: these plugins and nothing else."""
+    off = {"disabled": [{"name": "*"}]} if only else {}
+    doc = {
+        "profiles": [
+            {
+                "plugins": {
+                    "filter": {**off, "enabled": [{"name": p} for p in plugins]},
+                    "score": {**off, "enabled": [{"name": p, "weight": 2} for p in plugins]},
+                },
+                "pluginConfig": [{"name": n, "args": a} for n, a in (args or {}).items()],
+            }
+        ]
+    }
+    return parse_config(doc)

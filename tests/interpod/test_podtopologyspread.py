@@ -1,0 +1,355 @@
+"""PodTopologySpread against upstream's own unit tests (pkg/scheduler/framework/plugins/podtopologyspread):
+each case names its upstream test and case; nodes, pods and expected codes are upstream's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from berth.core.config import parse_config
+from berth.core.errors import ConfigError
+from berth.core.plugins import podtopologyspread
+from tests.interpod.builders import profile, spread
+from tests.interpod.harness import filter_codes, knode, kpod, scores
+
+OK = "SUCCESS"
+SKEW = "UNSCHEDULABLE: node(s) didn't match pod topology spread constraints"
+MISSING = "UNRESOLVABLE: node(s) didn't match pod topology spread constraints (missing required label)"
+FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
+
+
+def c(
+    skew: int, key: str, selector: dict[str, Any] | None, when: str = "DoNotSchedule", **extra: Any
+) -> dict[str, Any]:
+    out = spread(key, None, skew, when, **extra)
+    if selector is not None:
+        out["labelSelector"] = selector
+    return out
+
+
+def incoming(*constraints: dict[str, Any], labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return kpod(
+        "p", labels={"foo": ""} if labels is None else labels, topologySpreadConstraints=list(constraints), **spec
+    )
+
+
+def four() -> list[dict[str, Any]]:
+    return [
+        knode("node-a", zone="zone1", node="node-a"),
+        knode("node-b", zone="zone1", node="node-b"),
+        knode("node-x", zone="zone2", node="node-x"),
+        knode("node-y", zone="zone2", node="node-y"),
+    ]
+
+
+def foo(*where: str, **extra: Any) -> list[dict[str, Any]]:
+    """Pods labelled foo on these nodes (a node named twice holds two)."""
+    return [kpod(f"p-{n}-{i}", node=n, labels={"foo": ""}, **extra) for i, n in enumerate(where)]
+
+
+SPREAD_2103 = foo("node-a", "node-a", "node-b", "node-y", "node-y", "node-y")
+
+# (upstream test / case, pod, nodes, existing pods, want per node)
+FILTER: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]] = [
+    (
+        "TestSingleConstraint/no existing pods",
+        incoming(c(1, "zone", FOO)),
+        four(),
+        [],
+        {"node-a": OK, "node-b": OK, "node-x": OK, "node-y": OK},
+    ),
+    (
+        "TestSingleConstraint/no existing pods, incoming pod doesn't match itself",
+        incoming(c(1, "zone", BAR)),
+        four(),
+        [],
+        {"node-a": OK, "node-b": OK, "node-x": OK, "node-y": OK},
+    ),
+    (
+        "TestSingleConstraint/existing pods in a different namespace do not count",
+        incoming(c(1, "zone", FOO)),
+        four(),
+        [
+            kpod("p-a1", "node-a", "ns1", {"foo": ""}),
+            kpod("p-b1", "node-a", "ns2", {"foo": ""}),
+            *foo("node-x", "node-y"),
+        ],
+        {"node-a": OK, "node-b": OK, "node-x": SKEW, "node-y": SKEW},
+    ),
+    (
+        "TestSingleConstraint/existing pods do not match null selector",
+        incoming(c(1, "zone", None)),
+        four(),
+        foo("node-x", "node-y"),
+        {"node-a": OK, "node-b": OK, "node-x": OK, "node-y": OK},
+    ),
+    (
+        "TestSingleConstraint/pods spread across zones as 3/3, all nodes fit",
+        incoming(c(1, "zone", FOO)),
+        four(),
+        foo("node-a", "node-a", "node-b", "node-y", "node-y", "node-y"),
+        {"node-a": OK, "node-b": OK, "node-x": OK, "node-y": OK},
+    ),
+    (
+        "TestSingleConstraint/pods spread across zones as 1/2 due to absence of label 'zone' on node-b",
+        incoming(c(1, "zone", FOO)),
+        [
+            knode("node-a", zone="zone1", node="node-a"),
+            knode("node-b", zon="zone1", node="node-b"),
+            knode("node-x", zone="zone2", node="node-x"),
+            knode("node-y", zone="zone2", node="node-y"),
+        ],
+        foo("node-a", "node-b", "node-x", "node-y"),
+        {"node-a": OK, "node-b": MISSING, "node-x": SKEW, "node-y": SKEW},
+    ),
+    (
+        "TestSingleConstraint/pod cannot be scheduled as all nodes don't have label 'rack'",
+        incoming(c(1, "rack", FOO)),
+        [knode("node-a", zone="zone1", node="node-a"), knode("node-x", zone="zone2", node="node-x")],
+        [],
+        {"node-a": MISSING, "node-x": MISSING},
+    ),
+    (
+        "TestSingleConstraint/pods spread across nodes as 2/1/0/3, only node-x fits",
+        incoming(c(1, "node", FOO)),
+        four(),
+        SPREAD_2103,
+        {"node-a": SKEW, "node-b": SKEW, "node-x": OK, "node-y": SKEW},
+    ),
+    (
+        "TestSingleConstraint/pods spread across nodes as 2/1/0/3, maxSkew is 2, node-b and node-x fit",
+        incoming(c(2, "node", FOO)),
+        four(),
+        SPREAD_2103,
+        {"node-a": SKEW, "node-b": OK, "node-x": OK, "node-y": SKEW},
+    ),
+    (
+        "TestSingleConstraint/pods spread across nodes as 2/1/0/3, but pod doesn't match itself",
+        incoming(c(1, "node", FOO), labels={"bar": ""}),
+        four(),
+        SPREAD_2103,
+        {"node-a": SKEW, "node-b": OK, "node-x": OK, "node-y": SKEW},
+    ),
+    (
+        "TestSingleConstraint/incoming pod has nodeAffinity, pods spread as 2/~1~/~0~/3, hence node-a fits",
+        incoming(
+            c(1, "node", FOO),
+            affinity={
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "node", "operator": "In", "values": ["node-a", "node-y"]}]}
+                        ]
+                    }
+                }
+            },
+        ),
+        four(),
+        SPREAD_2103,
+        {"node-a": OK, "node-b": OK, "node-x": OK, "node-y": SKEW},
+    ),
+    (
+        "TestSingleConstraint/terminating Pods should be excluded",
+        incoming(c(1, "node", FOO)),
+        [knode("node-a", node="node-a"), knode("node-b", node="node-b")],
+        [kpod("p-a", "node-a", labels={"foo": ""}, terminating=True), *foo("node-b")],
+        {"node-a": OK, "node-b": SKEW},
+    ),
+    (
+        "TestSingleConstraint/pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains < minDomains,"
+        " then the third node fits",
+        incoming(c(2, "node", FOO, minDomains=4)),
+        [knode("node-a", node="node-a"), knode("node-b", node="node-b"), knode("node-c", node="node-c")],
+        foo("node-a", "node-a", "node-b", "node-b", "node-c"),
+        {"node-a": SKEW, "node-b": SKEW, "node-c": OK},
+    ),
+    (
+        "TestSingleConstraint/pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains > minDomains,"
+        " then the all nodes fit",
+        incoming(c(2, "node", FOO, minDomains=2)),
+        [knode("node-a", node="node-a"), knode("node-b", node="node-b"), knode("node-c", node="node-c")],
+        foo("node-a", "node-a", "node-b", "node-b", "node-c"),
+        {"node-a": OK, "node-b": OK, "node-c": OK},
+    ),
+    (
+        "TestPreFilterState/soft spreadConstraints should be bypassed (the hard ones filter: zone 3/4, node 2/1/4)",
+        incoming(
+            c(1, "zone", FOO, "ScheduleAnyway"),
+            c(1, "zone", FOO),
+            c(1, "node", FOO, "ScheduleAnyway"),
+            c(1, "node", FOO),
+        ),
+        [
+            knode("node-a", zone="zone1", node="node-a"),
+            knode("node-b", zone="zone1", node="node-b"),
+            knode("node-y", zone="zone2", node="node-y"),
+        ],
+        foo("node-a", "node-a", "node-b", "node-y", "node-y", "node-y", "node-y"),
+        {"node-a": SKEW, "node-b": OK, "node-y": SKEW},
+    ),
+]
+
+
+@pytest.mark.parametrize(("pod", "nodes", "pods", "want"), [f[1:] for f in FILTER], ids=[f[0] for f in FILTER])
+def test_filter_as_upstream(
+    pod: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]], want: dict[str, str]
+) -> None:
+    assert filter_codes(podtopologyspread, pod, [*nodes, *pods]) == want
+
+
+def test_a_pod_without_constraints_is_skipped() -> None:
+    """berth does not yet deduce default constraints' selectors (no Services): no constraints, as kube with none."""
+    assert filter_codes(podtopologyspread, kpod("p"), four()) == dict.fromkeys(
+        ["node-a", "node-b", "node-x", "node-y"], OK
+    )
+
+
+def hosts(*counts: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    names = [f"node-{n}" for n in "abcd"[: len(counts)]]
+    nodes = [knode(n, **{"kubernetes.io/hostname": n}) for n in names]
+    pods = [p for n, k in zip(names, counts, strict=True) for p in foo(*[n] * k)]
+    return nodes, pods
+
+
+# (upstream case (TestPodTopologySpreadScore), pod constraint, pods per node, want)
+SCORE = [
+    ("one constraint on node, all 4 nodes are candidates", 1, (2, 1, 0, 3), (20, 60, 100, 0)),
+    ("one constraint on node, maxSkew 2", 2, (2, 1, 0, 3), (33, 66, 100, 16)),
+    ("one constraint on node, maxSkew 3", 3, (4, 3, 2, 1), (44, 66, 77, 100)),
+]
+
+
+@pytest.mark.parametrize(("skew", "counts", "want"), [s[1:] for s in SCORE], ids=[s[0] for s in SCORE])
+def test_score_as_upstream(skew: int, counts: tuple[int, ...], want: tuple[int, ...]) -> None:
+    nodes, pods = hosts(*counts)
+    pod = incoming(c(skew, "kubernetes.io/hostname", FOO, "ScheduleAnyway"))
+    got = scores(podtopologyspread, pod, [*nodes, *pods])
+    assert got == dict(zip(["node-a", "node-b", "node-c", "node-d"], want, strict=True))
+
+
+def test_score_counts_pods_on_a_node_that_failed_filtering_in_its_zone() -> None:
+    """Shaped as TestPodTopologySpreadScore's "3 candidates and 1 node that failed filtering" case: node-y is
+    not a candidate, yet its two pods count for zone2. zone1: 2 pods, raw 2·ln 4 -> 3; zone2: 3 pods, raw
+    3·ln 4 -> 4; normalised 100·(4+3-raw)/4."""
+    nodes = [
+        knode("node-a", zone="zone1"),
+        knode("node-b", zone="zone1"),
+        knode("node-x", zone="zone2"),
+        knode("node-y", zone="zone2"),
+    ]
+    pods = foo("node-a", "node-b", "node-x", "node-y", "node-y")
+    pod = incoming(c(1, "zone", FOO, "ScheduleAnyway"))
+    got = scores(podtopologyspread, pod, [*nodes, *pods], feasible=["node-a", "node-b", "node-x"])
+    assert got == {"node-a": 100, "node-b": 100, "node-x": 75}
+
+
+def test_no_soft_constraints_skip_the_score() -> None:
+    assert scores(podtopologyspread, incoming(c(1, "zone", FOO)), four()) is None
+
+
+# (upstream TestValidatePodTopologySpreadArgs case, args, problems)
+VALIDATION: list[tuple[str, dict[str, Any], list[str]]] = [
+    (
+        "list default constraints, no constraints",
+        {"defaultingType": "List"},
+        [],
+    ),
+    (
+        "wrong constraints",
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [{"maxSkew": 0, "topologyKey": "", "whenUnsatisfiable": "Unknown"}],
+        },
+        [
+            "defaultConstraints[0].maxSkew: Invalid value: 0: not in valid range (0, inf)",
+            "defaultConstraints[0].topologyKey: Required value: can not be empty",
+            'defaultConstraints[0].whenUnsatisfiable: Unsupported value: "Unknown": supported values: '
+            '"DoNotSchedule", "ScheduleAnyway"',
+        ],
+    ),
+    (
+        "missing whenUnsatisfiable",
+        {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone"}]},
+        ["defaultConstraints[0].whenUnsatisfiable: Required value: can not be empty"],
+    ),
+    (
+        "duplicated constraints",
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {"maxSkew": 1, "topologyKey": "node", "whenUnsatisfiable": "DoNotSchedule"},
+                {"maxSkew": 2, "topologyKey": "node", "whenUnsatisfiable": "DoNotSchedule"},
+            ],
+        },
+        ['defaultConstraints[1]: Duplicate value: "{node, DoNotSchedule}"'],
+    ),
+    (
+        "label selector present",
+        {
+            "defaultingType": "List",
+            "defaultConstraints": [
+                {"maxSkew": 1, "topologyKey": "key", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}}
+            ],
+        },
+        [
+            "defaultConstraints[0].labelSelector: Forbidden: constraint must not define a selector, as they deduced "
+            "for each pod"
+        ],
+    ),
+    (
+        "unsupported defaultingType",
+        {"defaultingType": "Unknown"},
+        ['defaultingType: Unsupported value: "Unknown": supported values: "System", "List"'],
+    ),
+    (
+        "system default constraints, but has non-empty defaultConstraints",
+        {
+            "defaultingType": "System",
+            "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}],
+        },
+        ['defaultingType: Invalid value: "System": when .defaultConstraints are not empty'],
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "problems"), [v[1:] for v in VALIDATION], ids=[v[0] for v in VALIDATION])
+def test_args_validation_as_upstream(args: dict[str, Any], problems: list[str]) -> None:
+    at = "profiles[0].pluginConfig[0].args."
+    if not problems:
+        cfg = profile(("PodTopologySpread",), {"PodTopologySpread": args})
+        assert cfg.args["PodTopologySpread"].defaulting_type == args["defaultingType"]
+        return
+    with pytest.raises(ConfigError) as e:
+        profile(("PodTopologySpread",), {"PodTopologySpread": args})
+    assert e.value.problems == [at + p for p in problems]
+
+
+def test_match_label_keys_narrow_the_selector_to_the_pods_revision() -> None:
+    """matchLabelKeys: pods of another revision (pod-template-hash) do not count."""
+    nodes = [knode("node-a", zone="zone1"), knode("node-b", zone="zone2")]
+    old = [kpod(f"old-{i}", node="node-a", labels={"foo": "", "hash": "v1"}) for i in range(3)]
+    pod = incoming(c(1, "zone", FOO, matchLabelKeys=["hash"]), labels={"foo": "", "hash": "v2"})
+    assert filter_codes(podtopologyspread, pod, [*nodes, *old]) == {"node-a": OK, "node-b": OK}
+    plain = incoming(c(1, "zone", FOO), labels={"foo": "", "hash": "v2"})
+    assert filter_codes(podtopologyspread, plain, [*nodes, *old]) == {"node-a": SKEW, "node-b": OK}
+
+
+def test_node_taints_policy_honor_leaves_untolerated_nodes_out_of_the_count() -> None:
+    """nodeTaintsPolicy: Honor: zone2's only node is tainted, so zone2 is no domain and zone1's minimum holds."""
+    taint = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    nodes = [knode("node-a", zone="zone1"), knode("node-b", zone="zone2", taints=taint)]
+    pods = foo("node-a")
+    honor = incoming(c(1, "zone", FOO, nodeTaintsPolicy="Honor"))
+    assert filter_codes(podtopologyspread, honor, [*nodes, *pods]) == {"node-a": OK, "node-b": OK}
+    ignore = incoming(c(1, "zone", FOO))
+    assert filter_codes(podtopologyspread, ignore, [*nodes, *pods]) == {"node-a": SKEW, "node-b": OK}
+
+
+def test_both_plugins_are_registered_but_off_by_default() -> None:
+    cfg = parse_config(None)
+    assert "PodTopologySpread" not in cfg.filters and "InterPodAffinity" not in cfg.filters
+    assert all(n not in ("PodTopologySpread", "InterPodAffinity") for n, _ in cfg.scores)
+    on = profile()
+    assert on.filters[-2:] == ("PodTopologySpread", "InterPodAffinity")
