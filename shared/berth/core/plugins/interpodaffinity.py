@@ -31,7 +31,7 @@ from berth.core.framework import (
     Status,
 )
 from berth.core.model import Pod, PodAffinityTerm
-from berth.core.plugins.interpodaffinity_index import Ints, Matcher, PodIndex, matches
+from berth.core.podindex import Ints, Matcher, PodIndex, matches
 from berth.core.selectors import LabelSelector
 from berth.core.state import ClusterState
 from berth.core.validation import Problems, is_int, unknown_fields

@@ -32,7 +32,7 @@ from berth.core.framework import (
     Status,
 )
 from berth.core.model import Pod, SpreadConstraint
-from berth.core.plugins.interpodaffinity_index import Ints, PodIndex
+from berth.core.podindex import Ints, PodIndex
 from berth.core.selectors import LabelSelector, valid_label_key
 from berth.core.state import ClusterState
 from berth.core.validation import Problems, is_int, unknown_fields
