@@ -42,6 +42,7 @@ def add_parser(sub: Any) -> None:
         "--decisions", metavar="OUT.jsonl", help="write decisions and buffer status changes, one JSON line each"
     )
     p.add_argument("--report", metavar="DIR", help="write a self-contained HTML report with plots")
+    p.add_argument("--summary", metavar="FILE.json", help="write the metrics as JSON, one object per run")
     p.add_argument("--compare", metavar="OTHER_CONFIG", help="replay the same log under a second config, side by side")
     p.add_argument(
         "--rejects",
@@ -110,9 +111,11 @@ def run(args: argparse.Namespace) -> int:
             _write_records(out, pipeline, lane)
     dead = [r for r in pipeline.dead_letters(lanes[0]) if isinstance(r, RejectRecord)]
     _write_rejects(args, [*rejects, *unreadable], dead)
-    from berth_cli.summary import render_summary
+    from berth_cli.summary import render_summary, write_summary
 
     render_summary(all_stats, Console(width=max(120, Console().width)))
+    if args.summary:
+        write_summary(all_stats, args.summary)
     if args.report:
         from berth.adapters.report import write_report
 
