@@ -93,3 +93,49 @@ def test_compare_replays_under_two_configs(capsys: pytest.CaptureFixture[str], t
 def test_missing_log_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = replay(capsys, "/no/such.jsonl")
     assert code == 2 and err == "berth replay: error: /no/such.jsonl: No such file\n"
+
+
+def test_a_bookmark_moves_the_clock_and_refreshes_readiness(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """busy-1 leaves 30 s after the last refresh; the log ends with a BOOKMARK 89 s later: past the 60 s resync."""
+    src = (LOGS / "buffers.jsonl").read_text().splitlines()
+    gone = json.loads(src[7])
+    gone["ts"] = "2026-11-01T10:10:30Z"
+    bookmark = {"ts": "2026-11-01T10:11:59Z", "type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {}}}
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join([*src[:6], json.dumps(gone), json.dumps(bookmark)]) + "\n")
+    out = tmp_path / "d.jsonl"
+    assert replay(capsys, str(log), "--decisions", str(out))[0] == 0
+    statuses = [r for r in lines(out) if r["kind"] == "BufferStatus"]
+    assert statuses[-1]["position"] == 8 and statuses[-1]["ts"] == "2026-11-01T10:11:59Z"
+    assert statuses[-1]["readyReplicas"] > statuses[-2]["readyReplicas"]
+
+
+def test_positions_run_on_across_logs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A log cut in two gives the decisions of the whole, positions included."""
+    whole, cut = tmp_path / "whole.jsonl", tmp_path / "cut.jsonl"
+    text = Path(LOCAL).read_text().splitlines(keepends=True)
+    (tmp_path / "a.jsonl").write_text("".join(text[:9]))
+    (tmp_path / "b.jsonl").write_text("".join(text[9:]))
+    assert replay(capsys, LOCAL, "--decisions", str(whole))[0] == 0
+    assert replay(capsys, str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--decisions", str(cut))[0] == 0
+    positions = [r["position"] for r in lines(cut)]
+    assert max(positions) > 9 and lines(cut) == lines(whole)
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ('{\n  "apiVersion": "v1",\n  "items": [],\n  "kind": "List"\n}\n', True),  # kubectl get -o json
+        ('{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}\n', True),  # bare objects
+        ("not json\n", False),
+    ],
+)
+def test_a_run_with_every_line_rejected_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, hint: bool
+) -> None:
+    log = tmp_path / "log.json"
+    log.write_text(text)
+    code, _, err = replay(capsys, str(log), "--rejects", str(tmp_path / "r.jsonl"))
+    assert code == 2
+    assert "every line of" in err and "--output-watch-events" in err
+    assert ("berth watcher --record" in err) == hint

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from rich.console import Console
 
 from berth.adapters.eventlog import Reject, read_events, write_rejects
@@ -73,11 +74,18 @@ def events(
     until: datetime | None,
     unreadable: list[Reject] | None = None,
 ) -> Iterator[Event]:
+    """The logs' events one after another. `position` runs on across logs: a later log's lines are
+    numbered after the last line read from the logs before it (rejects keep their own file's numbers)."""
+    offset = 0
     for path in paths:
+        last = 0
         for ev in read_events(path, rejects, strict, unreadable):
             if until is not None and ev.ts is not None and ev.ts > until:
                 return
-            yield ev
+            last = ev.position
+            yield msgspec.structs.replace(ev, position=ev.position + offset) if offset else ev
+        read = [r.line for r in (*rejects, *(unreadable or ())) if r.source == path]
+        offset += max(last, *read) if read else last
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,7 +118,10 @@ def run(args: argparse.Namespace) -> int:
             out = args.decisions if i == 0 else _sibling(args.decisions, ".compare")
             _write_records(out, pipeline, lane)
     dead = [r for r in pipeline.dead_letters(lanes[0]) if isinstance(r, RejectRecord)]
-    _write_rejects(args, [*rejects, *unreadable], dead)
+    rejects_path = _write_rejects(args, [*rejects, *unreadable], dead)
+    if not pipeline.published and not unreadable and rejects:
+        print(nothing_read(args.logs, rejects, rejects_path), file=sys.stderr)
+        return 2
     from berth_cli.summary import render_summary, write_summary
 
     render_summary(all_stats, Console(width=max(120, Console().width)))
@@ -174,12 +185,46 @@ def _write_records(path: str, pipeline: Pipeline, lane: Lane) -> None:
             f.write(encode_record(r) + b"\n")
 
 
-def _write_rejects(args: argparse.Namespace, read: list[Reject], applied: list[RejectRecord]) -> None:
+FORMATS = (
+    "berth reads JSON Lines of watch events, one per line: "
+    '{"type": "ADDED", "object": {...}} as `kubectl get --watch --output-watch-events -o json` prints them '
+    '(with an optional "ts"), and the scheduler simulator\'s {"time", "event", "resource"}'
+)
+HINT = (
+    "these lines are bare objects or Lists (`kubectl get -o json` output), not watch events: record one watch per "
+    "resource, e.g. `kubectl get pods -A --watch --output-watch-events -o json >> cluster.jsonl &` and the same "
+    "for nodes, pv, pvc, storageclasses, or run `berth watcher --record cluster.jsonl.gz --no-publish`; "
+    "a snapshot as it stands goes to `berth evaluate --snapshot`"
+)
+
+
+def nothing_read(logs: list[str], rejects: list[Reject], path: str | None) -> str:
+    """The message of a run in which every line was rejected (exit 2)."""
+    where = f"; the reasons are in {path}" if path else ""
+    text = f"berth replay: every line of {', '.join(logs)} was rejected ({len(rejects):,} line(s){where}). {FORMATS}"
+    if any(_bare_object(r.text) for r in rejects[:20]):
+        text += f". {HINT[0].upper()}{HINT[1:]}"
+    return text
+
+
+def _bare_object(text: str) -> bool:
+    """A line that is a Kubernetes object or List rather than a watch event (or a pretty-printed one's first line)."""
+    if text.strip() == "{":
+        return True
+    try:
+        obj = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(obj, dict) and "kind" in obj and "object" not in obj and "resource" not in obj
+
+
+def _write_rejects(args: argparse.Namespace, read: list[Reject], applied: list[RejectRecord]) -> str | None:
     if not read and not applied:
-        return
+        return None
     path = args.rejects or (_sibling(args.decisions, ".rejects") if args.decisions else "berth-rejects.jsonl")
     records = [Reject(r.source, r.line, r.reason, r.text) for r in read]
     logs = ", ".join(args.logs)
     records += [Reject(logs, r.position, r.reason, r.text) for r in applied]
     write_rejects(path, sorted(records, key=lambda r: (r.source, r.line)))
     print(f"{len(records)} rejected line(s) written to {path}", file=sys.stderr)
+    return path
