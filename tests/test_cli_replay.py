@@ -139,3 +139,29 @@ def test_a_run_with_every_line_rejected_exits_2(
     assert code == 2
     assert "every line of" in err and "--output-watch-events" in err
     assert ("berth watcher --record" in err) == hint
+
+
+SCARCE = str(LOGS / "scarce-pvs.jsonl")
+
+
+def test_decisions_are_compact_by_default_and_complete_with_all_nodes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    compact, full = tmp_path / "c.jsonl", tmp_path / "f.jsonl"
+    assert replay(capsys, SCARCE, "--decisions", str(compact))[0] == 0
+    assert replay(capsys, SCARCE, "--decisions", str(full), "--all-nodes")[0] == 0
+    short, long = lines(compact), lines(full)
+    assert [(r["pod"], r["status"], r["node"], r["message"]) for r in short] == [
+        (r["pod"], r["status"], r["node"], r["message"]) for r in long
+    ]
+    for s, f in zip(short, long, strict=True):
+        feasible = sorted(((n, r) for n, r in f["nodes"].items() if r["feasible"]), key=lambda kv: -kv[1]["total"])
+        assert [(n, r["total"]) for n, r in s["nodes"].items()] == [(n, r["total"]) for n, r in feasible[:3]]
+        if s["status"] == "Unschedulable":
+            counts: dict[str, int] = {}
+            for r in f["nodes"].values():
+                for reason in r["reasons"]:
+                    counts[reason] = counts.get(reason, 0) + 1
+            assert s["reasons"] == f["reasons"] == counts
+    assert any(r["status"] == "Unschedulable" for r in short)
+    assert compact.stat().st_size < full.stat().st_size

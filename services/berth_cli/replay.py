@@ -22,6 +22,8 @@ from berth_cli.common import load_config, positive_float, rfc3339
 from berth_cli.pipeline import Lane, Pipeline
 from berth_cli.progress import watch
 
+TOP_NODES = 3  # feasible nodes listed in a compact decision
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -51,11 +53,18 @@ def add_parser(sub: Any) -> None:
         help="where rejected lines go (default: next to --decisions, else ./berth-rejects.jsonl)",
     )
     p.add_argument("--strict", action="store_true", help="the first bad line is fatal")
-    p.add_argument(
+    nodes = p.add_mutually_exclusive_group()
+    nodes.add_argument(
         "--top-nodes",
         type=int,
+        default=TOP_NODES,
         metavar="N",
-        help="list only the N best feasible nodes in each decision (default: every node, as berth evaluate does)",
+        help=f"list the N best feasible nodes, with their scores, in each decision (default {TOP_NODES})",
+    )
+    nodes.add_argument(
+        "--all-nodes",
+        action="store_true",
+        help="list every node in each decision, with its reasons or scores, as berth evaluate does",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
@@ -94,9 +103,10 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(path, "", "No such file")
     if args.bootstrap_servers:
         return publish(args)
-    lanes = [Lane(_label(args.config), load_config(args.config), top_nodes=args.top_nodes)]
+    top_nodes = None if args.all_nodes else args.top_nodes
+    lanes = [Lane(_label(args.config), load_config(args.config), top_nodes=top_nodes)]
     if args.compare:
-        lanes.append(Lane(_label(args.compare), load_config(args.compare), ".compare", args.top_nodes))
+        lanes.append(Lane(_label(args.compare), load_config(args.compare), ".compare", top_nodes))
     if args.start is not None:
         for lane in lanes:
             lane.scorer.hold_until(args.start)

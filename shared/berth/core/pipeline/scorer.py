@@ -194,7 +194,7 @@ class ScorerEngine:
             emit = changed or not retry
         if not emit:
             return
-        record = DecisionRecord.of(d, self.applier.ts, decision_id(pod, attempt), ev.position, attempt)
+        record = DecisionRecord.of(d, self.applier.ts, decision_id(pod, attempt), ev.position, attempt, outcome.reasons)
         out.append(record)
         point = self.observer.decided(record)
         self.overrun.decided(record, pod, point.reason, self.reservations.held(pod.key))

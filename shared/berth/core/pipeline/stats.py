@@ -157,7 +157,7 @@ def main_reason(r: DecisionRecord) -> str:
     """ "" when scheduled; else the most common node reason (ties by text), else the message."""
     if r.status == "Scheduled":
         return ""
-    counts = Counter(reason for n in r.nodes.values() for reason in n.reasons)
+    counts = r.reasons or Counter(reason for n in r.nodes.values() for reason in n.reasons)  # UNSET is falsy
     if not counts:
         return r.message
     return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
