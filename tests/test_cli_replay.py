@@ -165,3 +165,37 @@ def test_decisions_are_compact_by_default_and_complete_with_all_nodes(
             assert s["reasons"] == f["reasons"] == counts
     assert any(r["status"] == "Unschedulable" for r in short)
     assert compact.stat().st_size < full.stat().st_size
+
+
+def test_n_way_compare_in_processes_gives_what_one_process_gives(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    most_free = str(Path(__file__).parent.parent / "examples" / "most-free.yaml")
+    outs = {}
+    for jobs in ("1", "3"):
+        d = tmp_path / jobs
+        argv = [LOCAL, "--compare", most_free, most_free, "--jobs", jobs, "--decisions", str(d / "d.jsonl")]
+        argv += ["--summary", str(d / "s.json"), "--diff", str(d / "diff.jsonl"), "--report", str(d / "report")]
+        code, stdout, _ = replay(capsys, *argv)
+        assert code == 0
+        outs[jobs] = d
+    one, three = outs["1"], outs["3"]
+    for name in ("d.jsonl", "d.compare.jsonl", "d.compare2.jsonl", "diff.jsonl"):
+        assert (one / name).read_bytes() == (three / name).read_bytes()
+    runs = json.loads((three / "s.json").read_text())["runs"]
+    assert [r["label"] for r in runs] == ["default", "most-free #1", "most-free #2"]
+    assert {**runs[1], "label": ""} == {**runs[2], "label": ""}
+    diff = lines(three / "diff.jsonl")
+    default = {r["pod"]: r for r in lines(three / "d.jsonl") if r["kind"] == "Decision"}
+    other = {r["pod"]: r for r in lines(three / "d.compare.jsonl") if r["kind"] == "Decision"}
+    differ = sorted(p for p in default.keys() | other.keys() if _placed(default.get(p)) != _placed(other.get(p)))
+    assert [d["pod"] for d in diff] == differ and differ
+    assert diff[0]["runs"][0]["label"] == "default"
+    page = (three / "report" / "index.html").read_text()
+    assert "Pods placed differently" in page and differ[0] in page
+
+
+def _placed(r: dict | None) -> tuple[str, list[str]] | None:
+    if r is None or r["status"] != "Scheduled":
+        return None
+    return r["node"], [b["pv"] for b in r["volumeBindings"] if b.get("pv")]
