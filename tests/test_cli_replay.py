@@ -176,7 +176,7 @@ def test_n_way_compare_in_processes_gives_what_one_process_gives(
         d = tmp_path / jobs
         argv = [LOCAL, "--compare", most_free, most_free, "--jobs", jobs, "--decisions", str(d / "d.jsonl")]
         argv += ["--summary", str(d / "s.json"), "--diff", str(d / "diff.jsonl"), "--report", str(d / "report")]
-        code, stdout, _ = replay(capsys, *argv)
+        code, _, _ = replay(capsys, *argv)
         assert code == 0
         outs[jobs] = d
     one, three = outs["1"], outs["3"]
