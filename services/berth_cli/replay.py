@@ -21,6 +21,7 @@ from rich.console import Console
 from berth.adapters.eventlog import Reject, read_events, write_rejects
 from berth.core.errors import InputError
 from berth.core.events import Event
+from berth.core.pipeline.clock import ObjectClock
 from berth.core.pipeline.metrics import run_labels
 from berth.core.pipeline.records import DecisionRecord, Record, RejectRecord, encode_record
 from berth.core.pipeline.stats import RunStats
@@ -99,12 +100,16 @@ def events(
     """The logs' events one after another. `position` runs on across logs: a later log's lines are
     numbered after the last line read from the logs before it (rejects keep their own file's numbers)."""
     offset = 0
+    clock = ObjectClock()  # for lines without ts: the newest time their objects carry
     for path in paths:
         last = 0
         for ev in read_events(path, rejects, strict, unreadable):
+            last = ev.position
+            if ev.ts is None:
+                ts = clock.time(bytes(ev.raw)) if ev.type != "BOOKMARK" else clock.now
+                ev = msgspec.structs.replace(ev, ts=ts)
             if until is not None and ev.ts is not None and ev.ts > until:
                 return
-            last = ev.position
             yield msgspec.structs.replace(ev, position=ev.position + offset) if offset else ev
         read = [r.line for r in (*rejects, *(unreadable or ())) if r.source == path]
         offset += max(last, *read) if read else last
