@@ -93,3 +93,109 @@ def test_compare_replays_under_two_configs(capsys: pytest.CaptureFixture[str], t
 def test_missing_log_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = replay(capsys, "/no/such.jsonl")
     assert code == 2 and err == "berth replay: error: /no/such.jsonl: No such file\n"
+
+
+def test_a_bookmark_moves_the_clock_and_refreshes_readiness(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """busy-1 leaves 30 s after the last refresh; the log ends with a BOOKMARK 89 s later: past the 60 s resync."""
+    src = (LOGS / "buffers.jsonl").read_text().splitlines()
+    gone = json.loads(src[7])
+    gone["ts"] = "2026-11-01T10:10:30Z"
+    bookmark = {"ts": "2026-11-01T10:11:59Z", "type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {}}}
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join([*src[:6], json.dumps(gone), json.dumps(bookmark)]) + "\n")
+    out = tmp_path / "d.jsonl"
+    assert replay(capsys, str(log), "--decisions", str(out))[0] == 0
+    statuses = [r for r in lines(out) if r["kind"] == "BufferStatus"]
+    assert statuses[-1]["position"] == 8 and statuses[-1]["ts"] == "2026-11-01T10:11:59Z"
+    assert statuses[-1]["readyReplicas"] > statuses[-2]["readyReplicas"]
+
+
+def test_positions_run_on_across_logs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A log cut in two gives the decisions of the whole, positions included."""
+    whole, cut = tmp_path / "whole.jsonl", tmp_path / "cut.jsonl"
+    text = Path(LOCAL).read_text().splitlines(keepends=True)
+    (tmp_path / "a.jsonl").write_text("".join(text[:9]))
+    (tmp_path / "b.jsonl").write_text("".join(text[9:]))
+    assert replay(capsys, LOCAL, "--decisions", str(whole))[0] == 0
+    assert replay(capsys, str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--decisions", str(cut))[0] == 0
+    positions = [r["position"] for r in lines(cut)]
+    assert max(positions) > 9 and lines(cut) == lines(whole)
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ('{\n  "apiVersion": "v1",\n  "items": [],\n  "kind": "List"\n}\n', True),  # kubectl get -o json
+        ('{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}\n', True),  # bare objects
+        ("not json\n", False),
+    ],
+)
+def test_a_run_with_every_line_rejected_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, hint: bool
+) -> None:
+    log = tmp_path / "log.json"
+    log.write_text(text)
+    code, _, err = replay(capsys, str(log), "--rejects", str(tmp_path / "r.jsonl"))
+    assert code == 2
+    assert "every line of" in err and "--output-watch-events" in err
+    assert ("berth watcher --record" in err) == hint
+
+
+SCARCE = str(LOGS / "scarce-pvs.jsonl")
+
+
+def test_decisions_are_compact_by_default_and_complete_with_all_nodes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    compact, full = tmp_path / "c.jsonl", tmp_path / "f.jsonl"
+    assert replay(capsys, SCARCE, "--decisions", str(compact))[0] == 0
+    assert replay(capsys, SCARCE, "--decisions", str(full), "--all-nodes")[0] == 0
+    short, long = lines(compact), lines(full)
+    assert [(r["pod"], r["status"], r["node"], r["message"]) for r in short] == [
+        (r["pod"], r["status"], r["node"], r["message"]) for r in long
+    ]
+    for s, f in zip(short, long, strict=True):
+        feasible = sorted(((n, r) for n, r in f["nodes"].items() if r["feasible"]), key=lambda kv: -kv[1]["total"])
+        assert [(n, r["total"]) for n, r in s["nodes"].items()] == [(n, r["total"]) for n, r in feasible[:3]]
+        if s["status"] == "Unschedulable":
+            counts: dict[str, int] = {}
+            for r in f["nodes"].values():
+                for reason in r["reasons"]:
+                    counts[reason] = counts.get(reason, 0) + 1
+            assert s["reasons"] == f["reasons"] == counts
+    assert any(r["status"] == "Unschedulable" for r in short)
+    assert compact.stat().st_size < full.stat().st_size
+
+
+def test_n_way_compare_in_processes_gives_what_one_process_gives(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    most_free = str(Path(__file__).parent.parent / "examples" / "most-free.yaml")
+    outs = {}
+    for jobs in ("1", "3"):
+        d = tmp_path / jobs
+        argv = [LOCAL, "--compare", most_free, most_free, "--jobs", jobs, "--decisions", str(d / "d.jsonl")]
+        argv += ["--summary", str(d / "s.json"), "--diff", str(d / "diff.jsonl"), "--report", str(d / "report")]
+        code, _, _ = replay(capsys, *argv)
+        assert code == 0
+        outs[jobs] = d
+    one, three = outs["1"], outs["3"]
+    for name in ("d.jsonl", "d.compare.jsonl", "d.compare2.jsonl", "diff.jsonl"):
+        assert (one / name).read_bytes() == (three / name).read_bytes()
+    runs = json.loads((three / "s.json").read_text())["runs"]
+    assert [r["label"] for r in runs] == ["default", "most-free #1", "most-free #2"]
+    assert {**runs[1], "label": ""} == {**runs[2], "label": ""}
+    diff = lines(three / "diff.jsonl")
+    default = {r["pod"]: r for r in lines(three / "d.jsonl") if r["kind"] == "Decision"}
+    other = {r["pod"]: r for r in lines(three / "d.compare.jsonl") if r["kind"] == "Decision"}
+    differ = sorted(p for p in default.keys() | other.keys() if _placed(default.get(p)) != _placed(other.get(p)))
+    assert [d["pod"] for d in diff] == differ and differ
+    assert diff[0]["runs"][0]["label"] == "default"
+    page = (three / "report" / "index.html").read_text()
+    assert "Pods placed differently" in page and differ[0] in page
+
+
+def _placed(r: dict | None) -> tuple[str, list[str]] | None:
+    if r is None or r["status"] != "Scheduled":
+        return None
+    return r["node"], [b["pv"] for b in r["volumeBindings"] if b.get("pv")]

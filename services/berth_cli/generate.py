@@ -19,7 +19,9 @@ from berth_cli.common import rfc3339
 PRESET_HELP = {
     "small": "the demo sample: 30 nodes in 3 zones, 330 PVs, 150 pending pods, 2 buffers, 30 minutes",
     "cold-burst": "8 warm nodes, one of them cold, then a burst of 50 pods within a second",
+    "small-churn": "small, with every workload living about 5 minutes: most pods leave before the end",
     "bench": "5,000 nodes, 100,000 PVs, 20,000 pending pods, about 200,000 events",
+    "bench-churn": "bench, with every workload living about a minute: most pods leave before the end",
 }
 
 
@@ -61,7 +63,7 @@ def add_parser(sub: Any) -> None:
         "local and zonal PVs, StorageClasses, NodeMetrics, CapacityBuffers), then workloads arriving over time "
         "with pending pods and their claims, churn, NodeMetric reports and buffer edits. Pods are never bound. "
         "Start from a preset and override any parameter; the same flags and seed give the same bytes.",
-        epilog="presets:\n" + "\n".join(f"  {k:<11} {v}" for k, v in PRESET_HELP.items()),
+        epilog="presets:\n" + "\n".join(f"  {k:<12} {v}" for k, v in PRESET_HELP.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--preset", choices=list(PRESETS), default="small", help="the starting parameters (default small)")
@@ -103,6 +105,12 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--zonal-claims", type=SHARE, metavar="F", help="share of StatefulSets claiming zonal-ssd")
     g.add_argument("--second-claim", type=SHARE, metavar="F", help="share of StatefulSets with a 10Gi logs claim")
     g.add_argument("--churn", type=SHARE, metavar="F", help="share of workloads deleted again before the end")
+    g.add_argument(
+        "--lifetime",
+        type=_typed(parse_seconds),
+        metavar="DURATION",
+        help="mean lifetime of a churned workload (exponential, at least 30s); 0: deleted late in the run",
+    )
     g.add_argument("--burst", type=COUNT, metavar="N", help="pods of one Deployment created at once")
     g.add_argument("--burst-at", type=_typed(parse_seconds), metavar="DURATION", help="when the burst comes")
     g.add_argument("--buffers", type=COUNT, metavar="N", help="CapacityBuffers (0: no buffers, quota or frontend)")

@@ -118,5 +118,6 @@ class Pipeline:
     def stats(self, lane: Lane, seconds: float) -> RunStats:
         stats = lane.scorer.finish()
         stats.buffers = lane.buffers.stats.buffers
+        stats.over_run = lane.scorer.overrun.result(stats.buffers)
         stats.seconds = seconds
         return stats

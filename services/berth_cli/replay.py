@@ -4,22 +4,32 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
+import os
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from rich.console import Console
 
 from berth.adapters.eventlog import Reject, read_events, write_rejects
 from berth.core.errors import InputError
 from berth.core.events import Event
-from berth.core.pipeline.records import RejectRecord, encode_record
+from berth.core.pipeline.clock import ObjectClock
+from berth.core.pipeline.metrics import run_labels
+from berth.core.pipeline.records import DecisionRecord, Record, RejectRecord, encode_record
+from berth.core.pipeline.stats import RunStats
 from berth_cli.common import load_config, positive_float, rfc3339
 from berth_cli.pipeline import Lane, Pipeline
 from berth_cli.progress import watch
+
+TOP_NODES = 3  # feasible nodes listed in a compact decision
 
 
 def add_parser(sub: Any) -> None:
@@ -42,18 +52,33 @@ def add_parser(sub: Any) -> None:
         "--decisions", metavar="OUT.jsonl", help="write decisions and buffer status changes, one JSON line each"
     )
     p.add_argument("--report", metavar="DIR", help="write a self-contained HTML report with plots")
-    p.add_argument("--compare", metavar="OTHER_CONFIG", help="replay the same log under a second config, side by side")
+    p.add_argument("--summary", metavar="FILE.json", help="write the metrics as JSON, one object per run")
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="CONFIG",
+        help="replay the same logs under these configs too, each in its own process, side by side",
+    )
+    p.add_argument("--jobs", type=int, metavar="N", help="replays run at once with --compare (default: the CPUs)")
+    p.add_argument("--diff", metavar="OUT.jsonl", help="the pods the first two runs placed differently")
     p.add_argument(
         "--rejects",
         metavar="FILE",
         help="where rejected lines go (default: next to --decisions, else ./berth-rejects.jsonl)",
     )
     p.add_argument("--strict", action="store_true", help="the first bad line is fatal")
-    p.add_argument(
+    nodes = p.add_mutually_exclusive_group()
+    nodes.add_argument(
         "--top-nodes",
         type=int,
+        default=TOP_NODES,
         metavar="N",
-        help="list only the N best feasible nodes in each decision (default: every node, as berth evaluate does)",
+        help=f"list the N best feasible nodes, with their scores, in each decision (default {TOP_NODES})",
+    )
+    nodes.add_argument(
+        "--all-nodes",
+        action="store_true",
+        help="list every node in each decision, with its reasons or scores, as berth evaluate does",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
@@ -72,11 +97,34 @@ def events(
     until: datetime | None,
     unreadable: list[Reject] | None = None,
 ) -> Iterator[Event]:
+    """The logs' events one after another. `position` runs on across logs: a later log's lines are
+    numbered after the last line read from the logs before it (rejects keep their own file's numbers)."""
+    offset = 0
+    clock = ObjectClock()  # for lines without ts: the newest time their objects carry
     for path in paths:
+        last = 0
         for ev in read_events(path, rejects, strict, unreadable):
+            last = ev.position
+            if ev.ts is None:
+                ts = clock.time(bytes(ev.raw)) if ev.type != "BOOKMARK" else clock.now
+                ev = msgspec.structs.replace(ev, ts=ts)
             if until is not None and ev.ts is not None and ev.ts > until:
                 return
-            yield ev
+            yield msgspec.structs.replace(ev, position=ev.position + offset) if offset else ev
+        read = [r.line for r in (*rejects, *(unreadable or ())) if r.source == path]
+        offset += max(last, *read) if read else last
+
+
+@dataclass
+class RunResult:
+    """What one replay under one config gives back (from its own process with --compare)."""
+
+    stats: RunStats
+    published: int
+    rejects: list[Reject]
+    unreadable: list[Reject]  # events whose object does not decode: counted as events, and rejected
+    dead: list[RejectRecord]
+    placements: dict[str, tuple[str, list[str]] | None]  # pod -> (node, PVs) of its last decision, None if not placed
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,43 +133,95 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(path, "", "No such file")
     if args.bootstrap_servers:
         return publish(args)
-    lanes = [Lane(_label(args.config), load_config(args.config), top_nodes=args.top_nodes)]
-    if args.compare:
-        lanes.append(Lane(_label(args.compare), load_config(args.compare), ".compare", args.top_nodes))
-    if args.start is not None:
-        for lane in lanes:
-            lane.scorer.hold_until(args.start)
-    rejects: list[Reject] = []
-    unreadable: list[Reject] = []  # events whose object does not decode: counted as events, and rejected
-    pipeline = Pipeline(lanes, args.speed)
-    console = Console(stderr=True)
-    started = time.perf_counter()
-    stream = events(args.logs, rejects, args.strict, args.until, unreadable)
-    asyncio.run(watch(pipeline, stream, console, enabled=not args.no_progress))
-    seconds = time.perf_counter() - started
-    all_stats = []
-    for i, lane in enumerate(lanes):
-        stats = pipeline.stats(lane, seconds)
-        stats.rejects += len(rejects) + len(unreadable)
-        stats.events = pipeline.published + len(unreadable)
-        all_stats.append(stats)
-        if args.decisions:
-            out = args.decisions if i == 0 else _sibling(args.decisions, ".compare")
-            _write_records(out, pipeline, lane)
-    dead = [r for r in pipeline.dead_letters(lanes[0]) if isinstance(r, RejectRecord)]
-    _write_rejects(args, [*rejects, *unreadable], dead)
-    from berth_cli.summary import render_summary
+    configs = [args.config, *(args.compare or [])]
+    for config in configs:
+        load_config(config)  # every config's problems before any replay starts
+    results = _replay_all(args, configs)
+    first = results[0]
+    rejects_path = _write_rejects(args, [*first.rejects, *first.unreadable], first.dead)
+    if not first.published and not first.unreadable and first.rejects:
+        print(nothing_read(args.logs, first.rejects, rejects_path), file=sys.stderr)
+        return 2
+    all_stats = [r.stats for r in results]
+    diff: list[dict[str, Any]] = []
+    if len(results) > 1:
+        diff = placement_diff(run_labels(all_stats)[:2], results[0].placements, results[1].placements)
+        if args.diff:
+            Path(args.diff).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.diff).write_bytes(b"".join(msgspec.json.encode(d) + b"\n" for d in diff))
+    from berth_cli.summary import render_summary, write_summary
 
     render_summary(all_stats, Console(width=max(120, Console().width)))
+    if args.summary:
+        write_summary(all_stats, args.summary)
     if args.report:
         from berth.adapters.report import write_report
 
         try:
-            index = write_report(all_stats, args.report)
+            index = write_report(all_stats, args.report, diff)
         except OSError as e:
             raise InputError(args.report, "", f"cannot write the report: {e.strerror or e}") from None
         print(f"report: {index}", file=sys.stderr)
     return 0
+
+
+def _replay_all(args: argparse.Namespace, configs: list[str | None]) -> list[RunResult]:
+    """One replay per config; with several, each in its own process, up to --jobs at once."""
+    if len(configs) == 1:
+        return [replay_one(args, configs[0], 0)]
+    jobs = max(1, args.jobs or os.cpu_count() or 1)
+    if jobs == 1:
+        return [replay_one(args, c, i, progress=False) for i, c in enumerate(configs)]
+    ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited threads or event loop
+    with ProcessPoolExecutor(max_workers=min(jobs, len(configs)), mp_context=ctx) as pool:
+        futures = [pool.submit(replay_one, args, c, i, False) for i, c in enumerate(configs)]
+        return [f.result() for f in futures]
+
+
+def replay_one(args: argparse.Namespace, config: str | None, index: int, progress: bool = True) -> RunResult:
+    """The logs replayed under one config, in this process; its decisions written if asked."""
+    top_nodes = None if args.all_nodes else args.top_nodes
+    lane = Lane(_label(config), load_config(config), top_nodes=top_nodes)
+    if args.start is not None:
+        lane.scorer.hold_until(args.start)
+    rejects: list[Reject] = []
+    unreadable: list[Reject] = []
+    pipeline = Pipeline([lane], args.speed)
+    started = time.perf_counter()
+    stream = events(args.logs, rejects, args.strict, args.until, unreadable)
+    asyncio.run(watch(pipeline, stream, Console(stderr=True), enabled=progress and not args.no_progress))
+    stats = pipeline.stats(lane, time.perf_counter() - started)
+    stats.rejects += len(rejects) + len(unreadable)
+    stats.events = pipeline.published + len(unreadable)
+    records = pipeline.records(lane)
+    if args.decisions:
+        tag = "" if index == 0 else ".compare" if index == 1 else f".compare{index}"
+        _write_records(_sibling(args.decisions, tag) if tag else args.decisions, records)
+    placements: dict[str, tuple[str, list[str]] | None] = {}
+    for r in records:
+        if isinstance(r, DecisionRecord):
+            placed = r.status == "Scheduled" and r.node is not None
+            placements[r.pod] = (r.node or "", [b.pv for b in r.volume_bindings if b.pv]) if placed else None
+    dead = [r for r in pipeline.dead_letters(lane) if isinstance(r, RejectRecord)]
+    return RunResult(stats, pipeline.published, rejects, unreadable, dead, placements)
+
+
+def placement_diff(
+    labels: list[str],
+    a: dict[str, tuple[str, list[str]] | None],
+    b: dict[str, tuple[str, list[str]] | None],
+) -> list[dict[str, Any]]:
+    """Pods the two runs placed differently (by each pod's last decision), in pod order."""
+    out = []
+    for pod in sorted(a.keys() | b.keys()):
+        x, y = a.get(pod), b.get(pod)
+        if x != y:
+            runs = [
+                {"label": label, "node": p[0] if p else None, "pvs": p[1] if p else []}
+                for label, p in zip(labels, (x, y), strict=True)
+            ]
+            out.append({"pod": pod, "runs": runs})
+    return out
 
 
 def publish(args: argparse.Namespace) -> int:
@@ -164,19 +264,53 @@ def _sibling(path: str, tag: str) -> str:
     return str(p.with_name(p.name.removesuffix(".jsonl") + tag + ".jsonl"))
 
 
-def _write_records(path: str, pipeline: Pipeline, lane: Lane) -> None:
+def _write_records(path: str, records: list[Record]) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
-        for r in pipeline.records(lane):
+        for r in records:
             f.write(encode_record(r) + b"\n")
 
 
-def _write_rejects(args: argparse.Namespace, read: list[Reject], applied: list[RejectRecord]) -> None:
+FORMATS = (
+    "berth reads JSON Lines of watch events, one per line: "
+    '{"type": "ADDED", "object": {...}} as `kubectl get --watch --output-watch-events -o json` prints them '
+    '(with an optional "ts"), and the scheduler simulator\'s {"time", "event", "resource"}'
+)
+HINT = (
+    "these lines are bare objects or Lists (`kubectl get -o json` output), not watch events: record one watch per "
+    "resource, e.g. `kubectl get pods -A --watch --output-watch-events -o json >> cluster.jsonl &` and the same "
+    "for nodes, pv, pvc, storageclasses, or run `berth watcher --record cluster.jsonl.gz --no-publish`; "
+    "a snapshot as it stands goes to `berth evaluate --snapshot`"
+)
+
+
+def nothing_read(logs: list[str], rejects: list[Reject], path: str | None) -> str:
+    """The message of a run in which every line was rejected (exit 2)."""
+    where = f"; the reasons are in {path}" if path else ""
+    text = f"berth replay: every line of {', '.join(logs)} was rejected ({len(rejects):,} line(s){where}). {FORMATS}"
+    if any(_bare_object(r.text) for r in rejects[:20]):
+        text += f". {HINT[0].upper()}{HINT[1:]}"
+    return text
+
+
+def _bare_object(text: str) -> bool:
+    """A line that is a Kubernetes object or List rather than a watch event (or a pretty-printed one's first line)."""
+    if text.strip() == "{":
+        return True
+    try:
+        obj = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(obj, dict) and "kind" in obj and "object" not in obj and "resource" not in obj
+
+
+def _write_rejects(args: argparse.Namespace, read: list[Reject], applied: list[RejectRecord]) -> str | None:
     if not read and not applied:
-        return
+        return None
     path = args.rejects or (_sibling(args.decisions, ".rejects") if args.decisions else "berth-rejects.jsonl")
     records = [Reject(r.source, r.line, r.reason, r.text) for r in read]
     logs = ", ".join(args.logs)
     records += [Reject(logs, r.position, r.reason, r.text) for r in applied]
     write_rejects(path, sorted(records, key=lambda r: (r.source, r.line)))
     print(f"{len(records)} rejected line(s) written to {path}", file=sys.stderr)
+    return path

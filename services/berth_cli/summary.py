@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -44,3 +48,46 @@ def render_summary(runs: list[RunStats], console: Console) -> None:
             name = Text("  " * (row.indent + 1) + row.name, no_wrap=True, overflow="ellipsis")
             table.add_row(name, *[Text(v) for v in row.values])
     console.print(table)
+
+
+def summary_json(runs: list[RunStats]) -> dict[str, Any]:
+    """`--summary FILE.json`: the over-the-run metrics, one object per run in column order.
+    The keys are a contract for scripts (docs/replay.md)."""
+    out = []
+    for label, r in zip(run_labels(runs), runs, strict=True):
+        o = r.over_run
+        out.append(
+            {
+                "label": label,
+                "events": r.events,
+                "rejects": r.rejects,
+                "podsDecided": o.pods_decided,
+                "podsScheduled": o.pods_scheduled,
+                "podsScheduledFirstAttempt": o.scheduled_first_attempt,
+                "podsNeverScheduled": o.never_scheduled,
+                "podsUnschedulableAtEnd": o.pods_unschedulable_at_end,
+                "unschedulableAtEndByReason": o.unschedulable_at_end,
+                "pvsChosen": o.pvs_chosen,
+                "pvBytesRequested": o.pv_bytes_requested,
+                "pvBytesWasted": o.pv_bytes_wasted,
+                "largePVsTakenBySmallClaims": o.large_pvs_taken_by_small_claims,
+                "timeToScheduleSeconds": {k: round(getattr(o.time_to_schedule, k), 3) for k in _PERCENTILES},
+                "cpuRequested": {"mean": round(o.cpu.mean, 6), "peak": round(o.cpu.peak, 6)},
+                "memoryRequested": {"mean": round(o.memory.mean, 6), "peak": round(o.memory.peak, 6)},
+                "cpuSpread": round(o.cpu_spread, 6),
+                "memorySpread": round(o.memory_spread, 6),
+                "buffersFullyReady": {k: round(v, 6) for k, v in o.buffers_ready.items()},
+                "logSeconds": o.seconds,
+                "preemptions": 0,
+                "victims": 0,
+            }
+        )
+    return {"runs": out}
+
+
+_PERCENTILES = ("p50", "p90", "p99", "max")
+
+
+def write_summary(runs: list[RunStats], path: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(summary_json(runs), indent=2) + "\n")

@@ -20,7 +20,7 @@ from berth.core.generate.params import (
 
 def test_defaults_and_presets_are_valid() -> None:
     Params()
-    assert set(PRESETS) == {"small", "cold-burst", "bench"}
+    assert set(PRESETS) == {"small", "cold-burst", "small-churn", "bench", "bench-churn"}
 
 
 def test_every_problem_is_reported_at_once() -> None:
@@ -82,3 +82,10 @@ def test_bad_text(fn: object, text: str, message: str) -> None:
     with pytest.raises(ValueError) as e:
         fn(text)
     assert str(e.value) == message
+
+
+def test_churn_presets_differ_only_in_lifetimes() -> None:
+    for base in ("small", "bench"):
+        churn = PRESETS[f"{base}-churn"]
+        assert churn.churn == 1.0 and churn.lifetime > 0
+        assert churn.replace(churn=PRESETS[base].churn, lifetime=0) == PRESETS[base]

@@ -86,3 +86,14 @@ async def test_a_consumer_skips_a_kind_it_does_not_know() -> None:
     await pipeline.bus.send(lane.decisions_topic, second)
     got = [encode_record(r) for r in pipeline.records(lane)]
     assert sorted(got) == sorted([first, second, status])
+
+
+def test_reasons_are_new_and_optional() -> None:
+    """Issue 18 added `reasons` to DecisionRecord: older records decode without it, newer ones keep it."""
+    old = (V1 / "decisions.jsonl").read_bytes().splitlines()[0]
+    record = decode_record(old)
+    assert isinstance(record, DecisionRecord) and record.reasons is msgspec.UNSET
+    newer = msgspec.structs.replace(record, reasons={"node(s) didn't match Pod's node affinity/selector": 2})
+    line = encode_record(newer)
+    assert line.endswith(b',"reasons":{"node(s) didn\'t match Pod\'s node affinity/selector":2}}')
+    assert decode_record(line) == newer

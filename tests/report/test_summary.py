@@ -19,9 +19,12 @@ def render(runs: list[RunStats], width: int = 120) -> str:
     return out
 
 
-def cells(out: str, name: str) -> list[str]:
-    """The cells of the first row whose metric is `name`."""
-    for line in out.splitlines():
+def cells(out: str, name: str, section: str = "") -> list[str]:
+    """The cells of the first row whose metric is `name` (in `section`, if given)."""
+    lines = out.splitlines()
+    if section:
+        lines = lines[next(i for i, line in enumerate(lines) if section in line) :]
+    for line in lines:
         parts = [p.strip() for p in line.split("│")]
         if len(parts) > 2 and parts[1] == name:
             return parts[2:-1]
@@ -38,11 +41,11 @@ def test_one_run() -> None:
     assert cells(out, "pods Unschedulable") == ["5 (41.7%)"]
     assert cells(out, "pods Error") == ["1 (8.3%)"]
     assert cells(out, "node(s) had volume node affinity conflict") == ["3"]
-    assert cells(out, "PV capacity wasted (% of chosen)") == ["2.9 TiB (96.3%)"]
-    assert cells(out, "large PVs ≥1 TiB taken by claims ≤10 GiB") == ["1 of 2 (50.0%)"]
-    assert cells(out, "cpu utilization mean") == ["43.8%"]
-    assert cells(out, "stddev") == ["37.0%"]
-    assert cells(out, "max") == ["100.0%"]
+    assert cells(out, "PV capacity wasted (% of chosen)", "Volumes at the end") == ["2.9 TiB (96.3%)"]
+    assert cells(out, "large PVs ≥1 TiB taken by claims ≤10 GiB", "Volumes at the end") == ["1 of 2 (50.0%)"]
+    assert cells(out, "cpu utilization mean", "Nodes at the end") == ["43.8%"]
+    assert cells(out, "stddev", "Nodes at the end") == ["37.0%"]
+    assert cells(out, "max", "Nodes at the end") == ["100.0%"]
     assert cells(out, "readyReplicas / replicas at the end") == ["5/6 (83.3%)"]
     assert cells(out, "ns/web") == ["3/4 (75.0%)"]
 
@@ -88,5 +91,5 @@ def test_empty_run() -> None:
     out = render([RunStats(label="empty")])
     assert cells(out, "decisions") == ["0"]
     assert cells(out, "events/s") == ["-"]
-    assert cells(out, "cpu utilization mean") == ["-"]
+    assert cells(out, "cpu utilization mean", "Nodes at the end") == ["-"]
     assert cells(out, "buffers") == ["0"]

@@ -54,8 +54,9 @@ class Plot:
     png: bytes | None  # None: nothing to draw; the caption says why
 
 
-def write_report(runs: list[RunStats], directory: str) -> str:
-    """Write <directory>/index.html and its PNGs for one run or several compared; return the page's path."""
+def write_report(runs: list[RunStats], directory: str, diff: list[dict[str, Any]] | None = None) -> str:
+    """Write <directory>/index.html and its PNGs for one run or several compared; return the page's path.
+    diff: the pods the first two runs placed differently (`berth replay --diff`); the first 100 are shown."""
     if not runs:
         raise ValueError("write_report needs at least one run")
     os.makedirs(directory, exist_ok=True)
@@ -76,7 +77,7 @@ def write_report(runs: list[RunStats], directory: str) -> str:
             os.remove(path)  # a stale plot from an earlier report in the same directory would mislead
     index = os.path.join(directory, "index.html")
     with open(index, "w", encoding="utf-8", newline="\n") as f:
-        f.write(render_html(runs, labels, plots))
+        f.write(render_html(runs, labels, plots, diff or []))
     return index
 
 
@@ -96,7 +97,12 @@ p.note { color: #666; font-style: italic; }
 """
 
 
-def render_html(runs: list[RunStats], labels: list[str], plots: list[Plot]) -> str:
+MAX_DIFF_ROWS = 100  # pods placed differently shown in the report
+
+
+def render_html(
+    runs: list[RunStats], labels: list[str], plots: list[Plot], diff: list[dict[str, Any]] | None = None
+) -> str:
     e = html.escape
     title = "berth replay report" + (": " + " vs ".join(labels) if len(runs) > 1 else f": {labels[0]}")
     out = [
@@ -120,7 +126,30 @@ def render_html(runs: list[RunStats], labels: list[str], plots: list[Plot]) -> s
         out.append(f"<p>{e(plot.caption)}</p>")
         data = base64.b64encode(plot.png).decode("ascii")
         out.append(f'<img alt="{e(plot.title)}" src="data:image/png;base64,{data}">')
+    if len(runs) > 1:
+        out.append(_diff_table(diff or [], labels[:2]))
     out += ["</body>", "</html>", ""]
+    return "\n".join(out)
+
+
+def _diff_table(diff: list[dict[str, Any]], labels: list[str]) -> str:
+    e = html.escape
+    out = ['<h2 id="diff">Pods placed differently</h2>']
+    if not diff:
+        out.append(f'<p class="note">{e(labels[0])} and {e(labels[1])} placed every pod alike.</p>')
+        return "\n".join(out)
+    shown = diff[:MAX_DIFF_ROWS]
+    more = f" (the first {len(shown):,})" if len(diff) > len(shown) else ""
+    out.append(f"<p>{len(diff):,} pods placed differently by {e(labels[0])} and {e(labels[1])}{more}.</p>")
+    out.append('<table class="diff"><thead><tr><th>pod</th>')
+    out += [f"<th>{e(label)}: node</th><th>PVs</th>" for label in labels]
+    out.append("</tr></thead><tbody>")
+    for d in shown:
+        cells = "".join(
+            f"<td>{e(r['node'] or '(not placed)')}</td><td>{e(', '.join(r['pvs']))}</td>" for r in d["runs"]
+        )
+        out.append(f"<tr><td>{e(d['pod'])}</td>{cells}</tr>")
+    out.append("</tbody></table>")
     return "\n".join(out)
 
 

@@ -111,6 +111,7 @@ class Outcome:
     statuses: NodeToStatus | None = None  # when nothing fits: kube's NodeToStatus, each node's first failing plugin
     post_filter: PostFilterResult | None = None
     codes: dict[str, Code] = field(default_factory=dict)  # each Filter reason's Status code
+    reasons: dict[str, int] = field(default_factory=dict)  # when nothing fits: nodes per reason, as in the message
 
 
 @dataclass
@@ -262,7 +263,7 @@ class Scheduler:
             statuses = NodeToStatus(nodes, found.by_plugin)
             post = self._post_filter(cycle, statuses)
             decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
-            return Outcome(decision, None, rejected, statuses=statuses, post_filter=post, codes=codes)
+            return Outcome(decision, None, rejected, statuses=statuses, post_filter=post, codes=codes, reasons=counts)
         slot = int(np.argmax(key)) if chosen is None else chosen  # the highest total; ties go to the node name
         node = nodes.names[slot] or ""
         failed = self._reserve(cycle, slot)

@@ -53,6 +53,7 @@ class Params:
     zonal_claims: float = 0.1  # share of StatefulSets whose claims use zonal-ssd
     second_claim: float = 0.0  # share of StatefulSets with a second (10Gi local-hdd) claim per pod
     churn: float = 0.2  # share of workloads deleted again before the end
+    lifetime: int = 0  # mean seconds a churned workload lives (exponential; at least 30); 0: the churn's own timing
     burst: int = 0  # pods of one Deployment created within seconds
     burst_at: int = 60  # seconds after t0
     buffers: int = 3  # CapacityBuffers (with a quota-limited namespace, a PodTemplate, a live Deployment)
@@ -106,6 +107,7 @@ def validate(p: Params) -> list[str]:
     at_least("duration", p.duration, 1)
     at_least("report_interval", p.report_interval, 1)
     at_least("cold_nodes", p.cold_nodes, 0)
+    at_least("lifetime", p.lifetime, 0)
     for name in ("ssd_fraction", "stateful_fraction", "zonal_claims", "second_claim", "churn", "hot_fraction"):
         share(name, getattr(p, name))
     mix("pv_sizes", p.pv_sizes)
@@ -152,6 +154,8 @@ PRESETS: dict[str, Params] = {
         aggregated=False,
     ),
     # 5,000 nodes, 100,000 PVs, about 200,000 events of which 20,000 are pending pods.
+    # Pods that come and go: every workload lives about five minutes, so most pods leave before the end.
+    "small-churn": Params(duration=1800, churn=1.0, lifetime=300),
     "bench": Params(
         zones=3,
         racks_per_zone=40,
@@ -164,6 +168,7 @@ PRESETS: dict[str, Params] = {
         duration=240,
     ),
 }
+PRESETS["bench-churn"] = PRESETS["bench"].replace(churn=1.0, lifetime=60)
 
 
 # ---- text forms, for the command line ---------------------------------------------

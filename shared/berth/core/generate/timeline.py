@@ -287,8 +287,13 @@ class _Run:
                 out.append(self.ev("MODIFIED", replicaset_object(w, len(w.pods)), ms))
             out.append(self.ev("MODIFIED", workload_object(w, len(w.pods)), ms))
             if w.name != "flash-sale" and self.ids.rng.random() < self.p.churn:
-                gone = ms + 30_000 + round(self.ids.rng.expovariate(4 / self.end))
-                if gone < self.end:
+                if self.p.lifetime:
+                    # a lifetime drawn for the workload; one that would outlive the log leaves in its last second
+                    life = max(30_000, round(self.ids.rng.expovariate(1 / (self.p.lifetime * 1000))))
+                    gone = min(ms + life, self.end - 1000)
+                else:
+                    gone = ms + 30_000 + round(self.ids.rng.expovariate(4 / self.end))
+                if ms < gone < self.end:
                     self.push(gone, self.deleter(w))
             return out
 

@@ -68,12 +68,13 @@ class BufferEngine:
     def handle(self, ev: Event) -> tuple[list[BufferStatusRecord], RejectRecord | None]:
         applied = self.applier.apply(ev)
         self._marked |= self.store.take_dirty()
-        if not self.store.buffers or applied.obj is None:
+        if not self.store.buffers:
             return [], None
+        # every event moves the clock, bookmarks and stale events included: the periodic refresh fires on them too
         now = self.applier.now.timestamp()
         if self._marked and self._marked_at is None:
             self._marked_at = now
-        shaped = self._shapes(applied.obj)
+        shaped = applied.obj is not None and self._shapes(applied.obj)
         due = self._synced_at is None or now - self._synced_at >= self.resync or not self.applier.has_clock
         settled = self._marked_at is not None and now - self._marked_at >= SETTLE_SECONDS
         if not (shaped or due or settled):

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import msgspec
 
-from berth.core.pipeline.stats import RunStats
+from berth.core.pipeline.stats import LARGE_PV, SMALL_CLAIM, RunStats
 from berth.core.quantity import BINARY
 
-SMALL_CLAIM = 10 * 2**30  # a claim of at most this many bytes is small
-LARGE_PV = 2**40  # a PV of at least this many bytes is large
 TOP_REASONS = 5  # unschedulable reasons listed one per row; the rest are summed
 MAX_BUFFER_ROWS = 8  # up to this many buffers get one row each; more are aggregated
 
@@ -94,11 +92,111 @@ def metric_sections(
         raise ValueError("metric_sections needs at least one run")
     return [
         _input(runs),
+        _pods(runs, top_reasons),
+        _volumes_over_run(runs),
+        _nodes_over_run(runs),
+        _buffers_over_run(runs, max_buffer_rows),
         _decisions(runs, top_reasons),
         _volumes(runs, small, large),
         _nodes(runs),
         _buffers(runs, max_buffer_rows),
     ]
+
+
+def _pods(runs: list[RunStats], top: int) -> Section:
+    """Pods over the whole run (berth.core.pipeline.overrun)."""
+    over = [r.over_run for r in runs]
+    rows = [
+        Row("pods decided", [f"{o.pods_decided:,}" for o in over]),
+        Row("scheduled", [_n_of(o.pods_scheduled, o.pods_decided) for o in over]),
+        Row("on the first attempt", [f"{o.scheduled_first_attempt:,}" for o in over], indent=1),
+        Row("after retries", [f"{o.pods_scheduled - o.scheduled_first_attempt:,}" for o in over], indent=1),
+        Row("never scheduled", [_n_of(o.never_scheduled, o.pods_decided) for o in over]),
+        Row("unschedulable at the end", [f"{o.pods_unschedulable_at_end:,}" for o in over]),
+    ]
+    total: dict[str, int] = {}
+    for o in over:
+        for reason, n in o.unschedulable_at_end.items():
+            total[reason] = total.get(reason, 0) + n
+    ranked = sorted(total, key=lambda r: (-total[r], r))
+    for reason in ranked[:top]:
+        rows.append(
+            Row(reason or "(no reason)", [f"{o.unschedulable_at_end.get(reason, 0):,}" for o in over], indent=1)
+        )
+    if len(ranked) > top:
+        listed = set(ranked[:top])
+        rows.append(
+            Row(
+                "other reasons",
+                [f"{sum(n for k, n in o.unschedulable_at_end.items() if k not in listed):,}" for o in over],
+                indent=1,
+            )
+        )
+    waits = [o.time_to_schedule for o in over]
+    rows.append(Row("time to schedule p50", [_seconds(w.p50) for w in waits]))
+    rows.extend(Row(name, [_seconds(getattr(w, name)) for w in waits], indent=1) for name in ("p90", "p99", "max"))
+    return Section("Pods over the run", rows)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:,.1f} s"
+
+
+def _volumes_over_run(runs: list[RunStats]) -> Section:
+    over = [r.over_run for r in runs]
+    return Section(
+        "Volumes over the run",
+        [
+            Row("PVs chosen", [f"{o.pvs_chosen:,}" for o in over]),
+            Row("requested", [human_bytes(o.pv_bytes_requested) for o in over]),
+            Row(
+                "PV capacity wasted (% of chosen)",
+                [f"{human_bytes(o.pv_bytes_wasted)} ({percent(o.pv_bytes_wasted, o.pv_bytes_capacity)})" for o in over],
+            ),
+            Row(
+                f"large PVs ≥{human_bytes(LARGE_PV)} taken by claims ≤{human_bytes(SMALL_CLAIM)}",
+                [
+                    f"{o.large_pvs_taken_by_small_claims:,} of {o.large_pvs_chosen:,} "
+                    f"({percent(o.large_pvs_taken_by_small_claims, o.large_pvs_chosen)})"
+                    for o in over
+                ],
+            ),
+        ],
+    )
+
+
+def _nodes_over_run(runs: list[RunStats]) -> Section:
+    over = [r.over_run for r in runs]
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.1f}%"
+
+    return Section(
+        "Nodes over the run (weighted by log time)",
+        [
+            Row("cpu requested / allocatable mean", [pct(o.cpu.mean) for o in over]),
+            Row("peak", [pct(o.cpu.peak) for o in over], indent=1),
+            Row("per-node stddev", [pct(o.cpu_spread) for o in over], indent=1),
+            Row("memory requested / allocatable mean", [pct(o.memory.mean) for o in over]),
+            Row("peak", [pct(o.memory.peak) for o in over], indent=1),
+            Row("per-node stddev", [pct(o.memory_spread) for o in over], indent=1),
+        ],
+    )
+
+
+def _buffers_over_run(runs: list[RunStats], max_rows: int) -> Section:
+    ready = [r.over_run.buffers_ready for r in runs]
+    names = sorted({name for by in ready for name in by})
+    rows = [
+        Row(
+            "fully ready, share of log time (mean)",
+            [f"{100 * sum(by.values()) / len(by):.1f}%" if by else "-" for by in ready],
+        )
+    ]
+    if len(names) <= max_rows:
+        for name in names:
+            rows.append(Row(name, [f"{100 * by[name]:.1f}%" if name in by else "-" for by in ready], indent=1))
+    return Section("Buffers over the run", rows)
 
 
 def _input(runs: list[RunStats]) -> Section:
@@ -138,7 +236,7 @@ def _decisions(runs: list[RunStats], top: int) -> Section:
     # Statuses berth does not emit today would otherwise vanish from the table.
     others = sorted({s for t in totals for s in t} - {"Scheduled", "Unschedulable", "Error"})
     rows.extend(Row(s, [_n_of(t.get(s, 0), n) for t, n in zip(totals, pods, strict=True)]) for s in others)
-    return Section("Decisions", rows)
+    return Section("Decisions (each pod by its last)", rows)
 
 
 def _n_of(n: int, total: int) -> str:
@@ -156,7 +254,7 @@ def _volumes(runs: list[RunStats], small: int, large: int) -> Section:
         n, m = r.large_taken_by_small(small, large)
         taken.append(f"{n:,} of {m:,} ({percent(n, m)})" if m else "0 of 0")
     return Section(
-        "Volumes",
+        "Volumes at the end",
         [
             Row("PVs chosen", [f"{len(r.bindings):,}" for r in runs]),
             Row("requested", [human_bytes(sum(b.request for b in r.bindings)) for r in runs]),
@@ -170,7 +268,7 @@ def _nodes(runs: list[RunStats]) -> Section:
     cpu = [r.utilization() for r in runs]
     memory = [r.utilization("memory") for r in runs]
     return Section(
-        "Nodes",
+        "Nodes at the end",
         [
             Row("nodes", [f"{len(r.nodes):,}" for r in runs]),
             Row("cpu utilization mean", [_pct(u[0], r) for u, r in zip(cpu, runs, strict=True)]),
@@ -191,7 +289,7 @@ def _buffers(runs: list[RunStats], max_rows: int) -> Section:
     ready = [r.buffer_readiness() for r in runs]
     names = sorted({name for by in ready for name in by})
     if not names:
-        return Section("Buffers", [Row("buffers", ["0"] * len(runs))])
+        return Section("Buffers at the end", [Row("buffers", ["0"] * len(runs))])
     rows = [
         Row("buffers", [f"{len(by):,}" for by in ready]),
         Row(
@@ -206,7 +304,7 @@ def _buffers(runs: list[RunStats], max_rows: int) -> Section:
     if len(names) <= max_rows:
         for name in names:
             rows.append(Row(name, [_ready(by[name][1], by[name][0]) if name in by else "-" for by in ready], indent=1))
-    return Section("Buffers", rows)
+    return Section("Buffers at the end", rows)
 
 
 def _ready(ready: int, replicas: int) -> str:

@@ -28,9 +28,20 @@ class DecisionRecord(msgspec.Struct, frozen=True, rename="camel", kw_only=True, 
     message: str
     volume_bindings: list[VolumeBindingOut] = []
     nodes: dict[str, NodeResult] = {}
+    # Added in issue 18: when nothing fits, how many nodes gave each reason (kube's counts in the message).
+    # Left out of the JSON when unset, so records without it keep their bytes.
+    reasons: dict[str, int] | msgspec.UnsetType = msgspec.UNSET
 
     @classmethod
-    def of(cls, d: Decision, ts: str | None, decision_id: str, position: int, attempt: int) -> DecisionRecord:
+    def of(
+        cls,
+        d: Decision,
+        ts: str | None,
+        decision_id: str,
+        position: int,
+        attempt: int,
+        reasons: dict[str, int] | None = None,
+    ) -> DecisionRecord:
         return cls(
             ts=ts,
             decision_id=decision_id,
@@ -42,6 +53,7 @@ class DecisionRecord(msgspec.Struct, frozen=True, rename="camel", kw_only=True, 
             message=d.message,
             volume_bindings=d.volume_bindings,
             nodes=d.nodes,
+            reasons=reasons or msgspec.UNSET,
         )
 
 

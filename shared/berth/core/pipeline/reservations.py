@@ -48,6 +48,10 @@ class Reservations:
         out, self._released = self._released, []
         return out
 
+    def held(self, key: str) -> list[Binding]:
+        """The PVs berth chose for the pod, while its decision stands."""
+        return self._bindings.get(key, [])
+
     def bindings(self) -> list[Binding]:
         """PVs chosen by Scheduled decisions that still stand, by pod."""
         return [b for key in sorted(self._bindings) for b in self._bindings[key]]

@@ -17,6 +17,7 @@ from berth.core.events import Event
 from berth.core.framework import Action
 from berth.core.model import Node, Pod
 from berth.core.pipeline.applier import Applier
+from berth.core.pipeline.overrun import OverRunObserver
 from berth.core.pipeline.queue import RetryQueue
 from berth.core.pipeline.records import DecisionRecord, RejectRecord
 from berth.core.pipeline.reservations import Reservations
@@ -68,6 +69,7 @@ class ScorerEngine:
         self.queue = RetryQueue(self.scheduler.profile)
         self.reservations = Reservations(self.state)
         self.observer = StatsObserver(label)
+        self.overrun = OverRunObserver()
         self._hold: datetime | None = None
 
     @property
@@ -82,6 +84,11 @@ class ScorerEngine:
         self.observer.event()
         applied = self.applier.apply(ev)
         obj = applied.obj
+        self.overrun.advance(self.applier.now if self.applier.has_clock else None)
+        if isinstance(obj, Pod):
+            self.overrun.pod(obj, ev.deleted)
+        elif isinstance(obj, Node):
+            self.overrun.node(obj, ev.deleted)
         out: list[DecisionRecord] = []
         if self._hold is not None:
             if not self.applier.has_clock or self.applier.now < self._hold:
@@ -173,6 +180,7 @@ class ScorerEngine:
         self.reservations.revoke(key)
         self.queue.failed(key, self.applier.now.timestamp(), "reservation lost to another scorer")
         self.observer.revoke(key)
+        self.overrun.revoke(key)
 
     def _decide(self, pod: Pod, ev: Event, out: list[DecisionRecord], attempt: int, retry: bool = False) -> None:
         outcome = self.scheduler.decide(pod, self.applier.now)
@@ -186,9 +194,10 @@ class ScorerEngine:
             emit = changed or not retry
         if not emit:
             return
-        record = DecisionRecord.of(d, self.applier.ts, decision_id(pod, attempt), ev.position, attempt)
+        record = DecisionRecord.of(d, self.applier.ts, decision_id(pod, attempt), ev.position, attempt, outcome.reasons)
         out.append(record)
-        self.observer.decided(record)
+        point = self.observer.decided(record)
+        self.overrun.decided(record, pod, point.reason, self.reservations.held(pod.key))
 
     def finish(self) -> RunStats:
         """Stats at the end of the run: bindings still standing and node utilization."""

@@ -11,6 +11,9 @@ import msgspec
 if TYPE_CHECKING:
     from berth.core.pipeline.records import DecisionRecord
 
+SMALL_CLAIM = 10 * 2**30  # a claim of at most this many bytes is small
+LARGE_PV = 2**40  # a PV of at least this many bytes is large
+
 
 class DecisionPoint(msgspec.Struct, frozen=True, array_like=True):
     ts: str | None
@@ -44,6 +47,48 @@ class BufferPoint(msgspec.Struct, frozen=True, array_like=True):
     ready_replicas: int
 
 
+class Usage(msgspec.Struct, frozen=True):
+    mean: float = 0.0
+    peak: float = 0.0
+
+
+class Percentiles(msgspec.Struct, frozen=True):
+    p50: float = 0.0
+    p90: float = 0.0
+    p99: float = 0.0
+    max: float = 0.0
+
+
+class OverRun(msgspec.Struct, frozen=True, kw_only=True):
+    """What one run measured from its first event to its last."""
+
+    seconds: float = 0.0  # log time from the first event with a clock to the last
+    pods_decided: int = 0
+    pods_scheduled: int = 0
+    scheduled_first_attempt: int = 0
+    pods_unschedulable_at_end: int = 0
+    unschedulable_at_end: dict[str, int] = {}  # by reason
+    time_to_schedule: Percentiles = Percentiles()
+    pvs_chosen: int = 0
+    pv_bytes_requested: int = 0
+    pv_bytes_capacity: int = 0
+    large_pvs_taken_by_small_claims: int = 0
+    large_pvs_chosen: int = 0
+    cpu: Usage = Usage()
+    memory: Usage = Usage()
+    cpu_spread: float = 0.0  # per-node stddev of requested/allocatable, mean over log time
+    memory_spread: float = 0.0
+    buffers_ready: dict[str, float] = {}  # per buffer, the share of log time it was fully ready
+
+    @property
+    def pv_bytes_wasted(self) -> int:
+        return self.pv_bytes_capacity - self.pv_bytes_requested
+
+    @property
+    def never_scheduled(self) -> int:
+        return self.pods_decided - self.pods_scheduled
+
+
 class RunStats(msgspec.Struct, kw_only=True):
     """Everything one replay under one config measured."""
 
@@ -55,6 +100,7 @@ class RunStats(msgspec.Struct, kw_only=True):
     bindings: list[Binding] = []  # PVs chosen by Scheduled decisions that still stand at the end
     nodes: list[NodeUse] = []  # at the end of the run
     buffers: list[BufferPoint] = []
+    over_run: OverRun = OverRun()  # from the first event to the last (berth.core.pipeline.overrun)
 
     def final(self) -> list[DecisionPoint]:
         """Each pod's last decision (decisions without a pod count on their own)."""
@@ -111,7 +157,7 @@ def main_reason(r: DecisionRecord) -> str:
     """ "" when scheduled; else the most common node reason (ties by text), else the message."""
     if r.status == "Scheduled":
         return ""
-    counts = Counter(reason for n in r.nodes.values() for reason in n.reasons)
+    counts = r.reasons or Counter(reason for n in r.nodes.values() for reason in n.reasons)  # UNSET is falsy
     if not counts:
         return r.message
     return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
@@ -134,9 +180,11 @@ class StatsObserver:
     def reject(self) -> None:
         self._stats.rejects += 1
 
-    def decided(self, r: DecisionRecord) -> None:
+    def decided(self, r: DecisionRecord) -> DecisionPoint:
         self._of_pod.setdefault(r.pod, []).append(len(self._points))
-        self._points.append(DecisionPoint(r.ts, r.position, r.status, main_reason(r), r.pod))
+        point = DecisionPoint(r.ts, r.position, r.status, main_reason(r), r.pod)
+        self._points.append(point)
+        return point
 
     def revoke(self, pod: str) -> None:
         """Drop the pod's latest decision still counted (another replica's reservation won)."""

@@ -1,0 +1,165 @@
+"""The over-the-run metrics of `berth replay --summary`, recomputed plainly from the decisions file and the log.
+
+The log is a generated churn log in which every pod leaves before the end, so the end-of-log view
+is empty while the over-the-run figures are not.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from berth.adapters.eventlog import EventWriter
+from berth.core.amounts import parse_time
+from berth.core.generate import PRESETS, generate
+from berth.core.pipeline.overrun import percentiles
+from berth.core.quantity import ceil_units, parse_nanos
+from berth_cli.main import main
+
+GI, TI = 2**30, 2**40
+
+
+@pytest.fixture(scope="module")
+def churn(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], list[dict], dict, str]:
+    d = tmp_path_factory.mktemp("churn")
+    log = d / "churn.jsonl"
+    params = PRESETS["small-churn"].replace(buffers=0, daemonset=False, pods=60, duration=900)
+    with EventWriter(str(log)) as w:
+        for ev in generate(params, 3):
+            w.write(ev)
+    decisions, summary = d / "d.jsonl", d / "s.json"
+    code = main(["replay", str(log), "--no-progress", "--decisions", str(decisions), "--summary", str(summary)])
+    assert code == 0
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    records = [json.loads(line) for line in decisions.read_text().splitlines()]
+    return lines, [r for r in records if r["kind"] == "Decision"], json.loads(summary.read_text())["runs"][0], str(log)
+
+
+def bytes_of(q: str) -> int:
+    return ceil_units(parse_nanos(q))
+
+
+def test_pods(churn: tuple[list[dict], list[dict], dict, str]) -> None:
+    lines, decisions, run, _ = churn
+    scheduled = [d for d in decisions if d["status"] == "Scheduled"]
+    assert run["events"] == len(lines)
+    assert run["podsDecided"] == len({d["pod"] for d in decisions}) > 0
+    assert run["podsScheduled"] == len({d["pod"] for d in scheduled}) > 0
+    deleted = {
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}": i + 1
+        for i, line in enumerate(lines)
+        if line["type"] == "DELETED" and (o := line["object"])["kind"] == "Pod"
+    }
+    last = {d["pod"]: d for d in decisions}
+    waiting = [p for p, d in last.items() if d["status"] == "Unschedulable" and deleted.get(p, 0) <= d["position"]]
+    assert run["podsUnschedulableAtEnd"] == len(waiting)
+    created = {
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}": parse_time(o["metadata"]["creationTimestamp"])
+        for line in lines
+        if (o := line["object"]).get("kind") == "Pod"
+    }
+    first: dict[str, float] = {}
+    for d in scheduled:
+        first.setdefault(d["pod"], (parse_time(d["ts"]) - created[d["pod"]]).total_seconds())
+    want = percentiles(list(first.values()))
+    assert run["timeToScheduleSeconds"] == {k: round(getattr(want, k), 3) for k in ("p50", "p90", "p99", "max")}
+    ranked = sorted(first.values())
+    assert run["timeToScheduleSeconds"]["p50"] == round(ranked[math.ceil(len(ranked) / 2) - 1], 3)
+    assert run["preemptions"] == run["victims"] == 0
+
+
+def test_volumes(churn: tuple[list[dict], list[dict], dict, str]) -> None:
+    lines, decisions, run, _ = churn
+    claims = {
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}": bytes_of(o["spec"]["resources"]["requests"]["storage"])
+        for line in lines
+        if (o := line["object"]).get("kind") == "PersistentVolumeClaim"
+    }
+    pvs = {
+        o["metadata"]["name"]: bytes_of(o["spec"]["capacity"]["storage"])
+        for line in lines
+        if (o := line["object"]).get("kind") == "PersistentVolume"
+    }
+    chosen = [
+        (claims[b["claim"]], pvs[b["pv"]])
+        for d in decisions
+        if d["status"] == "Scheduled"
+        for b in d["volumeBindings"]
+        if b.get("pv")
+    ]
+    assert run["pvsChosen"] == len(chosen) > 0
+    assert run["pvBytesRequested"] == sum(r for r, _ in chosen)
+    assert run["pvBytesWasted"] == sum(c - r for r, c in chosen)
+    assert run["largePVsTakenBySmallClaims"] == sum(1 for r, c in chosen if c >= TI and r <= 10 * GI)
+
+
+def test_nodes(churn: tuple[list[dict], list[dict], dict, str]) -> None:
+    """Σ requests of live pods on nodes over Σ allocatable of live nodes, held from one line to the next."""
+    lines, decisions, run, _ = churn
+    at: dict[int, list[dict]] = {}
+    for d in decisions:
+        at.setdefault(d["position"], []).append(d)
+    requests: dict[str, tuple[int, int]] = {}
+    alloc: dict[str, tuple[int, int]] = {}
+    live: dict[str, tuple[int, int]] = {}
+    area = [0.0, 0.0]
+    peak = [0.0, 0.0]
+    start = now = None
+
+    def ratio(i: int) -> float:
+        total = sum(a[i] for a in alloc.values())
+        return sum(p[i] for p in live.values()) / total if total else 0.0
+
+    for position, line in enumerate(lines, 1):
+        t = parse_time(line["ts"]).timestamp()
+        if now is not None and t > now:
+            area[0] += ratio(0) * (t - now)
+            area[1] += ratio(1) * (t - now)
+        start = t if start is None else start
+        now = t if now is None else max(now, t)
+        o = line["object"]
+        kind, key = o.get("kind"), f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}"
+        if kind == "Node":
+            a = o["status"]["allocatable"]
+            alloc.pop(key, None)
+            if line["type"] != "DELETED":
+                alloc[key] = (parse_nanos(a["cpu"]) // 10**6, ceil_units(parse_nanos(a["memory"])))
+        elif kind == "Pod":
+            r = {k: v for c in o["spec"]["containers"] for k, v in c.get("resources", {}).get("requests", {}).items()}
+            requests[key] = (parse_nanos(r.get("cpu", "0")) // 10**6, ceil_units(parse_nanos(r.get("memory", "0"))))
+            if line["type"] == "DELETED" or o.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+                live.pop(key, None)
+        for d in at.get(position, []):
+            if d["status"] == "Scheduled":
+                live[d["pod"]] = requests[d["pod"]]
+        peak = [max(peak[0], ratio(0)), max(peak[1], ratio(1))]
+    assert start is not None and now is not None
+    mean = [a / (now - start) for a in area]
+    assert run["cpuRequested"] == {"mean": round(mean[0], 6), "peak": round(peak[0], 6)}
+    assert run["memoryRequested"] == {"mean": round(mean[1], 6), "peak": round(peak[1], 6)}
+    assert peak[0] > 0 and not live  # every pod left before the end
+
+
+def test_the_end_of_log_view_is_empty(churn: tuple[list[dict], list[dict], dict, str], tmp_path: Path) -> None:
+    *_, log = churn
+    import io
+
+    from rich.console import Console
+
+    from berth.core.config import parse_config
+    from berth.core.events import parse_event
+    from berth.core.pipeline.scorer import ScorerEngine
+    from berth_cli.summary import render_summary
+
+    engine = ScorerEngine(parse_config(None))
+    for i, line in enumerate(Path(log).read_bytes().splitlines(), 1):
+        engine.handle(parse_event(line, i))
+    stats = engine.finish()
+    assert stats.bindings == []
+    assert all(n.cpu_requested == 0 and n.memory_requested == 0 for n in stats.nodes)
+    console = Console(file=io.StringIO(), width=160)
+    render_summary([stats], console)
+    assert "Volumes at the end" in console.file.getvalue()  # type: ignore[attr-defined]
