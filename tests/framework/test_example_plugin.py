@@ -84,4 +84,4 @@ def test_defaults_come_from_the_registry_line() -> None:
     on = (*REGISTRY, Registered(example_plugin, filter=True, weight=2))
     cfg = parse_config(None, on)
     assert cfg.filters[-1] == "NodeLabelGate" and ("NodeLabelGate", 2) in cfg.scores
-    assert parse_config(None).filters == tuple(r.module.NAME for r in REGISTRY)
+    assert parse_config(None).filters == tuple(r.module.NAME for r in REGISTRY if r.filter)

@@ -117,6 +117,22 @@ def _resources(v: wc.ResourceRequirements | None, at: str) -> tuple[dict[str, in
     return ({**limits, **requests} if limits else requests), limits
 
 
+def nonzero_requests(spec: wc.PodSpec) -> dict[str, int]:
+    """cpu and memory requests for scoring (kube's NonMissingContainerRequests): a container that
+    names no cpu counts 100m, one that names no memory 200Mi; pod-level values and overhead as usual.
+    Call after pod_spec_resources has checked the quantities."""
+
+    def filled(c: wc.Container) -> dict[str, int]:
+        return {**resources.NONZERO_DEFAULTS, **_resources(c.resources, "")[0]}
+
+    init = [(filled(c), c.restart_policy == "Always") for c in spec.init_containers or ()]
+    overhead = resource_list(spec.overhead)
+    total = resources.effective(
+        [filled(c) for c in spec.containers or ()], init, overhead, _resources(spec.resources, "")[0]
+    )
+    return {k: total.get(k, 0) for k in (resources.CPU, resources.MEMORY)}
+
+
 def pod_spec_resources(spec: wc.PodSpec, at: str = "spec") -> tuple[dict[str, int], dict[str, int]]:
     """Effective (requests, limits) of a pod spec (kube's PodRequests and PodLimits)."""
     reqs, lims = [], []
@@ -194,6 +210,7 @@ def pod(v: wc.Pod) -> Pod:
         requests=requests,
         limits=limits,
         conditions=tuple(conditions),
+        nonzero_requests=nonzero_requests(spec),
     )
 
 

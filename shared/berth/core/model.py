@@ -89,6 +89,8 @@ class Pod(msgspec.Struct, frozen=True):
     requests: ResourceList = {}
     limits: ResourceList = {}
     conditions: tuple[PodCondition, ...] = ()
+    # cpu and memory as kube's scoring counts them: 100m / 200Mi for a container that names neither
+    nonzero_requests: ResourceList = {}
 
     @property
     def key(self) -> str:

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 
 from berth.core.framework import PluginModule
 from berth.core.loadaware import plugin as loadawarescheduling
-from berth.core.plugins import nodeaffinity, noderesourcesfit, nodeunschedulable, tainttoleration, volumebinding
+from berth.core.plugins import (
+    balancedallocation,
+    nodeaffinity,
+    noderesourcesfit,
+    nodeunschedulable,
+    tainttoleration,
+    volumebinding,
+)
 
 
 @dataclass(frozen=True)
@@ -28,7 +35,10 @@ REGISTRY: tuple[Registered, ...] = (
     Registered(nodeunschedulable, filter=True),
     Registered(nodeaffinity, filter=True),
     Registered(tainttoleration, filter=True),
-    Registered(noderesourcesfit, filter=True),
+    Registered(noderesourcesfit, filter=True),  # kube: filter, score weight 1 (LeastAllocated)
     Registered(volumebinding, filter=True, weight=1),
     Registered(loadawarescheduling, filter=True, weight=1),
+    # kube's default-profile plugins berth does not enable by default yet (the lead flips berth's
+    # default profile to kube's in one change: docs/plugins.md, "The flip")
+    Registered(balancedallocation),  # kube: score weight 1
 )
