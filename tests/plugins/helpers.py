@@ -9,7 +9,18 @@ import pytest
 
 from berth.core.config import parse_config
 from berth.core.errors import ConfigError
-from berth.core.framework import SKIP, Cycle, KeepsState, PreScorePlugin, ScorePlugin
+from berth.core.framework import (
+    OK,
+    SKIP,
+    Code,
+    Cycle,
+    FilterPlugin,
+    KeepsState,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+)
 from berth.core.kinds import convert
 from berth.core.state import ClusterState
 from tests.builders import NOW
@@ -69,3 +80,25 @@ def config_problems(plugin_name: str, args: dict[str, Any]) -> list[str]:
     with pytest.raises(ConfigError) as e:
         parse_config({"profiles": [{"pluginConfig": [{"name": plugin_name, "args": args}]}]})
     return [p.removeprefix("profiles[0].pluginConfig[0].args.") for p in e.value.problems]
+
+
+def filter_run(
+    plugin_name: str, pod: dict[str, Any], objects: list[dict[str, Any]]
+) -> tuple[Status, dict[str, list[tuple[str, Code]]]]:
+    """The plugin's PreFilter status, then (unless it skipped or rejected) each node's Filter
+    reasons and codes, as upstream's filter tests call them."""
+    state = ClusterState()
+    plugin = parse_config(None).plugins.modules[plugin_name].new(None, state)
+    if isinstance(plugin, KeepsState):
+        state.attach(plugin.extension())
+    for raw in objects:
+        state.apply(convert(raw))
+    cycle = Cycle(convert(pod), state, NOW)
+    status = plugin.pre_filter(cycle) if isinstance(plugin, PreFilterPlugin) else OK
+    out: dict[str, list[tuple[str, Code]]] = {}
+    if status.code is Code.SUCCESS:
+        assert isinstance(plugin, FilterPlugin)
+        failures = plugin.filter(cycle)
+        for name, slot in state.nodes.slot.items():
+            out[name] = [(f.reason, f.code) for f in failures if f.mask[slot]]
+    return status, out

@@ -18,6 +18,7 @@ from berth.core.plugins import (
     nodeunschedulable,
     tainttoleration,
     volumebinding,
+    volumezone,
 )
 
 
@@ -41,4 +42,5 @@ REGISTRY: tuple[Registered, ...] = (
     # kube's default-profile plugins berth does not enable by default yet (the lead flips berth's
     # default profile to kube's in one change: docs/plugins.md, "The flip")
     Registered(balancedallocation),  # kube: score weight 1
+    Registered(volumezone),  # kube: filter, after VolumeBinding
 )
