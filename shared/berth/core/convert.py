@@ -15,6 +15,7 @@ from berth.core.model import (
     ANN_CLASS_WEIGHT,
     ClaimRef,
     CSIDriver,
+    CSINode,
     CSIStorageCapacity,
     Node,
     OwnerRef,
@@ -275,6 +276,8 @@ def pv(v: wc.PersistentVolume) -> PersistentVolume:
         deleting=meta.deletion_timestamp is not None,
         node_affinity=None if required is None else node_selector(required),
         attributes_class=attributes_class,
+        csi_driver=(spec.csi.driver or "") if spec.csi is not None else "",
+        csi_handle=(spec.csi.volume_handle or "") if spec.csi is not None else "",
     )
 
 
@@ -357,4 +360,19 @@ def csi_capacity(v: wc.CSIStorageCapacity) -> CSIStorageCapacity:
         if v.maximum_volume_size is None
         else nanos(v.maximum_volume_size, "maximumVolumeSize"),
         node_topology=None if v.node_topology is None else label_selector(v.node_topology),
+    )
+
+
+def csi_node(v: wc.CSINode) -> CSINode:
+    meta = v.metadata or EMPTY_META
+    drivers = [d for d in (v.spec.drivers or ()) if d.name] if v.spec is not None else []
+    return CSINode(
+        name=name_of(meta),
+        resource_version=meta.resource_version or "",
+        drivers=tuple(d.name or "" for d in drivers),
+        limits={
+            d.name or "": d.allocatable.count
+            for d in drivers
+            if d.allocatable is not None and d.allocatable.count is not None
+        },
     )

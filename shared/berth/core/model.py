@@ -145,6 +145,8 @@ class PersistentVolume(msgspec.Struct, frozen=True):
     deleting: bool = False
     node_affinity: NodeSelector | None = None
     attributes_class: str = ""
+    csi_driver: str = ""  # spec.csi: the driver and the volume's handle
+    csi_handle: str = ""
 
 
 class PersistentVolumeClaim(msgspec.Struct, frozen=True):
@@ -214,3 +216,12 @@ class CSIStorageCapacity(msgspec.Struct, frozen=True):
     @property
     def limit(self) -> int | None:
         return self.maximum_volume_size if self.maximum_volume_size is not None else self.capacity
+
+
+class CSINode(msgspec.Struct, frozen=True):
+    """A node's CSI drivers; `limits`: per driver, the most volumes it can attach (allocatable.count)."""
+
+    name: str
+    resource_version: str = ""
+    drivers: tuple[str, ...] = ()
+    limits: dict[str, int] = {}

@@ -16,6 +16,7 @@ from berth.core.plugins import (
     nodeaffinity,
     noderesourcesfit,
     nodeunschedulable,
+    nodevolumelimits,
     tainttoleration,
     volumebinding,
     volumezone,
@@ -42,5 +43,6 @@ REGISTRY: tuple[Registered, ...] = (
     # kube's default-profile plugins berth does not enable by default yet (the lead flips berth's
     # default profile to kube's in one change: docs/plugins.md, "The flip")
     Registered(balancedallocation),  # kube: score weight 1
+    Registered(nodevolumelimits),  # kube: filter, before VolumeBinding
     Registered(volumezone),  # kube: filter, after VolumeBinding
 )

@@ -1,4 +1,4 @@
-"""Core Kubernetes kinds: Pod, Node, PersistentVolume(Claim), StorageClass, CSIDriver, CSIStorageCapacity."""
+"""Core Kubernetes kinds: Pod, Node, PersistentVolume(Claim), StorageClass, CSIDriver, CSIStorageCapacity, CSINode."""
 
 from __future__ import annotations
 
@@ -116,6 +116,11 @@ class VolumeNodeAffinity(Wire, frozen=True):
     required: NodeSelector | None = None
 
 
+class CSIVolumeSource(Wire, frozen=True):
+    driver: str | None = None
+    volume_handle: str | None = None
+
+
 class PersistentVolumeSpec(Wire, frozen=True):
     capacity: Storage | None = None
     storage_class_name: str | None = None
@@ -124,6 +129,7 @@ class PersistentVolumeSpec(Wire, frozen=True):
     claim_ref: ClaimRef | None = None
     node_affinity: VolumeNodeAffinity | None = None
     volume_attributes_class_name: str | None = None
+    csi: CSIVolumeSource | None = None
 
 
 class Phase(Wire, frozen=True):
@@ -185,3 +191,23 @@ class CSIStorageCapacity(Object, frozen=True):
     capacity: Quantity | None = None
     maximum_volume_size: Quantity | None = None
     node_topology: LabelSelector | None = None
+
+
+# ---- CSINode (NodeVolumeLimits) ----
+
+
+class VolumeNodeResources(Wire, frozen=True):
+    count: int | None = None
+
+
+class CSINodeDriver(Wire, frozen=True):
+    name: str | None = None
+    allocatable: VolumeNodeResources | None = None
+
+
+class CSINodeSpec(Wire, frozen=True):
+    drivers: list[CSINodeDriver] | None = None
+
+
+class CSINode(Object, frozen=True):
+    spec: CSINodeSpec | None = None
