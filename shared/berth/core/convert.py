@@ -158,6 +158,18 @@ def pod_spec_resources(spec: wc.PodSpec, at: str = "spec") -> tuple[dict[str, in
     return resources.effective(reqs, init_r, overhead, pod_req), limits
 
 
+def preferred_terms(
+    affinity: wc.NodeAffinity | None,
+) -> tuple[tuple[int, NodeSelector], ...]:
+    """Preferred node-affinity terms with a weight, each as a one-term selector (its masks are cached)."""
+    terms = None if affinity is None else affinity.preferred_during_scheduling_ignored_during_execution
+    return tuple(
+        (t.weight, node_selector(w.NodeSelector(node_selector_terms=(t.preference,))))
+        for t in terms or ()
+        if t.weight and t.preference is not None
+    )
+
+
 def pod(v: wc.Pod) -> Pod:
     meta = v.metadata or EMPTY_META
     name = name_of(meta)
@@ -212,6 +224,7 @@ def pod(v: wc.Pod) -> Pod:
         limits=limits,
         conditions=tuple(conditions),
         nonzero_requests=nonzero_requests(spec),
+        preferred_affinity=preferred_terms(node_affinity),
     )
 
 

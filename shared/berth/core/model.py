@@ -91,6 +91,8 @@ class Pod(msgspec.Struct, frozen=True):
     conditions: tuple[PodCondition, ...] = ()
     # cpu and memory as kube's scoring counts them: 100m / 200Mi for a container that names neither
     nonzero_requests: ResourceList = {}
+    # preferred node affinity: (weight, the term as a one-term selector), weight-0 terms left out
+    preferred_affinity: tuple[tuple[int, NodeSelector], ...] = ()
 
     @property
     def key(self) -> str:

@@ -35,8 +35,8 @@ class Registered:
 
 REGISTRY: tuple[Registered, ...] = (
     Registered(nodeunschedulable, filter=True),
-    Registered(nodeaffinity, filter=True),
-    Registered(tainttoleration, filter=True),
+    Registered(nodeaffinity, filter=True),  # kube: filter, score weight 2
+    Registered(tainttoleration, filter=True),  # kube: filter, score weight 3
     Registered(noderesourcesfit, filter=True),  # kube: filter, score weight 1 (LeastAllocated)
     Registered(volumebinding, filter=True, weight=1),
     Registered(loadawarescheduling, filter=True, weight=1),

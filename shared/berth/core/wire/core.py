@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from berth.core.wire.common import LabelSelector, NodeSelector, Object, Quantities, Quantity, Texts, Wire
+from berth.core.wire.common import (
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorTerm,
+    Object,
+    Quantities,
+    Quantity,
+    Texts,
+    Wire,
+)
 
 # ---- Pod ----
 
@@ -29,8 +38,14 @@ class Volume(Wire, frozen=True):
     ephemeral: Any = None  # only its presence is read
 
 
+class PreferredSchedulingTerm(Wire, frozen=True):
+    weight: int | None = None
+    preference: NodeSelectorTerm | None = None
+
+
 class NodeAffinity(Wire, frozen=True):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = None
 
 
 class Affinity(Wire, frozen=True):
