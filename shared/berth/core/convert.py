@@ -170,6 +170,17 @@ def preferred_terms(
     )
 
 
+def host_ports(spec: wc.PodSpec) -> tuple[tuple[str, str, int], ...]:
+    """kube's GetHostPorts: sidecars' (restartable init containers') then containers' host ports."""
+    sidecars = [c for c in spec.init_containers or () if c.restart_policy == "Always"]
+    return tuple(
+        (p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port)
+        for c in (*sidecars, *(spec.containers or ()))
+        for p in c.ports or ()
+        if p.host_port is not None and p.host_port > 0
+    )
+
+
 def pod(v: wc.Pod) -> Pod:
     meta = v.metadata or EMPTY_META
     name = name_of(meta)
@@ -225,6 +236,7 @@ def pod(v: wc.Pod) -> Pod:
         conditions=tuple(conditions),
         nonzero_requests=nonzero_requests(spec),
         preferred_affinity=preferred_terms(node_affinity),
+        host_ports=host_ports(spec),
     )
 
 

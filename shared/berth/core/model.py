@@ -93,6 +93,8 @@ class Pod(msgspec.Struct, frozen=True):
     nonzero_requests: ResourceList = {}
     # preferred node affinity: (weight, the term as a one-term selector), weight-0 terms left out
     preferred_affinity: tuple[tuple[int, NodeSelector], ...] = ()
+    # host ports of sidecars then containers: (hostIP, protocol, hostPort), "0.0.0.0" and "TCP" when unset
+    host_ports: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def key(self) -> str:

@@ -14,6 +14,7 @@ from berth.core.loadaware import plugin as loadawarescheduling
 from berth.core.plugins import (
     balancedallocation,
     nodeaffinity,
+    nodeports,
     noderesourcesfit,
     nodeunschedulable,
     nodevolumelimits,
@@ -43,6 +44,7 @@ REGISTRY: tuple[Registered, ...] = (
     # kube's default-profile plugins berth does not enable by default yet (the lead flips berth's
     # default profile to kube's in one change: docs/plugins.md, "The flip")
     Registered(balancedallocation),  # kube: score weight 1
+    Registered(nodeports),  # kube: filter, after NodeAffinity
     Registered(nodevolumelimits),  # kube: filter, before VolumeBinding
     Registered(volumezone),  # kube: filter, after VolumeBinding
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from berth.core.wire.common import (
     LabelSelector,
     NodeSelector,
@@ -23,9 +25,16 @@ class ResourceRequirements(Wire, frozen=True):
     requests: Quantities | None = None
 
 
+class ContainerPort(Wire, frozen=True):
+    host_port: int | None = None
+    host_ip: str | None = msgspec.field(default=None, name="hostIP")
+    protocol: str | None = None
+
+
 class Container(Wire, frozen=True):
     resources: ResourceRequirements | None = None
     restart_policy: str | None = None
+    ports: list[ContainerPort] | None = None
 
 
 class ClaimSource(Wire, frozen=True):
