@@ -17,6 +17,7 @@ from berth.core.model import (
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
+    InlineDisk,
     Node,
     OwnerRef,
     PersistentVolume,
@@ -181,6 +182,23 @@ def host_ports(spec: wc.PodSpec) -> tuple[tuple[str, str, int], ...]:
     )
 
 
+def inline_disks(spec: wc.PodSpec) -> tuple[InlineDisk, ...]:
+    out = []
+    for vol in spec.volumes or ():
+        if vol.gce_persistent_disk is not None:
+            d = vol.gce_persistent_disk
+            out.append(InlineDisk("gce", d.pd_name or "", bool(d.read_only)))
+        if vol.aws_elastic_block_store is not None:
+            a = vol.aws_elastic_block_store
+            out.append(InlineDisk("aws", a.volume_id or "", bool(a.read_only)))
+        if vol.iscsi is not None:
+            out.append(InlineDisk("iscsi", vol.iscsi.iqn or "", bool(vol.iscsi.read_only)))
+        if vol.rbd is not None:
+            r = vol.rbd
+            out.append(InlineDisk("rbd", r.image or "", bool(r.read_only), r.pool or "", tuple(r.monitors or ())))
+    return tuple(out)
+
+
 def pod(v: wc.Pod) -> Pod:
     meta = v.metadata or EMPTY_META
     name = name_of(meta)
@@ -237,6 +255,7 @@ def pod(v: wc.Pod) -> Pod:
         nonzero_requests=nonzero_requests(spec),
         preferred_affinity=preferred_terms(node_affinity),
         host_ports=host_ports(spec),
+        inline_disks=inline_disks(spec),
     )
 
 

@@ -67,6 +67,17 @@ class PodVolume(msgspec.Struct, frozen=True):
     ephemeral: bool = False
 
 
+class InlineDisk(msgspec.Struct, frozen=True):
+    """An inline gcePersistentDisk, awsElasticBlockStore, iscsi or rbd volume: what names the disk
+    (pdName, volumeID, iqn, image), the RBD pool and monitors, and readOnly."""
+
+    kind: str  # gce | aws | iscsi | rbd
+    name: str
+    read_only: bool = False
+    pool: str = ""
+    monitors: tuple[str, ...] = ()
+
+
 class Pod(msgspec.Struct, frozen=True):
     namespace: str
     name: str
@@ -95,6 +106,7 @@ class Pod(msgspec.Struct, frozen=True):
     preferred_affinity: tuple[tuple[int, NodeSelector], ...] = ()
     # host ports of sidecars then containers: (hostIP, protocol, hostPort), "0.0.0.0" and "TCP" when unset
     host_ports: tuple[tuple[str, str, int], ...] = ()
+    inline_disks: tuple[InlineDisk, ...] = ()
 
     @property
     def key(self) -> str:

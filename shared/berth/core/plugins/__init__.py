@@ -20,6 +20,7 @@ from berth.core.plugins import (
     nodevolumelimits,
     tainttoleration,
     volumebinding,
+    volumerestrictions,
     volumezone,
 )
 
@@ -45,6 +46,7 @@ REGISTRY: tuple[Registered, ...] = (
     # default profile to kube's in one change: docs/plugins.md, "The flip")
     Registered(balancedallocation),  # kube: score weight 1
     Registered(nodeports),  # kube: filter, after NodeAffinity
+    Registered(volumerestrictions),  # kube: filter, after NodeResourcesFit
     Registered(nodevolumelimits),  # kube: filter, before VolumeBinding
     Registered(volumezone),  # kube: filter, after VolumeBinding
 )

@@ -41,10 +41,37 @@ class ClaimSource(Wire, frozen=True):
     claim_name: str | None = None
 
 
+class GCEPersistentDisk(Wire, frozen=True):
+    pd_name: str | None = None
+    read_only: bool | None = None
+
+
+class AWSElasticBlockStore(Wire, frozen=True):
+    volume_id: str | None = msgspec.field(default=None, name="volumeID")
+    read_only: bool | None = None
+
+
+class ISCSIVolume(Wire, frozen=True):
+    iqn: str | None = None
+    read_only: bool | None = None
+
+
+class RBDVolume(Wire, frozen=True):
+    monitors: list[str] | None = None
+    pool: str | None = None
+    image: str | None = None
+    read_only: bool | None = None
+
+
 class Volume(Wire, frozen=True):
     name: str | None = None
     persistent_volume_claim: ClaimSource | None = None
     ephemeral: Any = None  # only its presence is read
+    # inline disks VolumeRestrictions compares across the pods of a node
+    gce_persistent_disk: GCEPersistentDisk | None = None
+    aws_elastic_block_store: AWSElasticBlockStore | None = None
+    iscsi: ISCSIVolume | None = None
+    rbd: RBDVolume | None = None
 
 
 class PreferredSchedulingTerm(Wire, frozen=True):
