@@ -199,6 +199,11 @@ def inline_disks(spec: wc.PodSpec) -> tuple[InlineDisk, ...]:
     return tuple(out)
 
 
+def image_name(name: str) -> str:
+    """kube's normalizedImageName: `:latest` for an image without a tag or digest."""
+    return name if name.rfind(":") > name.rfind("/") else f"{name}:latest"
+
+
 def pod(v: wc.Pod) -> Pod:
     meta = v.metadata or EMPTY_META
     name = name_of(meta)
@@ -256,6 +261,7 @@ def pod(v: wc.Pod) -> Pod:
         preferred_affinity=preferred_terms(node_affinity),
         host_ports=host_ports(spec),
         inline_disks=inline_disks(spec),
+        images=tuple(image_name(c.image or "") for c in (*(spec.init_containers or ()), *(spec.containers or ()))),
     )
 
 
@@ -281,6 +287,7 @@ def node(v: wc.Node) -> Node:
         taints=tuple(Taint(key=t.key or "", value=t.value or "", effect=t.effect or "") for t in spec.taints or ()),
         allocatable=allocatable,
         capacity=capacity,
+        images={n: i.size_bytes or 0 for i in status.images or () for n in i.names or ()},
     )
 
 

@@ -107,6 +107,7 @@ class Pod(msgspec.Struct, frozen=True):
     # host ports of sidecars then containers: (hostIP, protocol, hostPort), "0.0.0.0" and "TCP" when unset
     host_ports: tuple[tuple[str, str, int], ...] = ()
     inline_disks: tuple[InlineDisk, ...] = ()
+    images: tuple[str, ...] = ()  # init containers' then containers' images, `:latest` when untagged
 
     @property
     def key(self) -> str:
@@ -135,6 +136,7 @@ class Node(msgspec.Struct, frozen=True):
     taints: tuple[Taint, ...] = ()
     allocatable: ResourceList = {}
     capacity: ResourceList = {}
+    images: dict[str, int] = {}  # status.images: each name as written -> the image's size in bytes
 
 
 class ClaimRef(msgspec.Struct, frozen=True):

@@ -13,6 +13,7 @@ from berth.core.framework import PluginModule
 from berth.core.loadaware import plugin as loadawarescheduling
 from berth.core.plugins import (
     balancedallocation,
+    imagelocality,
     nodeaffinity,
     nodeports,
     noderesourcesfit,
@@ -45,6 +46,7 @@ REGISTRY: tuple[Registered, ...] = (
     # kube's default-profile plugins berth does not enable by default yet (the lead flips berth's
     # default profile to kube's in one change: docs/plugins.md, "The flip")
     Registered(balancedallocation),  # kube: score weight 1
+    Registered(imagelocality),  # kube: score weight 1
     Registered(nodeports),  # kube: filter, after NodeAffinity
     Registered(volumerestrictions),  # kube: filter, after NodeResourcesFit
     Registered(nodevolumelimits),  # kube: filter, before VolumeBinding

@@ -32,6 +32,7 @@ class ContainerPort(Wire, frozen=True):
 
 
 class Container(Wire, frozen=True):
+    image: str | None = None
     resources: ResourceRequirements | None = None
     restart_policy: str | None = None
     ports: list[ContainerPort] | None = None
@@ -140,9 +141,15 @@ class NodeSpec(Wire, frozen=True):
     taints: list[Taint] | None = None
 
 
+class ContainerImage(Wire, frozen=True):
+    names: list[str] | None = None
+    size_bytes: int | None = None
+
+
 class NodeStatus(Wire, frozen=True):
     capacity: Quantities | None = None
     allocatable: Quantities | None = None
+    images: list[ContainerImage] | None = None
 
 
 class Node(Object, frozen=True):
