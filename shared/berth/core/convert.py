@@ -57,6 +57,8 @@ def _requirements(items: tuple[w.Requirement, ...] | None) -> tuple[Requirement,
     return tuple(Requirement(key=r.key or "", operator=r.operator or "", values=r.values or ()) for r in items)
 
 
+_CPU_MEMORY = (resources.CPU, resources.MEMORY)
+_IMAGES: dict[str, str] = {}  # image name -> normalised: many pods share an image
 _SELECTORS: dict[w.NodeSelector, NodeSelector] = {}  # local PVs on one node share one selector
 
 
@@ -119,24 +121,19 @@ def _resources(v: wc.ResourceRequirements | None, at: str) -> tuple[dict[str, in
     return ({**limits, **requests} if limits else requests), limits
 
 
-def nonzero_requests(spec: wc.PodSpec) -> dict[str, int]:
-    """cpu and memory requests for scoring (kube's NonMissingContainerRequests): a container that
-    names no cpu counts 100m, one that names no memory 200Mi; pod-level values and overhead as usual.
-    Call after pod_spec_resources has checked the quantities."""
-
-    def filled(c: wc.Container) -> dict[str, int]:
-        return {**resources.NONZERO_DEFAULTS, **_resources(c.resources, "")[0]}
-
-    init = [(filled(c), c.restart_policy == "Always") for c in spec.init_containers or ()]
-    overhead = resource_list(spec.overhead)
-    total = resources.effective(
-        [filled(c) for c in spec.containers or ()], init, overhead, _resources(spec.resources, "")[0]
-    )
-    return {k: total.get(k, 0) for k in (resources.CPU, resources.MEMORY)}
-
-
 def pod_spec_resources(spec: wc.PodSpec, at: str = "spec") -> tuple[dict[str, int], dict[str, int]]:
     """Effective (requests, limits) of a pod spec (kube's PodRequests and PodLimits)."""
+    requests, limits, _ = _pod_amounts(spec, at)
+    return requests, limits
+
+
+def _names_cpu_memory(r: dict[str, int]) -> bool:
+    return resources.CPU in r and resources.MEMORY in r
+
+
+def _pod_amounts(spec: wc.PodSpec, at: str) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """(requests, limits, non-zero cpu and memory): the last as kube's scoring counts them
+    (NonMissingContainerRequests): a container naming no cpu counts 100m, none memory 200Mi."""
     reqs, lims = [], []
     for i, c in enumerate(spec.containers or ()):
         r, lim = _resources(c.resources, f"{at}.containers[{i}].resources")
@@ -156,7 +153,15 @@ def pod_spec_resources(spec: wc.PodSpec, at: str = "spec") -> tuple[dict[str, in
     limits = resources.effective(lims, init_l, {}, pod_lim)
     # kube adds overhead only to the limits that are set
     limits = resources.add(limits, {k: v for k, v in overhead.items() if k in limits})
-    return resources.effective(reqs, init_r, overhead, pod_req), limits
+    requests = resources.effective(reqs, init_r, overhead, pod_req)
+    named = all(_names_cpu_memory(r) for r in reqs) and all(_names_cpu_memory(r) for r, _ in init_r)
+    if named:  # nothing to fill in: the requests themselves (kept empty, see Pod.nonzero_requests)
+        return requests, limits, {}
+    fill = resources.NONZERO_DEFAULTS
+    total = resources.effective(
+        [{**fill, **r} for r in reqs], [({**fill, **r}, s) for r, s in init_r], overhead, pod_req
+    )
+    return requests, limits, {k: total.get(k, 0) for k in _CPU_MEMORY}
 
 
 def preferred_terms(
@@ -173,35 +178,56 @@ def preferred_terms(
 
 def host_ports(spec: wc.PodSpec) -> tuple[tuple[str, str, int], ...]:
     """kube's GetHostPorts: sidecars' (restartable init containers') then containers' host ports."""
-    sidecars = [c for c in spec.init_containers or () if c.restart_policy == "Always"]
+    inits = spec.init_containers
+    sources = [c for c in inits if c.ports and c.restart_policy == "Always"] if inits else []
+    for c in spec.containers or ():
+        if c.ports:
+            sources.append(c)
+    if not sources:
+        return ()
     return tuple(
         (p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port)
-        for c in (*sidecars, *(spec.containers or ()))
+        for c in sources
         for p in c.ports or ()
         if p.host_port is not None and p.host_port > 0
     )
 
 
-def inline_disks(spec: wc.PodSpec) -> tuple[InlineDisk, ...]:
+def inline_disks(vol: wc.Volume) -> list[InlineDisk]:
+    """An inline gcePersistentDisk, awsElasticBlockStore, iscsi or rbd volume, as VolumeRestrictions compares them."""
     out = []
-    for vol in spec.volumes or ():
-        if vol.gce_persistent_disk is not None:
-            d = vol.gce_persistent_disk
-            out.append(InlineDisk("gce", d.pd_name or "", bool(d.read_only)))
-        if vol.aws_elastic_block_store is not None:
-            a = vol.aws_elastic_block_store
-            out.append(InlineDisk("aws", a.volume_id or "", bool(a.read_only)))
-        if vol.iscsi is not None:
-            out.append(InlineDisk("iscsi", vol.iscsi.iqn or "", bool(vol.iscsi.read_only)))
-        if vol.rbd is not None:
-            r = vol.rbd
-            out.append(InlineDisk("rbd", r.image or "", bool(r.read_only), r.pool or "", tuple(r.monitors or ())))
-    return tuple(out)
+    if vol.gce_persistent_disk is not None:
+        d = vol.gce_persistent_disk
+        out.append(InlineDisk("gce", d.pd_name or "", bool(d.read_only)))
+    if vol.aws_elastic_block_store is not None:
+        a = vol.aws_elastic_block_store
+        out.append(InlineDisk("aws", a.volume_id or "", bool(a.read_only)))
+    if vol.iscsi is not None:
+        out.append(InlineDisk("iscsi", vol.iscsi.iqn or "", bool(vol.iscsi.read_only)))
+    if vol.rbd is not None:
+        r = vol.rbd
+        out.append(InlineDisk("rbd", r.image or "", bool(r.read_only), r.pool or "", tuple(r.monitors or ())))
+    return out
 
 
 def image_name(name: str) -> str:
     """kube's normalizedImageName: `:latest` for an image without a tag or digest."""
-    return name if name.rfind(":") > name.rfind("/") else f"{name}:latest"
+    out = _IMAGES.get(name)
+    if out is None:
+        out = name if name.rfind(":") > name.rfind("/") else f"{name}:latest"
+        if len(_IMAGES) >= 16384:
+            _IMAGES.clear()
+        _IMAGES[name] = out
+    return out
+
+
+def pod_images(spec: wc.PodSpec) -> tuple[str, ...]:
+    """Init containers' then containers' images, normalised."""
+    inits = spec.init_containers
+    containers = spec.containers or ()
+    if inits:
+        containers = (*inits, *containers)
+    return tuple(image_name(c.image or "") for c in containers)
 
 
 def pod(v: wc.Pod) -> Pod:
@@ -209,8 +235,9 @@ def pod(v: wc.Pod) -> Pod:
     name = name_of(meta)
     spec = v.spec or wc.PodSpec()
     status = v.status or wc.PodStatus()
-    requests, limits = pod_spec_resources(spec)
+    requests, limits, nonzero = _pod_amounts(spec, "spec")
     volumes = []
+    disks: list[InlineDisk] = []
     for vol in spec.volumes or ():
         vname = vol.name or ""
         source = vol.persistent_volume_claim
@@ -219,6 +246,8 @@ def pod(v: wc.Pod) -> Pod:
             volumes.append(PodVolume(name=vname, claim_name=claim))
         elif vol.ephemeral is not None:
             volumes.append(PodVolume(name=vname, claim_name=f"{name}-{vname}", ephemeral=True))
+        elif vol.gce_persistent_disk or vol.aws_elastic_block_store or vol.iscsi or vol.rbd:
+            disks.extend(inline_disks(vol))
     node_affinity = None if spec.affinity is None else spec.affinity.node_affinity
     required = None if node_affinity is None else node_affinity.required_during_scheduling_ignored_during_execution
     conditions = []
@@ -257,11 +286,11 @@ def pod(v: wc.Pod) -> Pod:
         requests=requests,
         limits=limits,
         conditions=tuple(conditions),
-        nonzero_requests=nonzero_requests(spec),
-        preferred_affinity=preferred_terms(node_affinity),
+        nonzero_requests=nonzero,
+        preferred_affinity=() if node_affinity is None else preferred_terms(node_affinity),
         host_ports=host_ports(spec),
-        inline_disks=inline_disks(spec),
-        images=tuple(image_name(c.image or "") for c in (*(spec.init_containers or ()), *(spec.containers or ()))),
+        inline_disks=tuple(disks),
+        images=pod_images(spec),
     )
 
 

@@ -100,7 +100,8 @@ class Pod(msgspec.Struct, frozen=True):
     requests: ResourceList = {}
     limits: ResourceList = {}
     conditions: tuple[PodCondition, ...] = ()
-    # cpu and memory as kube's scoring counts them: 100m / 200Mi for a container that names neither
+    # cpu and memory as kube's scoring counts them (100m / 200Mi for a container naming neither);
+    # empty when every container names both: then they are the requests' own
     nonzero_requests: ResourceList = {}
     # preferred node affinity: (weight, the term as a one-term selector), weight-0 terms left out
     preferred_affinity: tuple[tuple[int, NodeSelector], ...] = ()

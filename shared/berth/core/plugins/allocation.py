@@ -99,7 +99,8 @@ class NonZeroRequested:
         if prev is not None:
             self._add(prev[0], -prev[1], -prev[2])
         if new is not None and new.node_name and not new.terminated:
-            cpu, memory = new.nonzero_requests.get(CPU, 0), new.nonzero_requests.get(MEMORY, 0)
+            nonzero = new.nonzero_requests or new.requests
+            cpu, memory = nonzero.get(CPU, 0), nonzero.get(MEMORY, 0)
             self._counted[key] = (new.node_name, cpu, memory)
             self._add(new.node_name, cpu, memory)
 
@@ -117,7 +118,7 @@ class NonZeroRequested:
 
 def pod_request(pod: Pod, name: str, nonzero: bool) -> int:
     if nonzero and name in (CPU, MEMORY):
-        return pod.nonzero_requests.get(name, 0)
+        return (pod.nonzero_requests or pod.requests).get(name, 0)
     return pod.requests.get(name, 0)
 
 
