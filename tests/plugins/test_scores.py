@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from berth.core.config import parse_config
-from berth.core.framework import Code, Cycle
+from berth.core.framework import Code, Cycle, KeepsState
 from berth.core.kinds import convert
 from berth.core.plugins.normalize import default_normalize
 from berth.core.state import ClusterState
@@ -40,6 +40,8 @@ def normalised(
     cfg = parse_config(doc)
     state = ClusterState()
     p = cfg.plugins.modules[plugin].new(cfg.args.get(plugin), state)
+    if isinstance(p, KeepsState):
+        state.attach(p.extension())
     for raw in nodes:
         state.apply(convert(raw))
     cycle = Cycle(convert(pod), state, NOW)
@@ -230,3 +232,19 @@ def test_default_normalize() -> None:
     feasible = np.array([True, True, True, False])
     default_normalize(s, feasible, reverse=False)
     assert s.tolist() == [18, 100, 36, 7]
+
+
+def test_prefer_taints_follow_node_updates() -> None:
+    a, b = tnode("nodeA"), tnode("nodeB", ("cpu-type", "arm64", P))
+    assert normalised("TaintToleration", None, tpod(), [a, b]) == [100, 0]
+    cfg = parse_config(None)
+    state = ClusterState()
+    p = cfg.plugins.modules["TaintToleration"].new(None, state)
+    state.attach(p.extension())  # type: ignore[attr-defined]
+    for raw in (a, b, tnode("nodeA", ("k", "v", P), ("k2", "v", P))):  # nodeA gains two taints
+        state.apply(convert(raw))
+    cycle = Cycle(convert(tpod()), state, NOW)
+    feasible = state.nodes.valid.copy()
+    p.pre_score(cycle, feasible)  # type: ignore[attr-defined]
+    got = p.score(cycle, feasible)  # type: ignore[attr-defined]
+    assert [int(got[state.nodes.slot[x]]) for x in ("nodeA", "nodeB")] == [2, 1]

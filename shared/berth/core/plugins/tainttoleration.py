@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from berth.core.framework import (
     OK,
@@ -20,7 +21,8 @@ from berth.core.framework import (
     Scores,
     Status,
 )
-from berth.core.model import Taint, Toleration
+from berth.core.model import Pod, Taint, Toleration
+from berth.core.nodes import NodeTable
 from berth.core.plugins.normalize import default_normalize
 from berth.core.state import ClusterState
 
@@ -33,8 +35,48 @@ def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) 
     return next((t for t in taints if not any(tol.tolerates(t) for tol in tolerations)), None)
 
 
+class PreferTaints:
+    """Each slot's PreferNoSchedule taints, as an id into a list of distinct sets (a ClusterState
+    extension kept as nodes change), so the Score counts once per distinct set."""
+
+    kinds: tuple[type, ...] = ()
+
+    def __init__(self) -> None:
+        self.sets: list[tuple[Taint, ...]] = [()]
+        self._index: dict[tuple[Taint, ...], int] = {(): 0}
+        self._ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+
+    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
+        return None
+
+    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
+        return None
+
+    def ids(self, nodes: NodeTable) -> npt.NDArray[np.int64]:
+        n = len(nodes.valid)
+        if len(self._ids) < n:
+            self._ids = np.concatenate([self._ids, np.zeros(n - len(self._ids), dtype=np.int64)])
+        return self._ids
+
+    def node_changed(self, state: ClusterState, slot: int) -> None:
+        ids = self.ids(state.nodes)
+        node = state.nodes.node(slot)
+        key = () if node is None else tuple(t for t in node.taints if t.effect == "PreferNoSchedule")
+        sid = self._index.get(key)
+        if sid is None:
+            sid = self._index[key] = len(self.sets)
+            self.sets.append(key)
+        ids[slot] = sid
+
+
 class TaintToleration:
     name = NAME
+
+    def __init__(self) -> None:
+        self.prefer = PreferTaints()
+
+    def extension(self) -> PreferTaints:
+        return self.prefer
 
     def filter(self, cycle: Cycle) -> list[Failure]:
         nodes = cycle.state.nodes
@@ -53,21 +95,13 @@ class TaintToleration:
 
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
         tolerations: tuple[Toleration, ...] = cycle.data[self.name]
-        nodes = cycle.state.nodes
-        out = np.zeros(len(feasible), dtype=np.int64)
-        counts: dict[tuple[Taint, ...], int] = {}
-        for slot in np.flatnonzero(feasible):
-            node = nodes.node(int(slot))
-            if node is None or not node.taints:
-                continue
-            n = counts.get(node.taints)
-            if n is None:
-                n = counts[node.taints] = sum(
-                    1
-                    for t in node.taints
-                    if t.effect == "PreferNoSchedule" and not any(tol.tolerates(t) for tol in tolerations)
-                )
-            out[slot] = n
+        sets = self.prefer.sets
+        counts = np.array(
+            [sum(1 for t in taints if not any(tol.tolerates(t) for tol in tolerations)) for taints in sets],
+            dtype=np.int64,
+        )
+        ids = self.prefer.ids(cycle.state.nodes)
+        out: Scores = np.where(feasible, counts[ids[: len(feasible)]], 0)
         return out
 
     def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
