@@ -186,3 +186,16 @@ def cluster(*raws: dict[str, Any]) -> ClusterState:
     for raw in raws:
         state.apply(convert(raw))
     return state
+
+
+def csi_node(name: str, **drivers: int | None) -> dict[str, Any]:
+    """A CSINode: each driver with its allocatable count (None: no count, unlimited)."""
+    entries = [
+        {"name": d, "nodeID": name, **({} if n is None else {"allocatable": {"count": n}})} for d, n in drivers.items()
+    ]
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": name},
+        "spec": {"drivers": entries},
+    }

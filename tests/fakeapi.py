@@ -67,6 +67,7 @@ BUILTIN = [
     ("", "v1", "namespaces", "Namespace", False),
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
     ("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
+    ("storage.k8s.io", "v1", "csinodes", "CSINode", False),
     ("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
     ("apps", "v1", "deployments", "Deployment", True),
     ("apps", "v1", "replicasets", "ReplicaSet", True),

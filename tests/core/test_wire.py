@@ -17,7 +17,7 @@ from berth.core.kinds import KINDS, convert, convert_as, decode, kind_key
 from berth.core.model import PodAffinity, PodAffinityTerm, SpreadConstraint
 from berth.core.selectors import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
 from tests.buffers.builders import buffer, pod_template, quota, workload
-from tests.builders import HOST, ZONE, csi_capacity, csi_driver, node, pod, pv, pvc, storage_class
+from tests.builders import HOST, ZONE, csi_capacity, csi_driver, csi_node, node, pod, pv, pvc, storage_class
 from tests.interpod.builders import anti_affinity, namespace, spread
 from tests.loadaware.builders import node_metric
 
@@ -72,6 +72,16 @@ WELL_FORMED: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("storage class", storage_class(), {"name": "local", "binding_mode": "WaitForFirstConsumer"}),
     ("csi driver", csi_driver("d"), {"name": "d", "storage_capacity": True}),
     ("csi capacity", csi_capacity("cap", "local", "100Gi"), {"key": "kube-system/cap", "capacity": 100 * GI * 10**9}),
+    (
+        "csi node",
+        csi_node("n1", **{"ebs.csi.aws.com": 25, "other": None}),
+        {"name": "n1", "drivers": ("ebs.csi.aws.com", "other"), "limits": {"ebs.csi.aws.com": 25}},
+    ),
+    (
+        "csi pv",
+        pv("pv2", "1Gi", spec={"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"}}),
+        {"name": "pv2", "csi_driver": "ebs.csi.aws.com", "csi_handle": "vol-1"},
+    ),
     (
         "node metric",
         node_metric("n1", cpu="1500m", memory="2Gi", agg={"5m0s": {"p95": ("2", "3Gi")}}),

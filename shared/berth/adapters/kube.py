@@ -59,6 +59,7 @@ class Kind:
 KINDS: tuple[Kind, ...] = (
     Kind("StorageClass", "storageclasses", "storage.k8s.io", namespaced=False),
     Kind("CSIDriver", "csidrivers", "storage.k8s.io", namespaced=False),
+    Kind("CSINode", "csinodes", "storage.k8s.io", namespaced=False),
     Kind("Node", "nodes", namespaced=False),
     Kind("Namespace", "namespaces", namespaced=False),
     Kind("NodeMetric", "nodemetrics", "slo.koordinator.sh", ("v1alpha1",), namespaced=False, crd=True),

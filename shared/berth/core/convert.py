@@ -15,7 +15,9 @@ from berth.core.model import (
     ANN_CLASS_WEIGHT,
     ClaimRef,
     CSIDriver,
+    CSINode,
     CSIStorageCapacity,
+    InlineDisk,
     Namespace,
     Node,
     OwnerRef,
@@ -59,6 +61,8 @@ def _requirements(items: tuple[w.Requirement, ...] | None) -> tuple[Requirement,
     return tuple(Requirement(key=r.key or "", operator=r.operator or "", values=r.values or ()) for r in items)
 
 
+_CPU_MEMORY = (resources.CPU, resources.MEMORY)
+_IMAGES: dict[str, str] = {}  # image name -> normalised: many pods share an image
 _SELECTORS: dict[w.NodeSelector, NodeSelector] = {}  # local PVs on one node share one selector
 
 
@@ -123,6 +127,17 @@ def _resources(v: wc.ResourceRequirements | None, at: str) -> tuple[dict[str, in
 
 def pod_spec_resources(spec: wc.PodSpec, at: str = "spec") -> tuple[dict[str, int], dict[str, int]]:
     """Effective (requests, limits) of a pod spec (kube's PodRequests and PodLimits)."""
+    requests, limits, _ = _pod_amounts(spec, at)
+    return requests, limits
+
+
+def _names_cpu_memory(r: dict[str, int]) -> bool:
+    return resources.CPU in r and resources.MEMORY in r
+
+
+def _pod_amounts(spec: wc.PodSpec, at: str) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """(requests, limits, non-zero cpu and memory): the last as kube's scoring counts them
+    (NonMissingContainerRequests): a container naming no cpu counts 100m, none memory 200Mi."""
     reqs, lims = [], []
     for i, c in enumerate(spec.containers or ()):
         r, lim = _resources(c.resources, f"{at}.containers[{i}].resources")
@@ -142,7 +157,81 @@ def pod_spec_resources(spec: wc.PodSpec, at: str = "spec") -> tuple[dict[str, in
     limits = resources.effective(lims, init_l, {}, pod_lim)
     # kube adds overhead only to the limits that are set
     limits = resources.add(limits, {k: v for k, v in overhead.items() if k in limits})
-    return resources.effective(reqs, init_r, overhead, pod_req), limits
+    requests = resources.effective(reqs, init_r, overhead, pod_req)
+    named = all(_names_cpu_memory(r) for r in reqs) and all(_names_cpu_memory(r) for r, _ in init_r)
+    if named:  # nothing to fill in: the requests themselves (kept empty, see Pod.nonzero_requests)
+        return requests, limits, {}
+    fill = resources.NONZERO_DEFAULTS
+    total = resources.effective(
+        [{**fill, **r} for r in reqs], [({**fill, **r}, s) for r, s in init_r], overhead, pod_req
+    )
+    return requests, limits, {k: total.get(k, 0) for k in _CPU_MEMORY}
+
+
+def preferred_terms(
+    affinity: wc.NodeAffinity | None,
+) -> tuple[tuple[int, NodeSelector], ...]:
+    """Preferred node-affinity terms with a weight, each as a one-term selector (its masks are cached)."""
+    terms = None if affinity is None else affinity.preferred_during_scheduling_ignored_during_execution
+    return tuple(
+        (t.weight, node_selector(w.NodeSelector(node_selector_terms=(t.preference,))))
+        for t in terms or ()
+        if t.weight and t.preference is not None
+    )
+
+
+def host_ports(spec: wc.PodSpec) -> tuple[tuple[str, str, int], ...]:
+    """kube's GetHostPorts: sidecars' (restartable init containers') then containers' host ports."""
+    inits = spec.init_containers
+    sources = [c for c in inits if c.ports and c.restart_policy == "Always"] if inits else []
+    for c in spec.containers or ():
+        if c.ports:
+            sources.append(c)
+    if not sources:
+        return ()
+    return tuple(
+        (p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port)
+        for c in sources
+        for p in c.ports or ()
+        if p.host_port is not None and p.host_port > 0
+    )
+
+
+def inline_disks(vol: wc.Volume) -> list[InlineDisk]:
+    """An inline gcePersistentDisk, awsElasticBlockStore, iscsi or rbd volume, as VolumeRestrictions compares them."""
+    out = []
+    if vol.gce_persistent_disk is not None:
+        d = vol.gce_persistent_disk
+        out.append(InlineDisk("gce", d.pd_name or "", bool(d.read_only)))
+    if vol.aws_elastic_block_store is not None:
+        a = vol.aws_elastic_block_store
+        out.append(InlineDisk("aws", a.volume_id or "", bool(a.read_only)))
+    if vol.iscsi is not None:
+        out.append(InlineDisk("iscsi", vol.iscsi.iqn or "", bool(vol.iscsi.read_only)))
+    if vol.rbd is not None:
+        r = vol.rbd
+        out.append(InlineDisk("rbd", r.image or "", bool(r.read_only), r.pool or "", tuple(r.monitors or ())))
+    return out
+
+
+def image_name(name: str) -> str:
+    """kube's normalizedImageName: `:latest` for an image without a tag or digest."""
+    out = _IMAGES.get(name)
+    if out is None:
+        out = name if name.rfind(":") > name.rfind("/") else f"{name}:latest"
+        if len(_IMAGES) >= 16384:
+            _IMAGES.clear()
+        _IMAGES[name] = out
+    return out
+
+
+def pod_images(spec: wc.PodSpec) -> tuple[str, ...]:
+    """Init containers' then containers' images, normalised."""
+    inits = spec.init_containers
+    containers = spec.containers or ()
+    if inits:
+        containers = (*inits, *containers)
+    return tuple(image_name(c.image or "") for c in containers)
 
 
 def pod(v: wc.Pod) -> Pod:
@@ -150,8 +239,9 @@ def pod(v: wc.Pod) -> Pod:
     name = name_of(meta)
     spec = v.spec or wc.PodSpec()
     status = v.status or wc.PodStatus()
-    requests, limits = pod_spec_resources(spec)
+    requests, limits, nonzero = _pod_amounts(spec, "spec")
     volumes = []
+    disks: list[InlineDisk] = []
     for vol in spec.volumes or ():
         vname = vol.name or ""
         source = vol.persistent_volume_claim
@@ -160,6 +250,8 @@ def pod(v: wc.Pod) -> Pod:
             volumes.append(PodVolume(name=vname, claim_name=claim))
         elif vol.ephemeral is not None:
             volumes.append(PodVolume(name=vname, claim_name=f"{name}-{vname}", ephemeral=True))
+        elif vol.gce_persistent_disk or vol.aws_elastic_block_store or vol.iscsi or vol.rbd:
+            disks.extend(inline_disks(vol))
     node_affinity = None if spec.affinity is None else spec.affinity.node_affinity
     required = None if node_affinity is None else node_affinity.required_during_scheduling_ignored_during_execution
     conditions = []
@@ -200,6 +292,11 @@ def pod(v: wc.Pod) -> Pod:
         conditions=tuple(conditions),
         pod_affinity=pod_affinity(spec.affinity),
         spread=spread_constraints(spec.topology_spread_constraints),
+        nonzero_requests=nonzero,
+        preferred_affinity=() if node_affinity is None else preferred_terms(node_affinity),
+        host_ports=host_ports(spec),
+        inline_disks=tuple(disks),
+        images=pod_images(spec),
     )
 
 
@@ -225,6 +322,7 @@ def node(v: wc.Node) -> Node:
         taints=tuple(Taint(key=t.key or "", value=t.value or "", effect=t.effect or "") for t in spec.taints or ()),
         allocatable=allocatable,
         capacity=capacity,
+        images={n: i.size_bytes or 0 for i in status.images or () for n in i.names or ()},
     )
 
 
@@ -264,6 +362,8 @@ def pv(v: wc.PersistentVolume) -> PersistentVolume:
         deleting=meta.deletion_timestamp is not None,
         node_affinity=None if required is None else node_selector(required),
         attributes_class=attributes_class,
+        csi_driver=(spec.csi.driver or "") if spec.csi is not None else "",
+        csi_handle=(spec.csi.volume_handle or "") if spec.csi is not None else "",
     )
 
 
@@ -402,3 +502,18 @@ def spread_constraints(items: list[wc.TopologySpreadConstraint] | None) -> tuple
 def namespace(v: wc.Namespace) -> Namespace:
     meta = v.metadata or EMPTY_META
     return Namespace(name=name_of(meta), resource_version=meta.resource_version or "", labels=meta.labels or {})
+
+
+def csi_node(v: wc.CSINode) -> CSINode:
+    meta = v.metadata or EMPTY_META
+    drivers = [d for d in (v.spec.drivers or ()) if d.name] if v.spec is not None else []
+    return CSINode(
+        name=name_of(meta),
+        resource_version=meta.resource_version or "",
+        drivers=tuple(d.name or "" for d in drivers),
+        limits={
+            d.name or "": d.allocatable.count
+            for d in drivers
+            if d.allocatable is not None and d.allocatable.count is not None
+        },
+    )

@@ -48,6 +48,7 @@ KINDS: dict[tuple[str, str], Kind] = {
         ("storage.k8s.io", "StorageClass", wc.StorageClass, core.storage_class),
         ("storage.k8s.io", "CSIDriver", wc.CSIDriver, core.csi_driver),
         ("storage.k8s.io", "CSIStorageCapacity", wc.CSIStorageCapacity, core.csi_capacity),
+        ("storage.k8s.io", "CSINode", wc.CSINode, core.csi_node),  # NodeVolumeLimits
         ("slo.koordinator.sh", "NodeMetric", wl.NodeMetric, loadaware.nodemetric),
         (GROUP, "CapacityBuffer", wb.CapacityBuffer, buffers.capacity_buffer),
         ("", "PodTemplate", wb.PodTemplate, buffers.pod_template),

@@ -67,6 +67,17 @@ class PodVolume(msgspec.Struct, frozen=True):
     ephemeral: bool = False
 
 
+class InlineDisk(msgspec.Struct, frozen=True):
+    """An inline gcePersistentDisk, awsElasticBlockStore, iscsi or rbd volume: what names the disk
+    (pdName, volumeID, iqn, image), the RBD pool and monitors, and readOnly."""
+
+    kind: str  # gce | aws | iscsi | rbd
+    name: str
+    read_only: bool = False
+    pool: str = ""
+    monitors: tuple[str, ...] = ()
+
+
 class Pod(msgspec.Struct, frozen=True):
     namespace: str
     name: str
@@ -92,6 +103,15 @@ class Pod(msgspec.Struct, frozen=True):
     # inter-pod affinity and topology spread (InterPodAffinity, PodTopologySpread)
     pod_affinity: PodAffinity | None = None
     spread: tuple[SpreadConstraint, ...] = ()
+    # cpu and memory as kube's scoring counts them (100m / 200Mi for a container naming neither);
+    # empty when every container names both: then they are the requests' own
+    nonzero_requests: ResourceList = {}
+    # preferred node affinity: (weight, the term as a one-term selector), weight-0 terms left out
+    preferred_affinity: tuple[tuple[int, NodeSelector], ...] = ()
+    # host ports of sidecars then containers: (hostIP, protocol, hostPort), "0.0.0.0" and "TCP" when unset
+    host_ports: tuple[tuple[str, str, int], ...] = ()
+    inline_disks: tuple[InlineDisk, ...] = ()
+    images: tuple[str, ...] = ()  # init containers' then containers' images, `:latest` when untagged
 
     @property
     def key(self) -> str:
@@ -120,6 +140,7 @@ class Node(msgspec.Struct, frozen=True):
     taints: tuple[Taint, ...] = ()
     allocatable: ResourceList = {}
     capacity: ResourceList = {}
+    images: dict[str, int] = {}  # status.images: each name as written -> the image's size in bytes
 
 
 class ClaimRef(msgspec.Struct, frozen=True):
@@ -146,6 +167,8 @@ class PersistentVolume(msgspec.Struct, frozen=True):
     deleting: bool = False
     node_affinity: NodeSelector | None = None
     attributes_class: str = ""
+    csi_driver: str = ""  # spec.csi: the driver and the volume's handle
+    csi_handle: str = ""
 
 
 class PersistentVolumeClaim(msgspec.Struct, frozen=True):
@@ -257,3 +280,12 @@ class Namespace(msgspec.Struct, frozen=True):
     name: str
     resource_version: str = ""
     labels: dict[str, str] = {}
+
+
+class CSINode(msgspec.Struct, frozen=True):
+    """A node's CSI drivers; `limits`: per driver, the most volumes it can attach (allocatable.count)."""
+
+    name: str
+    resource_version: str = ""
+    drivers: tuple[str, ...] = ()
+    limits: dict[str, int] = {}

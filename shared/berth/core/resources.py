@@ -10,6 +10,9 @@ CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
 EPHEMERAL = "ephemeral-storage"
+NATIVE = (CPU, MEMORY, EPHEMERAL, PODS)
+# what kube's scoring counts for a container that names no cpu / no memory request (100m, 200Mi)
+NONZERO_DEFAULTS = {CPU: 100, MEMORY: 200 * 1024 * 1024}
 
 
 def pod_level_supported(name: str) -> bool:

@@ -12,13 +12,19 @@ from dataclasses import dataclass
 from berth.core.framework import PluginModule
 from berth.core.loadaware import plugin as loadawarescheduling
 from berth.core.plugins import (
+    balancedallocation,
+    imagelocality,
     interpodaffinity,
     nodeaffinity,
+    nodeports,
     noderesourcesfit,
     nodeunschedulable,
+    nodevolumelimits,
     podtopologyspread,
     tainttoleration,
     volumebinding,
+    volumerestrictions,
+    volumezone,
 )
 
 
@@ -34,11 +40,19 @@ class Registered:
 
 REGISTRY: tuple[Registered, ...] = (
     Registered(nodeunschedulable, filter=True),
-    Registered(nodeaffinity, filter=True),
-    Registered(tainttoleration, filter=True),
-    Registered(noderesourcesfit, filter=True),
+    Registered(nodeaffinity, filter=True),  # kube: filter, score weight 2
+    Registered(tainttoleration, filter=True),  # kube: filter, score weight 3
+    Registered(noderesourcesfit, filter=True),  # kube: filter, score weight 1 (LeastAllocated)
     Registered(volumebinding, filter=True, weight=1),
     Registered(loadawarescheduling, filter=True, weight=1),
+    # kube's default-profile plugins berth does not enable by default yet (the lead flips berth's
+    # default profile to kube's in one change: docs/plugins.md, "The flip")
+    Registered(balancedallocation),  # kube: score weight 1
+    Registered(imagelocality),  # kube: score weight 1
+    Registered(nodeports),  # kube: filter, after NodeAffinity
+    Registered(volumerestrictions),  # kube: filter, after NodeResourcesFit
+    Registered(nodevolumelimits),  # kube: filter, before VolumeBinding
+    Registered(volumezone),  # kube: filter, after VolumeBinding
     # kube's default profile: filters after VolumeBinding/VolumeZone, scores with weight 2 each
     # (filter=True, weight=2); off in berth's default profile until it switches to kube's
     Registered(podtopologyspread),

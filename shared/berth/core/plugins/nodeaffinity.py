@@ -1,34 +1,117 @@
-"""NodeAffinity: the pod's nodeSelector and required node affinity."""
+"""NodeAffinity: the Filter checks the args' addedAffinity required terms (scheduler-enforced), then the
+pod's nodeSelector and required node affinity; the Score sums the weights of the preferred terms (the
+pod's and the args') each node matches, and NormalizeScore scales them to the highest (100)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from berth.core.framework import Action, ClusterEvent, ClusterEventWithHint, Code, Cycle, Failure
+import msgspec
+import numpy as np
+
+from berth.core import convert
+from berth.core.framework import (
+    OK,
+    SKIP,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    Cycle,
+    Failure,
+    Mask,
+    Scores,
+    Status,
+)
+from berth.core.plugins.normalize import default_normalize
+from berth.core.selectors import NodeSelector
 from berth.core.state import ClusterState
+from berth.core.validation import Problems, invalid, unknown_fields
+from berth.core.wire import core as wc
 
 NAME = "NodeAffinity"
-Args = None
 REASON = "node(s) didn't match Pod's node affinity/selector"
+ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+
+
+class Args(msgspec.Struct, frozen=True, kw_only=True):
+    """NodeAffinityArgs: addedAffinity, applied to every pod of the profile."""
+
+    required: NodeSelector | None = None
+    preferred: tuple[tuple[int, NodeSelector], ...] = ()
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], path: str, problems: Problems) -> Args:
+        unknown_fields(raw, {"apiVersion", "kind", "addedAffinity"}, path, problems)
+        if raw.get("kind", "NodeAffinityArgs") != "NodeAffinityArgs":
+            problems.append(invalid(f"{path}.kind", raw["kind"], "want NodeAffinityArgs"))
+        added = raw.get("addedAffinity")
+        if added is None:
+            return cls()
+        try:
+            wire = msgspec.convert(added, wc.NodeAffinity, str_keys=True)
+        except msgspec.ValidationError as e:
+            problems.append(invalid(f"{path}.addedAffinity", added, str(e)))
+            return cls()
+        required = wire.required_during_scheduling_ignored_during_execution
+        sel = None if required is None else convert.node_selector(required)
+        at = f"{path}.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+        for i, term in enumerate(sel.terms if sel is not None else ()):
+            for j, r in enumerate(term.match_expressions):
+                if not r.is_valid():
+                    problems.append(invalid(f"{at}[{i}].matchExpressions[{j}]", r.key, "invalid requirement"))
+        preferred = convert.preferred_terms(wire)
+        at = f"{path}.addedAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+        for i, (_, pref) in enumerate(preferred):
+            for term in pref.terms:
+                for j, r in enumerate(term.match_fields):
+                    if len(r.values) != 1:
+                        problems.append(f"{at}[{i}].matchFields[{j}].values: Required value: must have one element")
+        return cls(required=sel, preferred=preferred)
 
 
 class NodeAffinity:
     name = NAME
 
+    def __init__(self, args: Args) -> None:
+        self.args = args
+
     def filter(self, cycle: Cycle) -> list[Failure]:
         pod, nodes = cycle.pod, cycle.state.nodes
+        out = []
+        if self.args.required is not None:
+            enforced = nodes.valid & ~nodes.selector_mask(self.args.required)
+            if enforced.any():
+                out.append(Failure(enforced, ENFORCED, Code.UNRESOLVABLE))
         if not pod.node_selector and pod.affinity is None:
-            return []
+            return out
         ok = nodes.valid.copy()
         if pod.node_selector:
             ok &= nodes.match_labels_mask(pod.node_selector)
         if pod.affinity is not None:
             ok &= nodes.selector_mask(pod.affinity)
-        return [Failure(nodes.valid & ~ok, REASON, Code.UNRESOLVABLE)]
+        if self.args.required is not None:
+            ok |= ~nodes.selector_mask(self.args.required)  # a node fails the first check only
+        out.append(Failure(nodes.valid & ~ok, REASON, Code.UNRESOLVABLE))
+        return out
+
+    def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
+        return OK if cycle.pod.preferred_affinity or self.args.preferred else SKIP
+
+    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+        nodes = cycle.state.nodes
+        out = np.zeros(len(feasible), dtype=np.int64)
+        for weight, sel in (*cycle.pod.preferred_affinity, *self.args.preferred):
+            out += np.where(nodes.selector_mask(sel)[: len(out)], weight, 0)
+        return out
+
+    def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
+        default_normalize(scores, feasible, reverse=False)
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
         return (ClusterEventWithHint(ClusterEvent("Node", Action.ALL)),)
 
 
 def new(args: Any, handle: ClusterState) -> NodeAffinity:
-    return NodeAffinity()
+    return NodeAffinity(args if args is not None else Args())

@@ -1,19 +1,84 @@
-"""NodeResourcesFit (Filter): the pod's requests against each node's allocatable less what is requested there."""
+"""NodeResourcesFit: the Filter (the pod's requests against each node's allocatable less what is
+requested there, with ignoredResources / ignoredResourceGroups) and the Score (scoringStrategy:
+LeastAllocated, MostAllocated or RequestedToCapacityRatio, counting cpu and memory as kube's
+scoring does: 100m / 200Mi for a container naming neither). No NormalizeScore, as upstream."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from berth.core.framework import Action, ClusterEvent, ClusterEventWithHint, Cycle, Failure
+import numpy as np
+
+from berth.core.framework import (
+    MAX_NODE_SCORE,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Cycle,
+    Failure,
+    Mask,
+    Scores,
+)
+from berth.core.plugins.allocation import Ints, NonZeroRequested, allocatable_requested
+from berth.core.plugins.fitargs import LEAST, MAX_CUSTOM_PRIORITY_SCORE, MOST, NodeResourcesFitArgs
 from berth.core.resources import CPU, EPHEMERAL, MEMORY, PODS
 from berth.core.state import ClusterState
 
 NAME = "NodeResourcesFit"
-Args = None
+Args = NodeResourcesFitArgs
+
+
+def extended(name: str) -> bool:
+    """kube's IsExtendedResourceName: the only names ignoredResources / ignoredResourceGroups apply to."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+def _least(alloc: Ints, req: Ints) -> Ints:
+    safe = np.maximum(alloc, 1)
+    out: Ints = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // safe)
+    return out
+
+
+def _most(alloc: Ints, req: Ints) -> Ints:
+    out: Ints = np.minimum(req, alloc) * MAX_NODE_SCORE // np.maximum(alloc, 1)
+    return out
+
+
+def _trunc_div(a: Ints, b: int) -> Ints:
+    """Go's integer division: toward zero."""
+    out: Ints = np.where(a < 0, -((-a) // b), a // b)
+    return out
+
+
+def broken_linear(pts: list[tuple[int, int]], p: Ints) -> Ints:
+    """kube's buildBrokenLinearFunction over many utilisations at once: (utilization, score) points."""
+    out = np.full(len(p), pts[-1][1], dtype=np.int64)
+    done = np.zeros(len(p), dtype=bool)
+    for i, (u, s) in enumerate(pts):
+        here = ~done & (p <= u)
+        if i == 0:
+            out[here] = s
+        else:
+            u0, s0 = pts[i - 1]
+            out[here] = s0 + _trunc_div((s - s0) * (p[here] - u0), u - u0)
+        done |= here
+    return out
 
 
 class NodeResourcesFit:
     name = NAME
+
+    def __init__(self, args: NodeResourcesFitArgs) -> None:
+        self.args = args
+        self.nonzero = NonZeroRequested()
+
+    def extension(self) -> NonZeroRequested:
+        return self.nonzero
+
+    def _ignored(self, name: str) -> bool:
+        if not extended(name):
+            return False
+        return name in self.args.ignored_resources or name.split("/")[0] in self.args.ignored_resource_groups
 
     def filter(self, cycle: Cycle) -> list[Failure]:
         nodes = cycle.state.nodes
@@ -28,7 +93,7 @@ class NodeResourcesFit:
             CPU,
             MEMORY,
             EPHEMERAL,
-            *sorted(k for k in requests if k not in (CPU, MEMORY, EPHEMERAL, PODS)),
+            *sorted(k for k in requests if k not in (CPU, MEMORY, EPHEMERAL, PODS) and not self._ignored(k)),
         ]
         for name in order:
             want = requests.get(name, 0)
@@ -37,6 +102,33 @@ class NodeResourcesFit:
             short = nodes.valid & (nodes.allocatable(name) - nodes.requested(name) < want)
             if short.any():
                 out.append(Failure(short, f"Insufficient {name}"))
+        return out
+
+    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+        strategy = self.args.scoring_strategy
+        columns = allocatable_requested(cycle.state.nodes, cycle.pod, strategy.resources, self.nonzero)
+        n = len(feasible)
+        total = np.zeros(n, dtype=np.int64)
+        weights = np.zeros(n, dtype=np.int64)
+        for spec, alloc, req in columns:
+            counted = alloc > 0
+            if strategy.type == LEAST:
+                part = _least(alloc, req)
+            elif strategy.type == MOST:
+                part = _most(alloc, req)
+            else:
+                assert strategy.shape is not None
+                util = np.where(req > alloc, 100, req * 100 // np.maximum(alloc, 1))
+                scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+                part = broken_linear([(pt.utilization, pt.score * scale) for pt in strategy.shape], util)
+                counted &= part > 0  # a resource scoring 0 drops out with its weight
+            total += np.where(counted, part * spec.weight, 0)
+            weights += np.where(counted, spec.weight, 0)
+        safe = np.maximum(weights, 1)
+        if strategy.type in (LEAST, MOST):
+            out: Scores = np.where(weights > 0, total // safe, 0)
+        else:  # math.Round: half away from zero (scores are never negative)
+            out = np.where(weights > 0, (2 * total + safe) // (2 * safe), 0)
         return out
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
@@ -48,4 +140,4 @@ class NodeResourcesFit:
 
 
 def new(args: Any, handle: ClusterState) -> NodeResourcesFit:
-    return NodeResourcesFit()
+    return NodeResourcesFit(args if args is not None else Args())

@@ -1,11 +1,29 @@
-"""TaintToleration: NoSchedule and NoExecute taints the pod does not tolerate."""
+"""TaintToleration: the Filter rejects NoSchedule and NoExecute taints the pod does not tolerate; the
+Score counts the node's PreferNoSchedule taints the pod's PreferNoSchedule (or effect-less)
+tolerations do not tolerate, and NormalizeScore reverses the counts (fewest: 100)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from berth.core.framework import Action, ClusterEvent, ClusterEventWithHint, Code, Cycle, Failure
-from berth.core.model import Taint, Toleration
+import numpy as np
+import numpy.typing as npt
+
+from berth.core.framework import (
+    OK,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    Cycle,
+    Failure,
+    Mask,
+    Scores,
+    Status,
+)
+from berth.core.model import Pod, Taint, Toleration
+from berth.core.nodes import NodeTable
+from berth.core.plugins.normalize import default_normalize
 from berth.core.state import ClusterState
 
 NAME = "TaintToleration"
@@ -17,8 +35,48 @@ def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) 
     return next((t for t in taints if not any(tol.tolerates(t) for tol in tolerations)), None)
 
 
+class PreferTaints:
+    """Each slot's PreferNoSchedule taints, as an id into a list of distinct sets (a ClusterState
+    extension kept as nodes change), so the Score counts once per distinct set."""
+
+    kinds: tuple[type, ...] = ()
+
+    def __init__(self) -> None:
+        self.sets: list[tuple[Taint, ...]] = [()]
+        self._index: dict[tuple[Taint, ...], int] = {(): 0}
+        self._ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+
+    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
+        return None
+
+    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
+        return None
+
+    def ids(self, nodes: NodeTable) -> npt.NDArray[np.int64]:
+        n = len(nodes.valid)
+        if len(self._ids) < n:
+            self._ids = np.concatenate([self._ids, np.zeros(n - len(self._ids), dtype=np.int64)])
+        return self._ids
+
+    def node_changed(self, state: ClusterState, slot: int) -> None:
+        ids = self.ids(state.nodes)
+        node = state.nodes.node(slot)
+        key = () if node is None else tuple(t for t in node.taints if t.effect == "PreferNoSchedule")
+        sid = self._index.get(key)
+        if sid is None:
+            sid = self._index[key] = len(self.sets)
+            self.sets.append(key)
+        ids[slot] = sid
+
+
 class TaintToleration:
     name = NAME
+
+    def __init__(self) -> None:
+        self.prefer = PreferTaints()
+
+    def extension(self) -> PreferTaints:
+        return self.prefer
 
     def filter(self, cycle: Cycle) -> list[Failure]:
         nodes = cycle.state.nodes
@@ -30,6 +88,24 @@ class TaintToleration:
                 if mask.any():
                     out.append(Failure(mask, f"{REASON_PREFIX} {{{bad.key}: {bad.value}}}", Code.UNRESOLVABLE))
         return out
+
+    def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
+        cycle.data[self.name] = tuple(t for t in cycle.pod.tolerations if t.effect in ("", "PreferNoSchedule"))
+        return OK
+
+    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+        tolerations: tuple[Toleration, ...] = cycle.data[self.name]
+        sets = self.prefer.sets
+        counts = np.array(
+            [sum(1 for t in taints if not any(tol.tolerates(t) for tol in tolerations)) for taints in sets],
+            dtype=np.int64,
+        )
+        ids = self.prefer.ids(cycle.state.nodes)
+        out: Scores = np.where(feasible, counts[ids[: len(feasible)]], 0)
+        return out
+
+    def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
+        default_normalize(scores, feasible, reverse=True)
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
         return (ClusterEventWithHint(ClusterEvent("Node", Action.ALL)),)

@@ -1,10 +1,21 @@
-"""Core Kubernetes kinds: Pod, Node, PersistentVolume(Claim), StorageClass, CSIDriver, CSIStorageCapacity."""
+"""Core Kubernetes kinds: Pod, Node, PersistentVolume(Claim), StorageClass, CSIDriver, CSIStorageCapacity, CSINode."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from berth.core.wire.common import LabelSelector, NodeSelector, Object, Quantities, Quantity, Texts, Wire
+import msgspec
+
+from berth.core.wire.common import (
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorTerm,
+    Object,
+    Quantities,
+    Quantity,
+    Texts,
+    Wire,
+)
 
 # ---- Pod ----
 
@@ -14,23 +25,64 @@ class ResourceRequirements(Wire, frozen=True):
     requests: Quantities | None = None
 
 
+class ContainerPort(Wire, frozen=True):
+    host_port: int | None = None
+    host_ip: str | None = msgspec.field(default=None, name="hostIP")
+    protocol: str | None = None
+
+
 class Container(Wire, frozen=True):
+    image: str | None = None
     resources: ResourceRequirements | None = None
     restart_policy: str | None = None
+    ports: list[ContainerPort] | None = None
 
 
 class ClaimSource(Wire, frozen=True):
     claim_name: str | None = None
 
 
+class GCEPersistentDisk(Wire, frozen=True):
+    pd_name: str | None = None
+    read_only: bool | None = None
+
+
+class AWSElasticBlockStore(Wire, frozen=True):
+    volume_id: str | None = msgspec.field(default=None, name="volumeID")
+    read_only: bool | None = None
+
+
+class ISCSIVolume(Wire, frozen=True):
+    iqn: str | None = None
+    read_only: bool | None = None
+
+
+class RBDVolume(Wire, frozen=True):
+    monitors: list[str] | None = None
+    pool: str | None = None
+    image: str | None = None
+    read_only: bool | None = None
+
+
 class Volume(Wire, frozen=True):
     name: str | None = None
     persistent_volume_claim: ClaimSource | None = None
     ephemeral: Any = None  # only its presence is read
+    # inline disks VolumeRestrictions compares across the pods of a node
+    gce_persistent_disk: GCEPersistentDisk | None = None
+    aws_elastic_block_store: AWSElasticBlockStore | None = None
+    iscsi: ISCSIVolume | None = None
+    rbd: RBDVolume | None = None
+
+
+class PreferredSchedulingTerm(Wire, frozen=True):
+    weight: int | None = None
+    preference: NodeSelectorTerm | None = None
 
 
 class NodeAffinity(Wire, frozen=True):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = None
 
 
 class PodAffinityTerm(Wire, frozen=True):
@@ -120,9 +172,15 @@ class NodeSpec(Wire, frozen=True):
     taints: list[Taint] | None = None
 
 
+class ContainerImage(Wire, frozen=True):
+    names: list[str] | None = None
+    size_bytes: int | None = None
+
+
 class NodeStatus(Wire, frozen=True):
     capacity: Quantities | None = None
     allocatable: Quantities | None = None
+    images: list[ContainerImage] | None = None
 
 
 class Node(Object, frozen=True):
@@ -147,6 +205,11 @@ class VolumeNodeAffinity(Wire, frozen=True):
     required: NodeSelector | None = None
 
 
+class CSIVolumeSource(Wire, frozen=True):
+    driver: str | None = None
+    volume_handle: str | None = None
+
+
 class PersistentVolumeSpec(Wire, frozen=True):
     capacity: Storage | None = None
     storage_class_name: str | None = None
@@ -155,6 +218,7 @@ class PersistentVolumeSpec(Wire, frozen=True):
     claim_ref: ClaimRef | None = None
     node_affinity: VolumeNodeAffinity | None = None
     volume_attributes_class_name: str | None = None
+    csi: CSIVolumeSource | None = None
 
 
 class Phase(Wire, frozen=True):
@@ -223,3 +287,23 @@ class CSIStorageCapacity(Object, frozen=True):
 
 class Namespace(Object, frozen=True):
     pass
+
+
+# ---- CSINode (NodeVolumeLimits) ----
+
+
+class VolumeNodeResources(Wire, frozen=True):
+    count: int | None = None
+
+
+class CSINodeDriver(Wire, frozen=True):
+    name: str | None = None
+    allocatable: VolumeNodeResources | None = None
+
+
+class CSINodeSpec(Wire, frozen=True):
+    drivers: list[CSINodeDriver] | None = None
+
+
+class CSINode(Object, frozen=True):
+    spec: CSINodeSpec | None = None

@@ -1,0 +1,77 @@
+"""ImageLocality (Score): favours nodes that already have the pod's images, each image's size scaled
+by the share of all nodes that have it (so an image on every node counts fully, one on few barely),
+clamped to 23 MiB..1000 MiB per container and scaled to 0..100. No NormalizeScore, as upstream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from berth.core.framework import MAX_NODE_SCORE, Cycle, Mask, Scores
+from berth.core.model import Pod
+from berth.core.state import ClusterState
+
+NAME = "ImageLocality"
+Args = None
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+
+class ImageSpread:
+    """Per image name, the slots of the nodes listing it and its size there (a ClusterState extension)."""
+
+    kinds: tuple[type, ...] = ()
+
+    def __init__(self) -> None:
+        self.on: dict[str, dict[int, int]] = {}  # image name -> slot -> size
+        self._listed: dict[int, tuple[str, ...]] = {}
+
+    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
+        return None
+
+    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
+        return None
+
+    def node_changed(self, state: ClusterState, slot: int) -> None:
+        for name in self._listed.pop(slot, ()):
+            slots = self.on[name]
+            slots.pop(slot, None)
+            if not slots:
+                del self.on[name]
+        node = state.nodes.node(slot)
+        if node is not None and node.images:
+            self._listed[slot] = tuple(node.images)
+            for name, size in node.images.items():
+                self.on.setdefault(name, {})[slot] = size
+
+
+class ImageLocality:
+    name = NAME
+
+    def __init__(self) -> None:
+        self.spread = ImageSpread()
+
+    def extension(self) -> ImageSpread:
+        return self.spread
+
+    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+        total_nodes = len(cycle.state.nodes)
+        sums = np.zeros(len(feasible), dtype=np.int64)
+        for image in cycle.pod.images:
+            slots = self.spread.on.get(image)
+            if not slots or total_nodes == 0:
+                continue
+            share = len(slots) / total_nodes
+            for slot, size in slots.items():
+                if slot < len(sums):
+                    sums[slot] += int(size * share)
+        top = MAX_CONTAINER_THRESHOLD * len(cycle.pod.images)
+        clamped = np.clip(sums, MIN_THRESHOLD, max(top, MIN_THRESHOLD))
+        out: Scores = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // max(top - MIN_THRESHOLD, 1)
+        return out
+
+
+def new(args: Any, handle: ClusterState) -> ImageLocality:
+    return ImageLocality()

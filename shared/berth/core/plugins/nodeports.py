@@ -1,0 +1,88 @@
+"""NodePorts (PreFilter, Filter): the pod's host ports against those the pods on each node use. A
+port on 0.0.0.0 (either side) conflicts with the same protocol and port on any address."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from berth.core.framework import OK, SKIP, Action, ClusterEvent, ClusterEventWithHint, Cycle, Failure, Status
+from berth.core.model import Pod
+from berth.core.state import ClusterState
+
+NAME = "NodePorts"
+Args = None
+REASON = "node(s) didn't have free ports for the requested pod ports"
+ANY = "0.0.0.0"
+
+
+class UsedPorts:
+    """Per (protocol, port), the addresses pods bound to each node use (a ClusterState extension)."""
+
+    kinds: tuple[type, ...] = ()
+
+    def __init__(self) -> None:
+        self.used: dict[tuple[str, int], dict[str, Counter[str]]] = {}
+        self._placed: dict[str, tuple[str, tuple[tuple[str, str, int], ...]]] = {}
+
+    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
+        return None
+
+    def _count(self, node: str, ports: tuple[tuple[str, str, int], ...], sign: int) -> None:
+        for ip, proto, port in ports:
+            on = self.used.setdefault((proto, port), {})
+            ips = on.setdefault(node, Counter())
+            ips[ip] += sign
+            if ips[ip] <= 0:
+                del ips[ip]
+                if not ips:
+                    del on[node]
+
+    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
+        key = (new or old).key  # type: ignore[union-attr]
+        prev = self._placed.pop(key, None)
+        if prev is not None:
+            self._count(prev[0], prev[1], -1)
+        if new is not None and new.node_name and not new.terminated and new.host_ports:
+            self._placed[key] = (new.node_name, new.host_ports)
+            self._count(new.node_name, new.host_ports, 1)
+
+    def node_changed(self, state: ClusterState, slot: int) -> None:
+        return None
+
+
+class NodePorts:
+    name = NAME
+
+    def __init__(self) -> None:
+        self.ports = UsedPorts()
+
+    def extension(self) -> UsedPorts:
+        return self.ports
+
+    def pre_filter(self, cycle: Cycle) -> Status:
+        return OK if cycle.pod.host_ports else SKIP
+
+    def filter(self, cycle: Cycle) -> list[Failure]:
+        nodes = cycle.state.nodes
+        bad = np.zeros(len(nodes.valid), dtype=bool)
+        for ip, proto, port in cycle.pod.host_ports:
+            for node, ips in self.ports.used.get((proto, port), {}).items():
+                if ip == ANY or ip in ips or ANY in ips:
+                    slot = nodes.slot.get(node)
+                    if slot is not None:
+                        bad[slot] = True
+        bad &= nodes.valid
+        return [Failure(bad, REASON)] if bad.any() else []
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        return (
+            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE)),
+            ClusterEventWithHint(ClusterEvent("Node", Action.ADD)),
+        )
+
+
+def new(args: Any, handle: ClusterState) -> NodePorts:
+    return NodePorts()

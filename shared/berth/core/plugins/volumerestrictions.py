@@ -1,0 +1,145 @@
+"""VolumeRestrictions (PreFilter, Filter): inline disks the pod shares with pods on a node (GCE PD,
+AWS EBS, iSCSI, RBD, as upstream's rules say), and ReadWriteOncePod claims already used by a pod
+anywhere in the cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from berth.core.framework import (
+    OK,
+    SKIP,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    Cycle,
+    Failure,
+    Status,
+)
+from berth.core.model import InlineDisk, Pod
+from berth.core.state import ClusterState
+
+NAME = "VolumeRestrictions"
+Args = None
+DISK_CONFLICT = "node(s) had no available disk"
+RWOP_CONFLICT = (
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
+)
+RWOP = "ReadWriteOncePod"
+
+
+def conflict(a: InlineDisk, b: InlineDisk) -> bool:
+    """kube's isVolumeConflict for one pair of inline disks."""
+    if a.kind != b.kind or a.name != b.name:
+        return False
+    if a.kind == "aws":
+        return True  # readOnly does not help an EBS volume
+    if a.kind == "rbd" and (a.pool != b.pool or not set(a.monitors) & set(b.monitors)):
+        return False
+    return not (a.read_only and b.read_only)
+
+
+class VolumeUse:
+    """Which bound pods use each claim (cluster-wide) and the inline disks on each node (a
+    ClusterState extension)."""
+
+    kinds: tuple[type, ...] = ()
+
+    def __init__(self) -> None:
+        self.claim_users: dict[str, int] = {}  # ns/claim -> bound pods using it
+        self.disks_on: dict[str, dict[str, tuple[InlineDisk, ...]]] = {}  # node -> pod key -> its disks
+        self._placed: dict[str, tuple[str, tuple[str, ...], tuple[InlineDisk, ...]]] = {}
+
+    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
+        return None
+
+    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
+        key = (new or old).key  # type: ignore[union-attr]
+        prev = self._placed.pop(key, None)
+        if prev is not None:
+            node, claims, disks = prev
+            for c in claims:
+                self.claim_users[c] -= 1
+                if not self.claim_users[c]:
+                    del self.claim_users[c]
+            if disks:
+                self.disks_on[node].pop(key, None)
+        if new is None or not new.node_name or new.terminated:
+            return
+        claims = tuple(f"{new.namespace}/{v.claim_name}" for v in new.volumes if not v.ephemeral)
+        if not claims and not new.inline_disks:
+            return
+        self._placed[key] = (new.node_name, claims, new.inline_disks)
+        for c in claims:
+            self.claim_users[c] = self.claim_users.get(c, 0) + 1
+        if new.inline_disks:
+            self.disks_on.setdefault(new.node_name, {})[key] = new.inline_disks
+
+    def node_changed(self, state: ClusterState, slot: int) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class _State:
+    rwop_in_use: bool
+
+
+class VolumeRestrictions:
+    name = NAME
+
+    def __init__(self) -> None:
+        self.use = VolumeUse()
+
+    def extension(self) -> VolumeUse:
+        return self.use
+
+    def pre_filter(self, cycle: Cycle) -> Status:
+        pod, state = cycle.pod, cycle.state
+        in_use = False
+        for vol in pod.volumes:
+            if vol.ephemeral:
+                continue  # generic ephemeral volumes are not inspected, as upstream
+            key = f"{pod.namespace}/{vol.claim_name}"
+            pvc = state.pvcs.get(key)
+            if pvc is None:
+                return Status(Code.UNRESOLVABLE, f'persistentvolumeclaim "{vol.claim_name}" not found')
+            if RWOP in pvc.access_modes and self.use.claim_users.get(key, 0) > 0:
+                in_use = True
+        if not pod.inline_disks and not in_use:
+            return SKIP
+        cycle.data[self.name] = _State(in_use)
+        return OK
+
+    def filter(self, cycle: Cycle) -> list[Failure]:
+        nodes = cycle.state.nodes
+        disks = cycle.pod.inline_disks
+        bad = np.zeros(len(nodes.valid), dtype=bool)
+        if disks:
+            for node, pods in self.use.disks_on.items():
+                slot = nodes.slot.get(node)
+                if slot is None:
+                    continue
+                if any(conflict(a, b) for theirs in pods.values() for b in theirs for a in disks):
+                    bad[slot] = True
+        out = []
+        bad &= nodes.valid
+        if bad.any():
+            out.append(Failure(bad, DISK_CONFLICT))
+        if cycle.data[self.name].rwop_in_use:
+            out.append(Failure(nodes.valid & ~bad, RWOP_CONFLICT))
+        return out
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        return (
+            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE)),
+            ClusterEventWithHint(ClusterEvent("Node", Action.ADD)),
+            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", Action.ADD | Action.UPDATE)),
+        )
+
+
+def new(args: Any, handle: ClusterState) -> VolumeRestrictions:
+    return VolumeRestrictions()

@@ -1,0 +1,110 @@
+"""VolumeZone (PreFilter, Filter): the zone and region labels of the pod's bound PVs against the
+same labels on each node. A node with none of the four topology labels passes (single-zone
+clusters); a beta PV label is read from the node's GA label when the node lacks the beta one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from berth.core.framework import (
+    OK,
+    SKIP,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    Cycle,
+    Failure,
+    Status,
+)
+from berth.core.state import ClusterState
+
+NAME = "VolumeZone"
+Args = None
+REASON = "node(s) had no available volume zone"
+BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+TOPOLOGY_KEYS = (BETA_ZONE, BETA_REGION, ZONE, REGION)
+GA_OF = {BETA_ZONE: ZONE, BETA_REGION: REGION}
+
+
+def label_values(value: str) -> tuple[str, ...] | None:
+    """A PV label's zone set: split on `__`, trimmed; an empty element makes the label ignored."""
+    values = tuple(v.strip() for v in value.split("__"))
+    return None if any(not v for v in values) else values
+
+
+@dataclass(frozen=True)
+class _Topology:
+    terms: tuple[tuple[str, tuple[str, ...]], ...]  # (label key, allowed values), one per PV label
+
+
+class VolumeZone:
+    name = NAME
+
+    def pre_filter(self, cycle: Cycle) -> Status:
+        pod, state = cycle.pod, cycle.state
+        terms: list[tuple[str, tuple[str, ...]]] = []
+        for vol in pod.volumes:
+            if vol.ephemeral:
+                continue  # generic ephemeral volumes are not inspected, as upstream
+            if not vol.claim_name:
+                return Status(Code.UNRESOLVABLE, "PersistentVolumeClaim had no name")
+            pvc = state.pvcs.get(f"{pod.namespace}/{vol.claim_name}")
+            if pvc is None:
+                return Status(Code.UNRESOLVABLE, f'persistentvolumeclaim "{vol.claim_name}" not found')
+            if not pvc.volume_name:
+                if not pvc.storage_class:
+                    return Status(Code.UNRESOLVABLE, "PersistentVolumeClaim had no pv name and storageClass name")
+                sc = state.classes.get(pvc.storage_class)
+                if sc is None:
+                    return Status(Code.UNRESOLVABLE, f'storageclass.storage.k8s.io "{pvc.storage_class}" not found')
+                if sc.binding_mode is None:
+                    return Status(Code.UNRESOLVABLE, f'VolumeBindingMode not set for StorageClass "{sc.name}"')
+                if sc.binding_mode == "WaitForFirstConsumer":
+                    continue
+                return Status(Code.UNRESOLVABLE, "PersistentVolume had no name")
+            pv = state.pvs.get(pvc.volume_name)
+            if pv is None:
+                return Status(Code.UNRESOLVABLE, f'persistentvolume "{pvc.volume_name}" not found')
+            for key in TOPOLOGY_KEYS:
+                if key in pv.labels:
+                    values = label_values(pv.labels[key])
+                    if values is not None:
+                        terms.append((key, values))
+        if not terms:
+            return SKIP
+        cycle.data[self.name] = _Topology(tuple(terms))
+        return OK
+
+    def filter(self, cycle: Cycle) -> list[Failure]:
+        topo: _Topology = cycle.data[self.name]
+        nodes = cycle.state.nodes
+        labelled = np.zeros(len(nodes.valid), dtype=bool)
+        for key in TOPOLOGY_KEYS:
+            labelled |= nodes.key_mask(key)
+        ok = nodes.valid.copy()
+        for key, values in topo.terms:
+            match = nodes.label_mask(key, values)
+            if key in GA_OF:
+                match = match | (~nodes.key_mask(key) & nodes.label_mask(GA_OF[key], values))
+            ok &= match
+        bad = nodes.valid & labelled & ~ok
+        return [Failure(bad, REASON, Code.UNRESOLVABLE)] if bad.any() else []
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        return (
+            ClusterEventWithHint(ClusterEvent("StorageClass", Action.ADD)),
+            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE)),
+            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", Action.ADD | Action.UPDATE)),
+            ClusterEventWithHint(ClusterEvent("PersistentVolume", Action.ADD | Action.UPDATE)),
+        )
+
+
+def new(args: Any, handle: ClusterState) -> VolumeZone:
+    return VolumeZone()

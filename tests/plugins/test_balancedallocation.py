@@ -1,0 +1,120 @@
+"""NodeResourcesBalancedAllocation, as upstream's TestNodeResourcesBalancedAllocation and
+TestValidateNodeResourcesBalancedAllocationArgs say (noderesources/balanced_allocation_test.go,
+apis/config/validation/validation_pluginargs_test.go)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.plugins.helpers import config_problems, knode, kpod, scores
+
+GPU = "nvidia.com/gpu"
+CPU_AND_MEMORY = ({"cpu": "1000m", "memory": "2000"}, {"cpu": "2000m", "memory": "3000"})
+CPU_ONLY = ({"cpu": "1000m", "memory": "0"}, {"cpu": "2000m", "memory": "0"})
+CPU_MEMORY_GPU = ({"cpu": "1000m", "memory": "2000"}, {"cpu": "2000m", "memory": "3000", GPU: "3"})
+WITH_GPU = {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": GPU, "weight": 1}]}
+
+
+def mk(name: str, milli: int, memory: int, gpu: int | None = None) -> dict[str, Any]:
+    extra = {} if gpu is None else {GPU: gpu}
+    return knode(name, cpu=f"{milli}m", memory=memory, **extra)
+
+
+CASES = [
+    (
+        "nothing scheduled, nothing requested, skip in PreScore",
+        None,
+        kpod("p"),
+        [mk("node1", 4000, 10000), mk("node2", 4000, 10000)],
+        [],
+        None,
+    ),
+    (
+        "nothing scheduled, resources requested, differently sized nodes",
+        None,
+        kpod("p", *CPU_AND_MEMORY),
+        [mk("node1", 4000, 10000), mk("node2", 6000, 10000)],
+        [],
+        [87, 100],
+    ),
+    (
+        "resources requested, pods scheduled with resources",
+        None,
+        kpod("p", *CPU_AND_MEMORY),
+        [mk("node1", 10000, 20000), mk("node2", 10000, 20000)],
+        [kpod("e1", *CPU_ONLY, node="node1"), kpod("e2", *CPU_AND_MEMORY, node="node2")],
+        [82, 95],
+    ),
+    (
+        "resources requested, pods scheduled with resources, differently sized nodes",
+        None,
+        kpod("p", *CPU_AND_MEMORY),
+        [mk("node1", 10000, 20000), mk("node2", 10000, 50000)],
+        [kpod("e1", *CPU_ONLY, node="node1"), kpod("e2", *CPU_AND_MEMORY, node="node2")],
+        [82, 80],
+    ),
+    (
+        "requested resources at node capacity",
+        None,
+        kpod("p", *CPU_ONLY),
+        [mk("node1", 6000, 10000), mk("node2", 6000, 10000)],
+        [kpod("e1", *CPU_ONLY, node="node1"), kpod("e2", *CPU_AND_MEMORY, node="node2")],
+        [50, 75],
+    ),
+    (
+        "include scalar resource on a node for balanced resource allocation",
+        WITH_GPU,
+        kpod("p", {"memory": "0", GPU: "1"}),
+        [mk("node1", 3500, 40000, 8), mk("node2", 3500, 40000, 8)],
+        [kpod("e1", *CPU_AND_MEMORY, node="node2"), kpod("e2", *CPU_MEMORY_GPU, node="node1")],
+        [70, 65],
+    ),
+    (
+        "node without the scalar resource should skip the scalar resource",
+        WITH_GPU,
+        kpod("p", *CPU_AND_MEMORY),
+        [mk("node1", 3500, 40000, 8), mk("node2", 3500, 40000)],
+        [],
+        [63, 63],
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "p", "nodes", "pods", "want"), CASES, ids=[c[0] for c in CASES])
+def test_scores_match_upstream(
+    name: str,
+    args: dict[str, Any] | None,
+    p: dict[str, Any],
+    nodes: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    want: list[int] | None,
+) -> None:
+    got = scores("NodeResourcesBalancedAllocation", args, p, nodes, pods)
+    assert (None if got is None else list(got.values())) == want
+
+
+@pytest.mark.parametrize(
+    ("case", "args", "want"),
+    [
+        ("valid config", {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}, []),
+        (
+            "invalid config",
+            {"resources": [{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}]},
+            ["resources[0].weight: Invalid value: 2: must be 1"],
+        ),
+        (
+            "repeated resources",
+            {"resources": [{"name": "cpu", "weight": 1}, {"name": "cpu", "weight": 1}]},
+            ['resources[1].name: Duplicate value: "cpu"'],
+        ),
+    ],
+)
+def test_args_validation(case: str, args: dict[str, Any], want: list[str]) -> None:
+    if want:
+        assert config_problems("NodeResourcesBalancedAllocation", args) == want
+    else:
+        assert scores("NodeResourcesBalancedAllocation", args, kpod("p", {"cpu": "1"}), [mk("n", 2000, 10)]) == {
+            "n": 75
+        }

@@ -1,0 +1,198 @@
+"""NodeVolumeLimits, as upstream's TestCSILimits says (pkg/scheduler/framework/plugins/nodevolumelimits/
+csi_test.go), for its CSI cases: berth does not translate in-tree volumes nor read VolumeAttachments
+(docs/plugins.md), so those cases are left out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from berth.core.framework import Code
+from tests.builders import csi_node
+from tests.plugins.helpers import filter_run
+
+EBS, GCE = "ebs.csi.aws.com", "pd.csi.storage.gke.io"
+EXCEED = [("node(s) exceed max volume count", Code.UNSCHEDULABLE)]
+NODE = "node-name"
+
+
+def pod(name: str, *claims: str, ns: str = "default", uid: str = "", ephemeral: tuple[str, ...] = ()) -> dict[str, Any]:
+    vols: list[dict[str, Any]] = [
+        {"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)
+    ]
+    vols += [{"name": e, "ephemeral": {}} for e in ephemeral]
+    return {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {"name": name, "namespace": ns, "uid": uid or f"uid-{name}"},
+        "spec": {"containers": [{"name": "c"}], "volumes": vols},
+    }
+
+
+def placed(raw: dict[str, Any]) -> dict[str, Any]:
+    raw["spec"]["nodeName"] = NODE
+    raw["status"] = {"phase": "Running"}
+    return raw
+
+
+def claim(name: str, volume: str = "", cls: str | None = None, ns: str = "default", owner: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {"volumeName": volume} if volume else {}
+    if cls is not None:
+        spec["storageClassName"] = cls
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    if owner:
+        meta["ownerReferences"] = [{"kind": "Pod", "name": "abc", "uid": owner, "controller": True, "apiVersion": "v1"}]
+    return {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "metadata": meta, "spec": spec}
+
+
+def fixtures(drivers: tuple[str, ...], max_vols: int, limit_source: str) -> list[dict[str, Any]]:
+    """upstream's fake listers: PV and PVC csi-<driver>-<i> per driver, csi-4 unbound with the
+    csi-sc class, csi-5 without a class, csi-6 naming a missing PV; the node's CSINode."""
+    out: list[dict[str, Any]] = [
+        {"kind": "Node", "apiVersion": "v1", "metadata": {"name": NODE}},
+        {"kind": "StorageClass", "apiVersion": "storage.k8s.io/v1", "metadata": {"name": "csi-sc"}, "provisioner": EBS},
+        claim("csi-4", cls="csi-sc"),
+        claim("csi-5"),
+        claim("csi-6", volume="missing-in-action", cls="csi-sc"),
+    ]
+    for d in drivers:
+        for i in range(4):
+            name = f"csi-{d}-{i}"
+            out.append(
+                {
+                    "kind": "PersistentVolume",
+                    "apiVersion": "v1",
+                    "metadata": {"name": name},
+                    "spec": {"csi": {"driver": d, "volumeHandle": f"{d}-vol-{i}"}},
+                }
+            )
+            out.append(claim(name, volume=name))
+    if limit_source == "csinode":
+        out.append(csi_node(NODE, **dict.fromkeys(drivers, max_vols)))
+    elif limit_source == "csinode-with-no-limit":
+        out.append(csi_node(NODE, **dict.fromkeys(drivers)))
+    return out
+
+
+RUNNING = pod("running", f"csi-{EBS}-3")
+PENDING_VOLUME = pod("pending-volume", "csi-4")
+UNBOUND_2 = pod("unbound-2", "csi-4")
+MISSING_PV = pod("missing-pv", "csi-6")
+NO_SC = pod("no-sc", "csi-5")
+GCE_TWO = pod("gce-two", f"csi-{GCE}-1", f"csi-{GCE}-2")
+EBS_ONE = pod("ebs-one", f"csi-{EBS}-0")
+EBS_TWO = pod("ebs-two", f"csi-{EBS}-1", f"csi-{EBS}-2")
+
+CASES = [
+    ("fits when node volume limit >= new pods CSI volume", EBS_ONE, [RUNNING, EBS_TWO], 4, (EBS,), "csinode", []),
+    ("doesn't when node volume limit <= pods CSI volume", EBS_ONE, [RUNNING, EBS_TWO], 2, (EBS,), "csinode", EXCEED),
+    (
+        "should when driver does not support volume limits",
+        EBS_ONE,
+        [RUNNING, EBS_TWO],
+        2,
+        (EBS,),
+        "csinode-with-no-limit",
+        [],
+    ),
+    (
+        "count pending PVCs towards volume limit <= pods CSI volume",
+        EBS_ONE,
+        [PENDING_VOLUME, EBS_TWO],
+        2,
+        (EBS,),
+        "csinode",
+        EXCEED,
+    ),
+    (
+        "count multiple pending pvcs towards volume limit >= pods CSI volume",
+        EBS_ONE,
+        [PENDING_VOLUME, UNBOUND_2, EBS_TWO],
+        4,
+        (EBS,),
+        "csinode",
+        [],
+    ),
+    (
+        "should count PVCs with invalid PV name but valid SC",
+        EBS_ONE,
+        [MISSING_PV, EBS_TWO],
+        2,
+        (EBS,),
+        "csinode",
+        EXCEED,
+    ),
+    ("don't count pvcs with missing SC towards volume limit", EBS_ONE, [RUNNING, NO_SC], 2, (EBS,), "csinode", []),
+    (
+        "count pvcs with the same type towards volume limit",
+        EBS_ONE,
+        [GCE_TWO, EBS_TWO],
+        2,
+        (EBS, GCE),
+        "csinode",
+        EXCEED,
+    ),
+    (
+        "don't count pvcs with different type towards volume limit",
+        GCE_TWO,
+        [EBS_TWO, RUNNING],
+        2,
+        (EBS, GCE),
+        "csinode",
+        [],
+    ),
+    ("no CSINode: no limit", EBS_ONE, [RUNNING, EBS_TWO], 1, (EBS,), "", []),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "new", "existing", "max_vols", "drivers", "source", "want"), CASES, ids=[c[0] for c in CASES]
+)
+def test_csi_limits_match_upstream(
+    name: str,
+    new: dict[str, Any],
+    existing: list[dict[str, Any]],
+    max_vols: int,
+    drivers: tuple[str, ...],
+    source: str,
+    want: list[tuple[str, Code]],
+) -> None:
+    objects = [*fixtures(drivers, max_vols, source), *(placed(dict(p, spec=dict(p["spec"]))) for p in existing)]
+    status, reasons = filter_run("NodeVolumeLimits", new, objects)
+    assert status.code is Code.SUCCESS
+    assert reasons[NODE] == want
+
+
+def test_a_volume_already_on_the_node_is_free() -> None:
+    # the same bound claim used by a pod on the node: attached once, so a limit of 2 still fits
+    objects = [*fixtures((EBS,), 2, "csinode"), placed(pod("other", f"csi-{EBS}-0", f"csi-{EBS}-1"))]
+    assert filter_run("NodeVolumeLimits", EBS_ONE, objects)[1][NODE] == []
+
+
+def test_ephemeral_volume_missing() -> None:
+    # TestCSILimits "ephemeral volume missing" (berth spells the real lister's message, singular)
+    status, reasons = filter_run(
+        "NodeVolumeLimits",
+        pod("abc", ns="test", uid="12345", ephemeral=("xyz",)),
+        fixtures((EBS,), 2, "csinode-with-no-limit"),
+    )
+    assert status.code is Code.SUCCESS
+    assert reasons[NODE] == [
+        ('looking up PVC test/abc-xyz: persistentvolumeclaim "abc-xyz" not found', Code.UNRESOLVABLE)
+    ]
+
+
+def test_ephemeral_volume_unbound() -> None:
+    # TestCSILimits "ephemeral volume unbound"
+    objects = [*fixtures((EBS,), 2, "csinode-with-no-limit"), claim("abc-xyz", cls="csi-sc", ns="test", owner="12345")]
+    assert (
+        filter_run("NodeVolumeLimits", pod("abc", ns="test", uid="12345", ephemeral=("xyz",)), objects)[1][NODE] == []
+    )
+
+
+def test_a_pod_without_claims_is_skipped() -> None:
+    # TestCSILimits: onlyConfigmapAndSecretVolPod, PreFilter Skip
+    raw = pod("cm")
+    raw["spec"]["volumes"] = [{"name": "a", "configMap": {"name": "x"}}, {"name": "b", "secret": {"secretName": "y"}}]
+    assert filter_run("NodeVolumeLimits", raw, fixtures((EBS,), 2, "csinode"))[0].code is Code.SKIP

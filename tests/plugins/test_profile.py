@@ -1,0 +1,85 @@
+"""kube's plugins enabled through a KubeSchedulerConfiguration (docs/plugins.md's profile) decide
+together with berth's; berth's default profile is unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from berth.core.config import parse_config
+from berth.core.kinds import convert
+from berth.core.scheduler import Scheduler
+from tests.builders import NOW, cluster, node, pod
+
+KUBE_PROFILE: dict[str, Any] = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "plugins": {
+                "filter": {
+                    "enabled": [
+                        {"name": "NodePorts"},
+                        {"name": "VolumeRestrictions"},
+                        {"name": "NodeVolumeLimits"},
+                        {"name": "VolumeZone"},
+                    ]
+                },
+                "score": {
+                    "enabled": [
+                        {"name": "TaintToleration", "weight": 3},
+                        {"name": "NodeAffinity", "weight": 2},
+                        {"name": "NodeResourcesFit", "weight": 1},
+                        {"name": "NodeResourcesBalancedAllocation", "weight": 1},
+                        {"name": "ImageLocality", "weight": 1},
+                    ]
+                },
+            }
+        }
+    ],
+}
+
+
+def test_the_default_profile_is_unchanged() -> None:
+    cfg = parse_config(None)
+    assert cfg.filters == (
+        "NodeUnschedulable",
+        "NodeAffinity",
+        "TaintToleration",
+        "NodeResourcesFit",
+        "VolumeBinding",
+        "LoadAwareScheduling",
+    )
+    assert cfg.scores == (("VolumeBinding", 1), ("LoadAwareScheduling", 1))
+
+
+def test_kube_plugins_decide_together_by_config() -> None:
+    cfg = parse_config(KUBE_PROFILE)
+    port = [
+        {
+            "name": "c",
+            "image": "app",
+            "ports": [{"containerPort": 80, "hostPort": 80}],
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+        }
+    ]
+    state = cluster(
+        node("busy", cpu="4", memory="8Gi"),
+        node("free", cpu="4", memory="8Gi", taints=[{"key": "t", "value": "v", "effect": "PreferNoSchedule"}]),
+        node("big", cpu="16", memory="64Gi"),
+        pod("web-0", node_name="busy", containers=port),
+    )
+    d = Scheduler(cfg.build(state)).decide(convert(pod("web-1", containers=port)), NOW).decision
+    assert d.nodes["busy"].reasons == ["node(s) didn't have free ports for the requested pod ports"]
+    assert d.status == "Scheduled" and d.node == "big"
+    big, free = d.nodes["big"].scores, d.nodes["free"].scores
+    assert big["TaintToleration"] == 100 and free["TaintToleration"] == 0
+    # cpu (16000-1000)*100//16000 = 93, memory (64-1)*100//64 = 98 -> 95; on free: 75, 87 -> 81
+    assert big["NodeResourcesFit"] == 95 and free["NodeResourcesFit"] == 81
+    assert set(big) == {
+        "VolumeBinding",
+        "LoadAwareScheduling",
+        "TaintToleration",
+        "NodeResourcesFit",
+        "NodeResourcesBalancedAllocation",
+        "ImageLocality",
+    }  # NodeAffinity skipped its PreScore: no preferred terms
