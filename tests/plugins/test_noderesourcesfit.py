@@ -13,7 +13,7 @@ import pytest
 
 from berth.core.config import parse_config
 from berth.core.kinds import convert
-from berth.core.plugins.noderesourcesfit import broken_linear
+from berth.core.plugins.noderesources.fit import broken_linear
 from berth.core.scheduler import Scheduler
 from tests.builders import NOW, cluster, node, pod
 from tests.plugins.helpers import config_problems, knode, kpod, scores

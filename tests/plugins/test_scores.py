@@ -12,7 +12,7 @@ import pytest
 from berth.core.config import parse_config
 from berth.core.framework import Code, Cycle, KeepsState
 from berth.core.kinds import convert
-from berth.core.plugins.normalize import default_normalize
+from berth.core.scoring import default_normalize
 from berth.core.state import ClusterState
 from tests.builders import NOW
 from tests.plugins.helpers import config_problems

@@ -12,12 +12,10 @@ from dataclasses import dataclass
 from berth.core.framework import PluginModule
 from berth.core.loadaware import plugin as loadawarescheduling
 from berth.core.plugins import (
-    balancedallocation,
     imagelocality,
     interpodaffinity,
     nodeaffinity,
     nodeports,
-    noderesourcesfit,
     nodeunschedulable,
     nodevolumelimits,
     podtopologyspread,
@@ -26,6 +24,8 @@ from berth.core.plugins import (
     volumerestrictions,
     volumezone,
 )
+from berth.core.plugins.noderesources import balancedallocation
+from berth.core.plugins.noderesources import fit as noderesourcesfit
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from berth.core.framework import (
     Scores,
     Status,
 )
-from berth.core.plugins.normalize import default_normalize
+from berth.core.scoring import default_normalize
 from berth.core.selectors import NodeSelector
 from berth.core.state import ClusterState
 from berth.core.validation import Problems, invalid, unknown_fields

@@ -23,7 +23,7 @@ from berth.core.framework import (
 )
 from berth.core.model import Pod, Taint, Toleration
 from berth.core.nodes import NodeTable
-from berth.core.plugins.normalize import default_normalize
+from berth.core.scoring import default_normalize
 from berth.core.state import ClusterState
 
 NAME = "TaintToleration"

@@ -19,8 +19,8 @@ from berth.core.framework import (
     Mask,
     Scores,
 )
-from berth.core.plugins.allocation import Ints, NonZeroRequested, allocatable_requested
-from berth.core.plugins.fitargs import LEAST, MAX_CUSTOM_PRIORITY_SCORE, MOST, NodeResourcesFitArgs
+from berth.core.plugins.noderesources.allocation import Ints, NonZeroRequested, allocatable_requested
+from berth.core.plugins.noderesources.fitargs import LEAST, MAX_CUSTOM_PRIORITY_SCORE, MOST, NodeResourcesFitArgs
 from berth.core.resources import CPU, EPHEMERAL, MEMORY, PODS
 from berth.core.state import ClusterState
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from berth.core.plugins.allocation import DEFAULT_RESOURCES, ResourceSpec, parse_resources
+from berth.core.plugins.noderesources.allocation import DEFAULT_RESOURCES, ResourceSpec, parse_resources
 from berth.core.validation import Problems, invalid, is_int, unknown_fields
 
 LEAST, MOST, RATIO = "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"

@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 
 from berth.core.framework import MAX_NODE_SCORE, OK, SKIP, Cycle, Mask, Scores, Status
-from berth.core.plugins.allocation import (
+from berth.core.plugins.noderesources.allocation import (
     DEFAULT_RESOURCES,
     ResourceSpec,
     allocatable_requested,
