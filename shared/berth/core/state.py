@@ -58,10 +58,17 @@ def newer(new: str, old: str) -> bool:
     return new != old
 
 
+_NAMESPACED: dict[type, bool] = {}  # per class: has a namespace attribute (a getattr that misses is slow)
+
+
 def key_of(obj: Any) -> tuple[str, str]:
-    ns = getattr(obj, "namespace", None)
+    cls = type(obj)
+    namespaced = _NAMESPACED.get(cls)
+    if namespaced is None:
+        namespaced = _NAMESPACED[cls] = hasattr(obj, "namespace")
+    ns = obj.namespace if namespaced else None
     name = obj.name
-    return type(obj).__name__, f"{ns}/{name}" if ns is not None else name
+    return cls.__name__, f"{ns}/{name}" if ns is not None else name
 
 
 @dataclass(frozen=True)

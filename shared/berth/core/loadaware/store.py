@@ -261,10 +261,11 @@ class NodeMetricStore:
 
     def _write_metric(self, s: int, rec: NodeLoad | None) -> None:
         m = None if rec is None else rec.metric
+        timed = m is not None and m.update_time is not None
         self.has_metric[s] = m is not None
         self.has_nm[s] = m is not None and m.has_node_metric
-        self.has_time[s] = m is not None and m.update_time is not None
-        self.time_us[s] = to_us(m.update_time) if m is not None and m.update_time is not None else 0
+        self.has_time[s] = timed
+        self.time_us[s] = rec.window if rec is not None and timed else 0  # the metric's updateTime, in us
         if rec is None or rec.node_usage is None:
             self.usage[s] = self.agg_f[s] = self.agg_s[s] = 0
             self.agg_f_ok[s] = self.agg_s_ok[s] = False
@@ -372,19 +373,24 @@ class NodeMetricStore:
         interval = m.report_interval_seconds
         rec.interval = (60 if interval is None else interval) * US
         rec.node_usage = vec(m.node_usage) if m.has_node_metric else None
-        rec.agg = {}
+        agg: dict[tuple[str, int], dict[str, int]] = {}
         longest: dict[str, int] = {}
         if m.has_node_metric:
             for a in m.aggregated:
+                duration = a.duration
                 for kind, rl in a.usage.items():
                     if rl:
-                        rec.agg[(kind, a.duration)] = rl
-                        if a.duration >= longest.get(kind, -1):
-                            longest[kind] = a.duration
+                        agg[(kind, duration)] = rl
+                        if duration >= longest.get(kind, -1):
+                            longest[kind] = duration
         for kind, d in longest.items():
-            rec.agg[(kind, 0)] = rec.agg[(kind, d)]
-        rec.usage = {p.key: vec(p.usage) for p in m.pods if p.usage}
-        rec.prod_pods = {p.key for p in m.pods if p.usage and p.priority == PROD}
+            agg[(kind, 0)] = agg[(kind, d)]
+        rec.agg = agg
+        if m.pods:
+            rec.usage = {p.key: vec(p.usage) for p in m.pods if p.usage}
+            rec.prod_pods = {p.key for p in m.pods if p.usage and p.priority == PROD}
+        else:
+            rec.usage, rec.prod_pods = {}, set()
         include_sys = self.args.prod_usage_include_sys and m.has_node_metric
         rec.reset(vec(m.system_usage) if include_sys else rec.zero)
         for e in rec.pods.values():
