@@ -229,18 +229,19 @@ class ClusterState:
             self.pvcs[key] = pvc
 
     def _apply_pod(self, pod: Pod, deleted: bool) -> None:
-        held = self._held.get(pod.key)
+        key = pod.key
+        held = self._held.get(key)
         if held is not None:
             if deleted or pod.terminated or (pod.node_name and pod.node_name != held.reservation.node):
-                self.release(pod.key)
+                self.release(key)
             elif pod.node_name:
-                self._unhold(pod.key)  # confirmed: the API server agrees with the decision
+                self._unhold(key)  # confirmed: the API server agrees with the decision
             else:
                 return  # still in flight: keep the assumed pod
-        old = self.pods.get(pod.key)
+        old = self.pods.get(key)
         new = None if deleted else pod
-        self._put(self.pods, pod.key, pod, deleted)
-        self._account(pod.key, new)
+        self._put(self.pods, key, pod, deleted)
+        self._account(key, new)
         for ext in self.extensions:
             ext.pod_changed(self, old, new)
 
