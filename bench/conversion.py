@@ -6,6 +6,9 @@ Prints microseconds per event for each kind and the total. Run: `python -m bench
 
 `python -m bench.conversion --digest OUT` also writes one line per event (a hash of the model, or
 the error message) so that two versions can be compared object by object.
+
+`python -m bench.conversion --apply` times decoding and applying together: every line into a
+scorer engine's state (no decisions), with the worker loop's garbage-collection policy.
 """
 
 from __future__ import annotations
@@ -71,13 +74,30 @@ def measure(path: str, digest_path: str | None = None, batch: int = 1000) -> dic
     return {k: (count[k], spent[k]) for k in count}
 
 
+class _Kind(msgspec.Struct):
+    kind: str = ""
+
+
+class _KindLine(msgspec.Struct):
+    type: str | None = None
+    object: _Kind | None = None
+    resource: _Kind | None = None  # the simulator's lines
+
+
+_kind_line = msgspec.json.Decoder(_KindLine)
+
+
 def _kind_of(line: bytes) -> str:
-    """The object's kind, to group the figures (not timed)."""
+    """The object's kind, to group the figures (not timed). Read on its own, not through
+    `parse_event`: a first decode of every line would warm the caches the timed one reads."""
     try:
-        ev = parse_event(line)
-    except InputError:
-        return "(rejected)"
-    return "BOOKMARK" if ev.kind is None else ev.kind[1]
+        head = _kind_line.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return "(unreadable)"
+    if head.type == "BOOKMARK":
+        return "BOOKMARK"
+    obj = head.object or head.resource
+    return obj.kind if obj is not None and obj.kind else "(no kind)"
 
 
 def report(results: dict[str, tuple[int, float]]) -> None:
@@ -87,6 +107,29 @@ def report(results: dict[str, tuple[int, float]]) -> None:
     for kind, (n, s) in sorted(results.items(), key=lambda kv: -kv[1][1]):
         print(f"{kind:<24}{n:>10,}{s / n * 1e6:>12.1f}{s:>10.2f}")
     print(f"{'total':<24}{total_n:>10,}{total_s / total_n * 1e6:>12.1f}{total_s:>10.2f}")
+
+
+def apply_all(path: str) -> tuple[int, float]:
+    """(events, CPU seconds) to decode every line and apply it to a scorer engine's state, in order."""
+    import gc
+
+    from berth.adapters.collector import Collector
+    from berth.core.config import parse_config
+    from berth.core.pipeline.scorer import ScorerEngine
+
+    engine = ScorerEngine(parse_config(None))
+    with open_log(path) as f:
+        lines = [(n, line) for n, line in enumerate(f, start=1) if line.strip()]
+    apply = engine.applier.apply
+    collector = Collector()  # as the worker loop does: what survives is left out of collections
+    gc.freeze()
+    t = time.thread_time()
+    for number, line in lines:
+        apply(parse_event(line, number))
+        collector.handled(1)
+    spent = time.thread_time() - t
+    collector.close()
+    return len(lines), spent
 
 
 def run() -> None:
@@ -99,7 +142,12 @@ def run() -> None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    if args[:1] == ["--digest"] and len(args) == 2:
+    if args == ["--apply"]:
+        from bench.replay import log_path
+
+        n, s = apply_all(log_path())
+        print(f"decode + apply to state: {n:,} events, {s:.2f} CPU s = {s / n * 1e6:.1f} us per event")
+    elif args[:1] == ["--digest"] and len(args) == 2:
         from bench.replay import log_path
 
         report(measure(log_path(), args[1]))

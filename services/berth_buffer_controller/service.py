@@ -8,7 +8,7 @@ from typing import Any
 from berth.adapters.metrics import Metrics
 from berth.core.events import Event
 from berth.core.pipeline.buffers import BufferEngine
-from berth.core.pipeline.records import RejectRecord, encode_record
+from berth.core.pipeline.records import encode_record
 from berth.core.ports import BUFFER_STATUS, Bus
 
 StatusWriter = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -29,12 +29,11 @@ class BufferController:
         self.metrics = metrics
         self.write_status = write_status  # with --write-status: patch the status subresource
 
-    async def handle(self, ev: Event) -> RejectRecord | None:
-        records, reject = self.engine.handle(ev)
+    async def handle(self, ev: Event) -> None:
+        records = self.engine.handle(ev)
         for r in records:
             await self.bus.send(self.topic, encode_record(r), r.buffer.encode())
             if self.metrics is not None:
                 self.metrics.buffer_statuses.inc()
             if self.write_status is not None:
                 await self.write_status(r.buffer, r.status)
-        return reject

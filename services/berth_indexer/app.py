@@ -32,6 +32,7 @@ from berth.adapters.connect import kafka_bus, redis_client
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import RedisIndex
 from berth.core.pipeline.indexer import IndexerEngine, Op
+from berth.core.pipeline.records import RejectRecord, encode_record
 from berth.settings import Settings
 from berth_indexer.tuning import LeanMonitor, RawBytes, transport_for
 
@@ -107,6 +108,12 @@ class Prepared:
     usage: dict[str, dict[str, int]]
 
 
+def dead_letter_record(topic: str, value: bytes, reason: str) -> bytes:
+    """The dead-letter record of a message the indexer could not read (no position: none is known)."""
+    text = value.decode("utf-8", "replace")
+    return encode_record(RejectRecord(source=f"indexer:{topic}", position=0, reason=reason, text=text))
+
+
 def credentials(settings: Settings) -> Any:
     k = settings.kafka
     kw = k.client_kwargs()
@@ -175,14 +182,7 @@ def build(
         sent.append(await watermarks.send(value=value))
 
     async def produce_dead_letter(value: bytes, reason: str) -> None:
-        record = {
-            "kind": "Reject",
-            "source": f"indexer:{t.cluster_events}",
-            "position": 0,
-            "reason": reason,
-            "text": value.decode("utf-8", "replace"),
-        }
-        await dead.send(value=msgspec.json.encode(record))
+        await dead.send(value=dead_letter_record(t.cluster_events, value, reason))
         metrics.dead_letters.labels("indexer").inc()
 
     indexer = Indexer(

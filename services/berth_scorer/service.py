@@ -6,7 +6,7 @@ import logging
 
 from berth.adapters.metrics import Metrics
 from berth.core.events import Event
-from berth.core.pipeline.records import RejectRecord, encode_record
+from berth.core.pipeline.records import encode_record
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import DECISIONS, Bus, Store
 from berth.core.resources import PODS
@@ -34,8 +34,8 @@ class Scorer:
         self.topic = topic
         self.metrics = metrics
 
-    async def handle(self, ev: Event) -> RejectRecord | None:
-        records, reject = self.engine.handle(ev)
+    async def handle(self, ev: Event) -> None:
+        records = self.engine.handle(ev)
         for key in self.engine.take_released():  # first: what this event freed may be taken below
             await self.store.release(key)
         for r in records:
@@ -57,7 +57,6 @@ class Scorer:
                 log.info(
                     r.message, extra={"decision_id": r.decision_id, "pod": r.pod, "status": r.status, "node": r.node}
                 )
-        return reject
 
     async def _reserve(self, key: str, node: str, held: Reservation | None) -> bool:
         """Take the reservation in the store too; revoked in the engine if another replica was first."""

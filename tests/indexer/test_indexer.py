@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
 import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
@@ -17,7 +18,7 @@ from berth.adapters.redisindex import RedisIndex
 from berth.core.errors import InputError
 from berth.core.events import Event, WatchEvent, encode_event, parse_event
 from berth.core.pipeline.indexer import IndexerEngine
-from berth_indexer.app import Indexer
+from berth_indexer.app import Indexer, dead_letter_record
 from tests.builders import node, pod, pv, pvc, zone_affinity
 from tests.servers import Server
 
@@ -37,6 +38,21 @@ def actions(engine: IndexerEngine, *events: Event) -> list[list[str]]:
         out += [a for op in ops for a in op.actions]
     out += [a for op in engine.end_batch() for a in op.actions]
     return out
+
+
+@pytest.mark.parametrize("value", [b'{"type": "ADDED"}', b"not json \xff", "ünïcode \u2028".encode()])
+def test_the_dead_letter_record_keeps_its_bytes(value: bytes) -> None:
+    """The record as the indexer wrote it when it was built as a dict: field order and all."""
+    want = msgspec.json.encode(
+        {
+            "kind": "Reject",
+            "source": "indexer:berth.cluster-events",
+            "position": 0,
+            "reason": "line 1: bad",
+            "text": value.decode("utf-8", "replace"),
+        }
+    )
+    assert dead_letter_record("berth.cluster-events", value, "line 1: bad") == want
 
 
 def test_local_and_zonal_pvs_are_indexed_where_they_fit() -> None:

@@ -21,7 +21,7 @@ def replay(events: list[WatchEvent], config: object = None) -> tuple[ScorerEngin
     for ev in events:
         state = engine.state
         free = {name: pv for name, pv in state.pvs.items() if available(pv)}
-        records, _ = engine.handle(ev.decoded())
+        records = engine.handle(ev.decoded())
         for r in records:
             if r.status != "Scheduled":
                 continue

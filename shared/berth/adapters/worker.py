@@ -18,7 +18,7 @@ from berth.core.events import Event, UnreadableObject, decode_message
 from berth.core.pipeline.records import RejectRecord, encode_record
 from berth.core.ports import DEAD_LETTER, Bus, Message
 
-Handler = Callable[[Event], Awaitable[RejectRecord | None]]
+Handler = Callable[[Event], Awaitable[None]]
 
 
 @dataclass
@@ -83,15 +83,8 @@ async def run(
                     at = e.position if isinstance(e, UnreadableObject) else None
                     await bus.send(dead_letter_topic, dead_letter(service or group, msg, e.line(), at), msg.key)
                     continue
-                reject = await handle(ev)
+                await handle(ev)
                 progress.events += 1
-                if reject is not None:
-                    progress.rejects += 1
-                    if metrics is not None:
-                        metrics.dead_letters.labels(metrics.service).inc()
-                    await bus.send(
-                        dead_letter_topic, dead_letter(service or group, msg, reject.reason, reject.position), msg.key
-                    )
             await bus.flush()
             await consumer.commit()
             COLLECTOR.handled(len(messages))

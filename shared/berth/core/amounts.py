@@ -67,13 +67,18 @@ def _whole(q: Quantity, milli: bool) -> int | None:
     return units * 1000 if milli else units
 
 
+def _exact(q: Quantity, milli: bool, name: str) -> int:
+    """Through the exact parser: nano-units rounded up to milli-units or units."""
+    n = nanos(q, name)
+    return -((-n) // 1_000_000) if milli else -((-n) // NANO)
+
+
 def _miss(q: Quantity, seen: dict[Quantity, int], name: str) -> int:
     """A quantity not seen lately: parsed, rounded up to milli-units (`seen` is _MILLI) or units, kept."""
     milli = seen is _MILLI
     amount = _whole(q, milli)
     if amount is None:
-        n = nanos(q, name)
-        amount = -((-n) // 1_000_000) if milli else -((-n) // NANO)
+        amount = _exact(q, milli, name)
     if len(seen) >= _LIMIT:
         seen.clear()
     seen[q] = amount
@@ -81,12 +86,24 @@ def _miss(q: Quantity, seen: dict[Quantity, int], name: str) -> int:
 
 
 def resource_list(v: Quantities | None) -> dict[str, int]:
-    """A ResourceList: cpu in millicores, the rest in whole units, rounded up (kube's integer form)."""
+    """A ResourceList: cpu in millicores, the rest in whole units, rounded up (kube's integer form).
+
+    The two shapes nearly every figure has, millicores ("2516m") for cpu and kibibytes
+    ("18065245Ki") for the rest, are read in line and not kept (memory figures rarely repeat); the
+    rest goes through the caches and `_whole`, or the exact parser."""
     out: dict[str, int] = {}
     if not v:
         return out
     milli, units = _MILLI, _UNITS
     for name, q in v.items():
+        if type(q) is str and 1 < len(q) <= 15:  # short enough never to reach the 2^63-1 cap
+            if name == "cpu":
+                if q[-1] == "m" and q[:-1].isdecimal():
+                    out[name] = int(q[:-1])
+                    continue
+            elif q[-2:] == "Ki" and q[:-2].isdecimal():
+                out[name] = int(q[:-2]) << 10
+                continue
         if name == "cpu":
             amount = milli.get(q)
             out[name] = _miss(q, milli, name) if amount is None else amount
@@ -107,29 +124,29 @@ def milli_list(v: Quantities | None) -> dict[str, int]:
     return out
 
 
+_TIMES: dict[str, datetime] = {}  # parsed times are kept: stamps repeat (events' ts, conditions)
+
+
 def parse_time(value: str) -> datetime:
-    """RFC 3339 to an aware UTC datetime."""
-    t = datetime.fromisoformat(value)
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
-
-
-_TIMES: dict[str, datetime] = {}
+    """RFC 3339 to an aware UTC datetime; ValueError when it is not one."""
+    t = _TIMES.get(value)
+    if t is None:
+        t = datetime.fromisoformat(value)
+        t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+        if len(_TIMES) >= 8192:
+            _TIMES.clear()
+        _TIMES[value] = t
+    return t
 
 
 def moment(v: str | None, path: str = "") -> datetime | None:
-    """An RFC 3339 time, or None when absent or empty. Parsed times are kept: stamps repeat."""
+    """An RFC 3339 time, or None when absent or empty."""
     if not v:
         return None
-    t = _TIMES.get(v)
-    if t is None:
-        try:
-            t = parse_time(v)
-        except ValueError:
-            raise Bad(path, f"invalid RFC 3339 time {v!r}") from None
-        if len(_TIMES) >= 8192:
-            _TIMES.clear()
-        _TIMES[v] = t
-    return t
+    try:
+        return parse_time(v)
+    except ValueError:
+        raise Bad(path, f"invalid RFC 3339 time {v!r}") from None
 
 
 __all__ = ["Bad", "QuantityError", "milli_list", "moment", "nanos", "parse_time", "resource_list"]

@@ -58,10 +58,17 @@ def newer(new: str, old: str) -> bool:
     return new != old
 
 
+_NAMESPACED: dict[type, bool] = {}  # per class: has a namespace attribute (a getattr that misses is slow)
+
+
 def key_of(obj: Any) -> tuple[str, str]:
-    ns = getattr(obj, "namespace", None)
+    cls = type(obj)
+    namespaced = _NAMESPACED.get(cls)
+    if namespaced is None:
+        namespaced = _NAMESPACED[cls] = hasattr(obj, "namespace")
+    ns = obj.namespace if namespaced else None
     name = obj.name
-    return type(obj).__name__, f"{ns}/{name}" if ns is not None else name
+    return cls.__name__, f"{ns}/{name}" if ns is not None else name
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,16 @@ class ClusterState:
         self._usage: dict[str, tuple[str, dict[str, int]]] = {}
         self._held: dict[str, _Held] = {}
         self._held_on: dict[str, set[str]] = {}  # node -> keys of the pods held there
+        # the core kinds by exact type (models are final); any other type goes to the extensions
+        self._appliers: dict[type, Any] = {
+            Pod: self._apply_pod,
+            Node: self._apply_node,
+            PersistentVolume: self._apply_pv,
+            PersistentVolumeClaim: self._apply_pvc,
+            StorageClass: self._apply_class,
+            CSIDriver: self._apply_driver,
+            CSIStorageCapacity: self._apply_capacity,
+        }
 
     def attach(self, ext: Extension) -> None:
         """Register an extension late: it sees the nodes and pods already here (not earlier objects of its kinds)."""
@@ -128,38 +145,20 @@ class ClusterState:
         """Apply one object change; returns False when it was stale and ignored."""
         k = key_of(obj)
         rv = getattr(obj, "resource_version", "")
-        if k in self._rv and not newer(rv, self._rv[k]):
+        last = self._rv.get(k)
+        if last is not None and not newer(rv, last):
             return False
         if rv:
             self._rv[k] = rv
-        if isinstance(obj, Pod):
-            self._apply_pod(obj, deleted)
-        elif isinstance(obj, Node):
-            self._apply_node(obj, deleted)
-        elif isinstance(obj, PersistentVolume):
-            self._informer_pvs.pop(obj.name, None)
-            if not deleted:
-                self._informer_pvs[obj.name] = obj
-            self._set_pv(obj.name, None if deleted else obj)
-        elif isinstance(obj, PersistentVolumeClaim):
-            self._informer_pvcs.pop(obj.key, None)
-            if not deleted:
-                self._informer_pvcs[obj.key] = obj
-            self._set_pvc(obj.key, None if deleted else obj)
-        elif isinstance(obj, StorageClass):
-            self._put(self.classes, obj.name, obj, deleted)
-        elif isinstance(obj, CSIDriver):
-            self._put(self.drivers, obj.name, obj, deleted)
-        elif isinstance(obj, CSIStorageCapacity):
-            self._apply_capacity(obj, deleted)
-        else:
-            for ext in self.extensions:
-                if isinstance(obj, ext.kinds):
-                    ext.apply(self, obj, deleted)
-                    break
-            else:
-                return False
-        return True
+        apply = self._appliers.get(type(obj))
+        if apply is not None:
+            apply(obj, deleted)
+            return True
+        for ext in self.extensions:
+            if isinstance(obj, ext.kinds):
+                ext.apply(self, obj, deleted)
+                return True
+        return False
 
     @staticmethod
     def _put(store: dict[str, Any], key: str, obj: Any, deleted: bool) -> None:
@@ -167,6 +166,25 @@ class ClusterState:
             store.pop(key, None)
         else:
             store[key] = obj
+
+    def _apply_pv(self, pv: PersistentVolume, deleted: bool) -> None:
+        self._informer_pvs.pop(pv.name, None)
+        if not deleted:
+            self._informer_pvs[pv.name] = pv
+        self._set_pv(pv.name, None if deleted else pv)
+
+    def _apply_pvc(self, pvc: PersistentVolumeClaim, deleted: bool) -> None:
+        key = pvc.key
+        self._informer_pvcs.pop(key, None)
+        if not deleted:
+            self._informer_pvcs[key] = pvc
+        self._set_pvc(key, None if deleted else pvc)
+
+    def _apply_class(self, obj: StorageClass, deleted: bool) -> None:
+        self._put(self.classes, obj.name, obj, deleted)
+
+    def _apply_driver(self, obj: CSIDriver, deleted: bool) -> None:
+        self._put(self.drivers, obj.name, obj, deleted)
 
     def _apply_node(self, node: Node, deleted: bool) -> None:
         slot = self.nodes.remove(node.name) if deleted else self.nodes.upsert(node)
@@ -178,7 +196,9 @@ class ClusterState:
     def _apply_capacity(self, obj: CSIStorageCapacity, deleted: bool) -> None:
         old = self.capacities.get(obj.key)
         if old is not None:
-            self.cap_index.get(old.storage_class, CapacityIndex()).drop(old.key)
+            index = self.cap_index.get(old.storage_class)
+            if index is not None:
+                index.drop(old.key)
         self._put(self.capacities, obj.key, obj, deleted)
         if not deleted:
             self.cap_index.setdefault(obj.storage_class, CapacityIndex()).put(obj)
@@ -186,14 +206,19 @@ class ClusterState:
     def _set_pv(self, name: str, pv: PersistentVolume | None) -> None:
         old = self.pvs.pop(name, None)
         if old is not None:
-            self.pv_index.get(old.storage_class, ClassIndex()).drop(name)
+            index = self.pv_index.get(old.storage_class)
+            if index is not None:
+                index.drop(name)
             if old.claim_ref is not None:
                 self.pvs_by_claim.get(_ref_key(old.claim_ref), set()).discard(name)
         if pv is None:
             return
         self.pvs[name] = pv
         if available(pv):
-            self.pv_index.setdefault(pv.storage_class, ClassIndex()).put(pv)
+            index = self.pv_index.get(pv.storage_class)
+            if index is None:
+                index = self.pv_index[pv.storage_class] = ClassIndex()
+            index.put(pv)
         if pv.claim_ref is not None:
             self.pvs_by_claim.setdefault(_ref_key(pv.claim_ref), set()).add(name)
 
@@ -204,18 +229,19 @@ class ClusterState:
             self.pvcs[key] = pvc
 
     def _apply_pod(self, pod: Pod, deleted: bool) -> None:
-        held = self._held.get(pod.key)
+        key = pod.key
+        held = self._held.get(key)
         if held is not None:
             if deleted or pod.terminated or (pod.node_name and pod.node_name != held.reservation.node):
-                self.release(pod.key)
+                self.release(key)
             elif pod.node_name:
-                self._unhold(pod.key)  # confirmed: the API server agrees with the decision
+                self._unhold(key)  # confirmed: the API server agrees with the decision
             else:
                 return  # still in flight: keep the assumed pod
-        old = self.pods.get(pod.key)
+        old = self.pods.get(key)
         new = None if deleted else pod
-        self._put(self.pods, pod.key, pod, deleted)
-        self._account(pod.key, new)
+        self._put(self.pods, key, pod, deleted)
+        self._account(key, new)
         for ext in self.extensions:
             ext.pod_changed(self, old, new)
 

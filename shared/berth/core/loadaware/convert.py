@@ -5,7 +5,7 @@ from __future__ import annotations
 from berth.core.amounts import Bad, moment, resource_list
 from berth.core.convert import EMPTY_META, name_of
 from berth.core.loadaware.durations import DurationError, parse_duration
-from berth.core.loadaware.model import AGGREGATION_TYPES, AggregatedUsage, NodeMetric, PodMetric
+from berth.core.loadaware.model import AggregatedUsage, NodeMetric, PodMetric
 from berth.core.wire import loadaware as wl
 
 _DURATIONS: dict[str, int] = {}
@@ -42,11 +42,11 @@ def _aggregated(items: list[wl.AggregatedNodeUsage | None] | None) -> tuple[Aggr
         try:
             duration = _duration(a.duration) if a.duration else 0
             usage = {}
-            if a.usage is not None:
-                for part in AGGREGATION_TYPES:
-                    u = getattr(a.usage, part)
-                    if u is not None:
-                        usage[part] = resource_list(u.resources)
+            u = a.usage
+            if u is not None:  # in the order of model.AGGREGATION_TYPES
+                for part, x in (("avg", u.avg), ("p50", u.p50), ("p90", u.p90), ("p95", u.p95), ("p99", u.p99)):
+                    if x is not None:
+                        usage[part] = resource_list(x.resources)
         except Bad as e:
             at = f"status.nodeMetric.aggregatedNodeUsages[{i}]"
             raise e.under(f"{at}.duration" if part == "duration" else f"{at}.usage.{part}.resources") from None

@@ -85,7 +85,7 @@ class NodeLoad:
     window: int = ZERO_TIME  # updateTime in us, kept when a NodeMetric has none
     interval: int = 60 * US
     node_usage: Vec | None = None  # None: no status.nodeMetric
-    agg: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)  # as reported: made a Vec when read
+    built_agg: dict[tuple[str, int], dict[str, int]] | None = None  # see `agg`; None: not built yet
     usage: dict[str, Vec] = field(default_factory=dict)
     prod_pods: set[str] = field(default_factory=set)
     pods: dict[str, PodEntry] = field(default_factory=dict)
@@ -137,6 +137,15 @@ class NodeLoad:
         if e.est is not None:
             self.node_est -= e.est
 
+    @property
+    def agg(self) -> dict[tuple[str, int], dict[str, int]]:
+        """(aggregation type, duration) -> usage as reported (made a Vec when read); duration 0 is the
+        longest reported. Built from the metric when first read: most profiles never read it."""
+        agg = self.built_agg
+        if agg is None:
+            agg = self.built_agg = _aggregated(self.metric)
+        return agg
+
     def agg_base(self, kind: str, duration: int, vec: Callable[[dict[str, int]], Vec]) -> Vec | None:
         """Aggregated usage (kind, duration); duration 0 falls back to nodeUsage when missing."""
         if self.node_usage is None:
@@ -149,6 +158,24 @@ class NodeLoad:
     @property
     def empty(self) -> bool:
         return self.metric is None and not self.pods
+
+
+def _aggregated(m: NodeMetric | None) -> dict[tuple[str, int], dict[str, int]]:
+    """A NodeMetric's aggregated usages by (type, duration), and by (type, 0) the longest duration."""
+    agg: dict[tuple[str, int], dict[str, int]] = {}
+    if m is None or not m.has_node_metric:
+        return agg
+    longest: dict[str, int] = {}
+    for a in m.aggregated:
+        duration = a.duration
+        for kind, rl in a.usage.items():
+            if rl:
+                agg[(kind, duration)] = rl
+                if duration >= longest.get(kind, -1):
+                    longest[kind] = duration
+    for kind, d in longest.items():
+        agg[(kind, 0)] = agg[(kind, d)]
+    return agg
 
 
 class NodeMetricStore:
@@ -261,10 +288,11 @@ class NodeMetricStore:
 
     def _write_metric(self, s: int, rec: NodeLoad | None) -> None:
         m = None if rec is None else rec.metric
+        timed = m is not None and m.update_time is not None
         self.has_metric[s] = m is not None
         self.has_nm[s] = m is not None and m.has_node_metric
-        self.has_time[s] = m is not None and m.update_time is not None
-        self.time_us[s] = to_us(m.update_time) if m is not None and m.update_time is not None else 0
+        self.has_time[s] = timed
+        self.time_us[s] = rec.window if rec is not None and timed else 0  # the metric's updateTime, in us
         if rec is None or rec.node_usage is None:
             self.usage[s] = self.agg_f[s] = self.agg_s[s] = 0
             self.agg_f_ok[s] = self.agg_s_ok[s] = False
@@ -349,7 +377,7 @@ class NodeMetricStore:
             if rec is None:
                 return
             rec.metric, rec.node_usage = None, None
-            rec.agg, rec.usage, rec.prod_pods = {}, {}, set()
+            rec.built_agg, rec.usage, rec.prod_pods = {}, {}, set()
             rec.reset(rec.zero)
             for e in rec.pods.values():
                 rec.add(e)
@@ -372,19 +400,12 @@ class NodeMetricStore:
         interval = m.report_interval_seconds
         rec.interval = (60 if interval is None else interval) * US
         rec.node_usage = vec(m.node_usage) if m.has_node_metric else None
-        rec.agg = {}
-        longest: dict[str, int] = {}
-        if m.has_node_metric:
-            for a in m.aggregated:
-                for kind, rl in a.usage.items():
-                    if rl:
-                        rec.agg[(kind, a.duration)] = rl
-                        if a.duration >= longest.get(kind, -1):
-                            longest[kind] = a.duration
-        for kind, d in longest.items():
-            rec.agg[(kind, 0)] = rec.agg[(kind, d)]
-        rec.usage = {p.key: vec(p.usage) for p in m.pods if p.usage}
-        rec.prod_pods = {p.key for p in m.pods if p.usage and p.priority == PROD}
+        rec.built_agg = None  # built from rec.metric when read
+        if m.pods:
+            rec.usage = {p.key: vec(p.usage) for p in m.pods if p.usage}
+            rec.prod_pods = {p.key for p in m.pods if p.usage and p.priority == PROD}
+        else:
+            rec.usage, rec.prod_pods = {}, set()
         include_sys = self.args.prod_usage_include_sys and m.has_node_metric
         rec.reset(vec(m.system_usage) if include_sys else rec.zero)
         for e in rec.pods.values():

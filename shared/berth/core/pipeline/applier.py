@@ -13,7 +13,7 @@ from berth.core.state import ClusterState
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclass
+@dataclass(slots=True)
 class Applied:
     obj: Any  # the model object, or None for a bookmark, an unknown kind or a stale event
     old: Any  # what the state held under that key before, if anything
@@ -44,8 +44,9 @@ class Applier:
         return Applied(obj, old)
 
     def _current(self, obj: Any) -> Any:
-        if isinstance(obj, Pod):
+        cls = type(obj)  # models are final classes
+        if cls is Pod:
             return self.state.pods.get(obj.key)
-        if isinstance(obj, Node):
+        if cls is Node:
             return self.state.nodes.get(obj.name)
         return None

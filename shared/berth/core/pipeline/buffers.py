@@ -19,7 +19,7 @@ from berth.core.buffers.store import BufferStore
 from berth.core.config import SchedulerConfig
 from berth.core.events import Event
 from berth.core.pipeline.applier import Applier
-from berth.core.pipeline.records import BufferStatusRecord, RejectRecord
+from berth.core.pipeline.records import BufferStatusRecord
 from berth.core.pipeline.stats import BufferPoint, RunStats
 from berth.core.scheduler import Scheduler
 from berth.core.state import ClusterState
@@ -65,11 +65,11 @@ class BufferEngine:
         self._marked: set[str] = set()
         self._marked_at: float | None = None
 
-    def handle(self, ev: Event) -> tuple[list[BufferStatusRecord], RejectRecord | None]:
+    def handle(self, ev: Event) -> list[BufferStatusRecord]:
         applied = self.applier.apply(ev)
         self._marked |= self.store.take_dirty()
         if not self.store.buffers:
-            return [], None
+            return []
         # every event moves the clock, bookmarks and stale events included: the periodic refresh fires on them too
         now = self.applier.now.timestamp()
         if self._marked and self._marked_at is None:
@@ -78,14 +78,14 @@ class BufferEngine:
         due = self._synced_at is None or now - self._synced_at >= self.resync or not self.applier.has_clock
         settled = self._marked_at is not None and now - self._marked_at >= SETTLE_SECONDS
         if not (shaped or due or settled):
-            return [], None
+            return []
         self._marked, self._marked_at = set(), None
         results = reconcile(self.store, self.applier.now)
         if due or shaped:
             self._synced_at = now
             place, release = fakepods.scheduler_placer(self.scheduler, self.applier.now)
             self._ready = fakepods.count_ready(results, place, release, self.max_chunks)
-        return self._emit(results, ev), None
+        return self._emit(results, ev)
 
     def _shapes(self, obj: Any) -> bool:
         """Can this change alter a buffer's chunk or replicas? Then readiness is recomputed at once."""

@@ -19,7 +19,7 @@ from berth.core.model import Node, Pod
 from berth.core.pipeline.applier import Applier
 from berth.core.pipeline.overrun import OverRunObserver
 from berth.core.pipeline.queue import RetryQueue
-from berth.core.pipeline.records import DecisionRecord, RejectRecord
+from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.reservations import Reservations
 from berth.core.pipeline.stats import NodeUse, RunStats, StatsObserver
 from berth.core.resources import CPU, MEMORY
@@ -80,7 +80,7 @@ class ScorerEngine:
         """Events before `start` only build the state; pods still pending then are decided at `start`."""
         self._hold = start
 
-    def handle(self, ev: Event) -> tuple[list[DecisionRecord], RejectRecord | None]:
+    def handle(self, ev: Event) -> list[DecisionRecord]:
         self.observer.event()
         applied = self.applier.apply(ev)
         obj = applied.obj
@@ -92,17 +92,17 @@ class ScorerEngine:
         out: list[DecisionRecord] = []
         if self._hold is not None:
             if not self.applier.has_clock or self.applier.now < self._hold:
-                return [], None
+                return []
             self._hold = None
             for pod in self.state.pending_pods():
                 if self.state.reserved(pod.key) is None:
                     self._decide(pod, ev, out, 1)
-            return out, None
+            return out
         if self.queue.has_due and self.applier.has_clock:
             for pod in self.queue.to_retry(self.queue.take_due(self.applier.now.timestamp())):
                 self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
         if obj is None:
-            return out, None
+            return out
         relevant = True
         if isinstance(obj, Pod):
             relevant = self._pod_event(obj, applied.old, ev, out)
@@ -112,7 +112,7 @@ class ScorerEngine:
             keys = self.queue.helped(type(obj).__name__, action, obj, now, has_clock)
             for pod in self.queue.to_retry(keys):
                 self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
-        return out, None
+        return out
 
     def _pod_event(self, pod: Pod, old: Any, ev: Event, out: list[DecisionRecord]) -> bool:
         """Decide a new pending pod; returns whether the change can help waiting pods (an assigned
