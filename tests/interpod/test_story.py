@@ -44,7 +44,7 @@ def test_anti_affine_replicas_never_share_a_node_and_zone_spread_holds() -> None
     engine = ScorerEngine(profile(BOTH))
     waiting: dict[str, list[str]] = {}
     for ev in story():
-        records, _ = engine.handle(ev.decoded())
+        records = engine.handle(ev.decoded())
         for r in records:
             if r.status == "Unschedulable":
                 waiting[r.pod] = sorted({x for res in r.nodes.values() for x in res.reasons})
@@ -63,7 +63,7 @@ def test_anti_affine_replicas_never_share_a_node_and_zone_spread_holds() -> None
     gone = engine.state.pods["default/db-0"]
     freed = gone.node_name
     raw = {**db(0), "spec": {**db(0)["spec"], "nodeName": freed}}
-    records, _ = engine.handle(event(raw, 600, "DELETED").decoded())
+    records = engine.handle(event(raw, 600, "DELETED").decoded())
     assert [(r.pod, r.status, r.node) for r in records] == [("default/db-9", "Scheduled", freed)]
 
 
