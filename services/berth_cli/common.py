@@ -6,6 +6,7 @@ import argparse
 import gc
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -34,6 +35,35 @@ def positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"want a positive number, got {text!r}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: a whole number, zero or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"want a whole number, zero or more, got {text!r}")
+    return value
+
+
+def check_file_target(path: str) -> None:
+    """Fail before any work when a file cannot be written at path: it is a directory, or a file
+    stands where a parent directory has to be."""
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(path, "", "is a directory, not a file")
+    check_dir_target(str(target.parent))
+
+
+def check_dir_target(path: str) -> None:
+    """Fail before any work when a directory cannot be made at path (a file is in the way)."""
+    for p in (Path(path), *Path(path).parents):
+        if p.exists():
+            if not p.is_dir():
+                raise InputError(path, "", f"{p} is a file, not a directory")
+            return
 
 
 def now_or(value: datetime | None) -> datetime:

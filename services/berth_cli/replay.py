@@ -17,7 +17,14 @@ from berth.adapters.eventlog import Reject, read_events, write_rejects
 from berth.core.errors import InputError
 from berth.core.events import Event
 from berth.core.pipeline.records import RejectRecord, encode_record
-from berth_cli.common import load_config, positive_float, rfc3339
+from berth_cli.common import (
+    check_dir_target,
+    check_file_target,
+    load_config,
+    non_negative_int,
+    positive_float,
+    rfc3339,
+)
 from berth_cli.pipeline import Lane, Pipeline
 from berth_cli.progress import watch
 
@@ -51,7 +58,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--strict", action="store_true", help="the first bad line is fatal")
     p.add_argument(
         "--top-nodes",
-        type=int,
+        type=non_negative_int,
         metavar="N",
         help="list only the N best feasible nodes in each decision (default: every node, as berth evaluate does)",
     )
@@ -83,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     for path in args.logs:
         if not Path(path).is_file():
             raise InputError(path, "", "No such file")
+    _check_outputs(args)
     if args.bootstrap_servers:
         return publish(args)
     lanes = [Lane(_label(args.config), load_config(args.config), top_nodes=args.top_nodes)]
@@ -155,6 +163,21 @@ def publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every file and directory the run will write can be written, checked before the run."""
+    if args.decisions:
+        check_file_target(args.decisions)
+        if args.compare:
+            check_file_target(_sibling(args.decisions, ".compare"))
+    check_file_target(_rejects_path(args))
+    if args.report:
+        check_dir_target(args.report)
+
+
+def _rejects_path(args: argparse.Namespace) -> str:
+    return str(args.rejects or (_sibling(args.decisions, ".rejects") if args.decisions else "berth-rejects.jsonl"))
+
+
 def _label(path: str | None) -> str:
     return Path(path).stem if path else "default"
 
@@ -174,7 +197,7 @@ def _write_records(path: str, pipeline: Pipeline, lane: Lane) -> None:
 def _write_rejects(args: argparse.Namespace, read: list[Reject], applied: list[RejectRecord]) -> None:
     if not read and not applied:
         return
-    path = args.rejects or (_sibling(args.decisions, ".rejects") if args.decisions else "berth-rejects.jsonl")
+    path = _rejects_path(args)
     records = [Reject(r.source, r.line, r.reason, r.text) for r in read]
     logs = ", ".join(args.logs)
     records += [Reject(logs, r.position, r.reason, r.text) for r in applied]
