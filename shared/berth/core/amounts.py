@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from berth.core.quantity import NANO, QuantityError, parse_nanos
+from berth.core.quantity import MAX_MILLI_VALUE, NANO, QuantityError, parse_nanos
 from berth.core.wire.common import Quantities, Quantity
 
 
@@ -48,7 +48,7 @@ _SCALE |= {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10
 
 def _whole(q: Quantity, milli: bool) -> int | None:
     """The amount of a plain quantity string, or None for the exact parser to decide."""
-    if type(q) is not str or len(q) > 15:  # short enough never to reach the 2^63-1 cap
+    if type(q) is not str or len(q) > 15 or not q.isascii():  # short: never near the bound; ASCII digits only
         return None
     if q.isdecimal():
         return int(q) * 1000 if milli else int(q)
@@ -62,7 +62,7 @@ def _whole(q: Quantity, milli: bool) -> int | None:
     if scale is None or not digits.isdecimal():
         return None
     units = int(digits) * scale
-    if units >= 2**62:  # near kube's cap of 2^63-1 units: the exact parser applies it
+    if units > MAX_MILLI_VALUE:  # past kube's int64 milli-value: the exact parser rejects it
         return None
     return units * 1000 if milli else units
 
@@ -108,9 +108,15 @@ def milli_list(v: Quantities | None) -> dict[str, int]:
 
 
 def parse_time(value: str) -> datetime:
-    """RFC 3339 to an aware UTC datetime."""
+    """RFC 3339 to an aware UTC datetime, in years 0001..9999 once in UTC (what the API server
+    accepts); ValueError otherwise."""
     t = datetime.fromisoformat(value)
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    if t.tzinfo is None:
+        return t.replace(tzinfo=UTC)
+    try:
+        return t.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{value!r} is outside years 0001..9999 in UTC") from None
 
 
 _TIMES: dict[str, datetime] = {}
@@ -124,7 +130,7 @@ def moment(v: str | None, path: str = "") -> datetime | None:
     if t is None:
         try:
             t = parse_time(v)
-        except ValueError:
+        except (ValueError, TypeError):
             raise Bad(path, f"invalid RFC 3339 time {v!r}") from None
         if len(_TIMES) >= 8192:
             _TIMES.clear()
