@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from berth.adapters.snapshot import load_objects, parse_documents, read_text
-from berth.core.amounts import parse_time
+from berth.core.amounts import TimeRangeError, parse_time
 from berth.core.config import SchedulerConfig, parse_config
 from berth.core.errors import InputError
 from berth.core.snapshot import build_state
@@ -22,6 +22,8 @@ from berth.core.state import ClusterState
 def rfc3339(value: str) -> datetime:
     try:
         return parse_time(value)
+    except TimeRangeError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid RFC 3339 time {value!r}") from None
 

@@ -107,6 +107,10 @@ def milli_list(v: Quantities | None) -> dict[str, int]:
     return out
 
 
+class TimeRangeError(ValueError):
+    """A well-formed time outside years 0001..9999 once in UTC."""
+
+
 def parse_time(value: str) -> datetime:
     """RFC 3339 to an aware UTC datetime, in years 0001..9999 once in UTC (what the API server
     accepts); ValueError otherwise."""
@@ -116,7 +120,7 @@ def parse_time(value: str) -> datetime:
     try:
         return t.astimezone(UTC)
     except OverflowError:
-        raise ValueError(f"{value!r} is outside years 0001..9999 in UTC") from None
+        raise TimeRangeError(f"time {value!r} is outside years 0001..9999 in UTC") from None
 
 
 _TIMES: dict[str, datetime] = {}
@@ -130,6 +134,8 @@ def moment(v: str | None, path: str = "") -> datetime | None:
     if t is None:
         try:
             t = parse_time(v)
+        except TimeRangeError as e:
+            raise Bad(path, str(e)) from None
         except (ValueError, TypeError):
             raise Bad(path, f"invalid RFC 3339 time {v!r}") from None
         if len(_TIMES) >= 8192:
@@ -138,4 +144,4 @@ def moment(v: str | None, path: str = "") -> datetime | None:
     return t
 
 
-__all__ = ["Bad", "QuantityError", "milli_list", "moment", "nanos", "parse_time", "resource_list"]
+__all__ = ["Bad", "QuantityError", "TimeRangeError", "milli_list", "moment", "nanos", "parse_time", "resource_list"]

@@ -21,7 +21,7 @@ from typing import Any, Union
 
 import msgspec
 
-from berth.core.amounts import parse_time
+from berth.core.amounts import TimeRangeError, parse_time
 from berth.core.convert import group_of
 from berth.core.errors import InputError
 from berth.core.kinds import BY_WIRE, KINDS, decode, describe, normalise
@@ -248,6 +248,8 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
     if stamp:
         try:
             ts = parse_time(stamp)
+        except TimeRangeError as e:
+            raise InputError(where, "ts", str(e)) from None
         except ValueError:
             raise InputError(where, "ts", f"invalid RFC 3339 time {stamp!r}") from None
     at = raw.position if raw.position is not None else position
