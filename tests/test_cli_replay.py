@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from berth.core.events import Event
+from berth.core.pipeline.scorer import ScorerEngine
 from berth_cli.main import main
 
 LOGS = Path(__file__).parent / "data" / "logs"
@@ -137,3 +139,28 @@ def test_a_rejected_line_changes_nothing(capsys: pytest.CaptureFixture[str], tmp
 
 def lines_of(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def test_an_event_the_engine_cannot_handle_is_rejected_and_fatal_when_strict(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The worker dead-letters an error of the data rather than stopping; the replay rejects it at
+    its line, and --strict makes it fatal like any other bad line."""
+    original = ScorerEngine.handle
+
+    def handle(self: ScorerEngine, ev: Event) -> object:
+        if ev.position == 17:
+            raise OverflowError("boom")
+        return original(self, ev)
+
+    monkeypatch.setattr(ScorerEngine, "handle", handle)
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(
+        b"\n".join(b"" if n in (12, 13) else line for n, line in enumerate(Path(LOCAL).read_bytes().splitlines(), 1))
+    )
+    code, _, _ = replay(capsys, str(log), "--decisions", str(tmp_path / "d.jsonl"))
+    assert code == 0
+    assert [r["line"] for r in lines_of(tmp_path / "d.rejects.jsonl") if "boom" in r["reason"]] == [17]
+    code, out, err = replay(capsys, str(log), "--strict", "--decisions", str(tmp_path / "s.jsonl"))
+    assert (code, out) == (2, "")
+    assert err == f"berth replay: error: {log}: line 17: cannot handle: OverflowError: boom\n"

@@ -117,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
             out = args.decisions if i == 0 else _sibling(args.decisions, ".compare")
             _write_records(out, pipeline, lane)
     dead = [r for r in pipeline.dead_letters(lanes[0]) if isinstance(r, RejectRecord)]
+    if args.strict and dead:  # an event the engine could not handle: fatal too, at its line
+        first = min(dead, key=lambda r: r.position)
+        raise InputError(", ".join(args.logs), f"line {first.position}", first.reason)
     _write_rejects(args, [*rejects, *unreadable], dead)
     from berth_cli.summary import render_summary
 
