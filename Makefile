@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 SNAPSHOT ?= tests/data/snapshots/local-pvs.yaml
 
 .DEFAULT_GOAL := help
-.PHONY: help venv servers lint test unit bench demo evaluate lock clean up down
+.PHONY: help venv servers lint test unit fuzz bench demo evaluate lock clean up down
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -36,6 +36,9 @@ test: $(STAMP) servers lint ## The README's test command: venv, servers, lint, t
 
 unit: $(STAMP) servers ## Only the test suite, without lint
 	$(BIN)/pytest
+
+fuzz: $(STAMP) ## The fuzz tests with many more mutated inputs than make test runs (HYPOTHESIS_PROFILE=fuzz)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider tests/fuzz
 
 bench: $(STAMP) ## Run the benchmarks; they print their figures
 	$(BIN)/python -m bench

@@ -145,3 +145,33 @@ def test_console_script_bad_input_has_no_traceback() -> None:
         check=False,
     )
     assert res.returncode == 2 and "Traceback" not in res.stderr
+
+
+# issue 20's reproducers for snapshot files: one line naming the file, exit 2.
+_TEXT = Path(LOCAL).read_text()
+SNAPSHOTS = [
+    ("JSON nested deeply", "s.json", "[" * 5000 + "]" * 5000, "invalid JSON: nested too deeply"),
+    ("YAML nested deeply", "s.yaml", "a: " + "[" * 5000 + "]" * 5000, "invalid YAML: nested too deeply"),
+    ("a JSON integer of 5,000 digits", "s.json", '{"kind": 1' + "0" * 5000 + "}", "invalid JSON: Exceeds the limit"),
+    ("a YAML integer of 5,000 digits", "s.yaml", "kind: 1" + "0" * 5000, "invalid YAML: Exceeds the limit"),
+    ("a quantity of nan", "s.yaml", _TEXT.replace("storage: 1Ti", "storage: .nan", 1), "finite numbers"),
+    ("a cpu of 1e30", "s.yaml", _TEXT.replace("cpu: '8'", "cpu: 1e30", 1), "kube's int64 milli-value"),
+    (
+        "a time before year 1 in UTC",
+        "s.yaml",
+        _TEXT.replace("2026-11-01T10:00:00Z", "0001-01-01T00:00:00+01:00", 1),
+        "outside years 0001..9999",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "problem"), [c[1:] for c in SNAPSHOTS], ids=[c[0] for c in SNAPSHOTS])
+def test_bounded_snapshots(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, text: str, problem: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run(capsys, "evaluate", "--snapshot", str(path))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"berth evaluate: error: {path}: ") and problem in err, err
+    assert err.count("\n") == 1

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from berth.core.events import Event
+from berth.core.pipeline.scorer import ScorerEngine
 from berth_cli.main import main
 
 LOGS = Path(__file__).parent / "data" / "logs"
@@ -199,3 +201,70 @@ def _placed(r: dict | None) -> tuple[str, list[str]] | None:
     if r is None or r["status"] != "Scheduled":
         return None
     return r["node"], [b["pv"] for b in r["volumeBindings"] if b.get("pv")]
+def _bad(change: str) -> bytes:
+    """A Pod line late in time, claiming position 1, made bad by one change."""
+    good = json.loads(Path(LOCAL).read_text().splitlines()[16])
+    good["ts"], good["position"] = "2026-11-01T23:00:00Z", 1
+    text = json.dumps(good)
+    swaps = {
+        "invalid quantity": ('"cpu": "500m"', '"cpu": "lots"'),
+        "metadata as a string": ('"metadata": {', '"metadata": "x", "m": {'),
+        "nested deeply": ('"cpu": "500m"', '"cpu": ' + "[" * 3000 + "]" * 3000),
+        "ts past year 9999": ('"2026-11-01T23:00:00Z"', '"9999-12-31T23:59:59-23:59"'),
+        "not UTF-8": ('"cpu": "500m"', '"cpu": "\udcff"'),
+    }
+    old, new = swaps[change]
+    assert old in text
+    return text.replace(old, new, 1).encode("utf-8", "surrogateescape")
+
+
+BAD = ["invalid quantity", "metadata as a string", "nested deeply", "ts past year 9999", "not UTF-8"]
+
+
+@pytest.mark.parametrize("change", BAD)
+def test_a_rejected_line_changes_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path, change: str) -> None:
+    """Not the clock (its ts is later than every valid line's), not the decisions; it is rejected at
+    its real line whatever position it claims, and --strict stops there."""
+    lines = Path(LOCAL).read_bytes().splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"\n".join([*lines[:5], _bad(change), *lines[5:]]) + b"\n")
+    clean = tmp_path / "clean.jsonl"
+    clean.write_bytes(b"\n".join([*lines[:5], b"", *lines[5:]]) + b"\n")
+    code, _, _ = replay(capsys, str(bad), "--decisions", str(tmp_path / "bad.d.jsonl"))
+    assert code == 0
+    replay(capsys, str(clean), "--decisions", str(tmp_path / "clean.d.jsonl"))
+    assert (tmp_path / "bad.d.jsonl").read_bytes() == (tmp_path / "clean.d.jsonl").read_bytes()
+    rejected = [r["line"] for r in lines_of(tmp_path / "bad.d.rejects.jsonl")]
+    assert 6 in rejected and 1 not in rejected
+    code, out, err = replay(capsys, str(bad), "--strict")
+    assert code == 2 and out == ""
+    assert err.startswith(f"berth replay: error: {bad}: line 6: ") and err.count("\n") == 1, err
+
+
+def lines_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def test_an_event_the_engine_cannot_handle_is_rejected_and_fatal_when_strict(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The worker dead-letters an error of the data rather than stopping; the replay rejects it at
+    its line, and --strict makes it fatal like any other bad line."""
+    original = ScorerEngine.handle
+
+    def handle(self: ScorerEngine, ev: Event) -> object:
+        if ev.position == 17:
+            raise OverflowError("boom")
+        return original(self, ev)
+
+    monkeypatch.setattr(ScorerEngine, "handle", handle)
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(
+        b"\n".join(b"" if n in (12, 13) else line for n, line in enumerate(Path(LOCAL).read_bytes().splitlines(), 1))
+    )
+    code, _, _ = replay(capsys, str(log), "--decisions", str(tmp_path / "d.jsonl"))
+    assert code == 0
+    assert [r["line"] for r in lines_of(tmp_path / "d.rejects.jsonl") if "boom" in r["reason"]] == [17]
+    code, out, err = replay(capsys, str(log), "--strict", "--decisions", str(tmp_path / "s.jsonl"))
+    assert (code, out) == (2, "")
+    assert err == f"berth replay: error: {log}: line 17: cannot handle: OverflowError: boom\n"

@@ -6,12 +6,13 @@ import argparse
 import gc
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from berth.adapters.snapshot import load_objects, parse_documents, read_text
-from berth.core.amounts import parse_time
+from berth.core.amounts import TimeRangeError, parse_time
 from berth.core.config import SchedulerConfig, parse_config
 from berth.core.errors import InputError
 from berth.core.snapshot import build_state
@@ -21,6 +22,8 @@ from berth.core.state import ClusterState
 def rfc3339(value: str) -> datetime:
     try:
         return parse_time(value)
+    except TimeRangeError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid RFC 3339 time {value!r}") from None
 
@@ -34,6 +37,35 @@ def positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"want a positive number, got {text!r}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: a whole number, zero or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"want a whole number, zero or more, got {text!r}")
+    return value
+
+
+def check_file_target(path: str) -> None:
+    """Fail before any work when a file cannot be written at path: it is a directory, or a file
+    stands where a parent directory has to be."""
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(path, "", "is a directory, not a file")
+    check_dir_target(str(target.parent))
+
+
+def check_dir_target(path: str) -> None:
+    """Fail before any work when a directory cannot be made at path (a file is in the way)."""
+    for p in (Path(path), *Path(path).parents):
+        if p.exists():
+            if not p.is_dir():
+                raise InputError(path, "", f"{p} is a file, not a directory")
+            return
 
 
 def now_or(value: datetime | None) -> datetime:

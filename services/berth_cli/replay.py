@@ -25,7 +25,14 @@ from berth.core.pipeline.clock import ObjectClock
 from berth.core.pipeline.metrics import run_labels
 from berth.core.pipeline.records import DecisionRecord, Record, RejectRecord, encode_record
 from berth.core.pipeline.stats import RunStats
-from berth_cli.common import load_config, positive_float, rfc3339
+from berth_cli.common import (
+    check_dir_target,
+    check_file_target,
+    load_config,
+    non_negative_int,
+    positive_float,
+    rfc3339,
+)
 from berth_cli.pipeline import Lane, Pipeline
 from berth_cli.progress import watch
 
@@ -70,7 +77,7 @@ def add_parser(sub: Any) -> None:
     nodes = p.add_mutually_exclusive_group()
     nodes.add_argument(
         "--top-nodes",
-        type=int,
+        type=non_negative_int,
         default=TOP_NODES,
         metavar="N",
         help=f"list the N best feasible nodes, with their scores, in each decision (default {TOP_NODES})",
@@ -131,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
     for path in args.logs:
         if not Path(path).is_file():
             raise InputError(path, "", "No such file")
+    _check_outputs(args)
     if args.bootstrap_servers:
         return publish(args)
     configs = [args.config, *(args.compare or [])]
@@ -138,6 +146,9 @@ def run(args: argparse.Namespace) -> int:
         load_config(config)  # every config's problems before any replay starts
     results = _replay_all(args, configs)
     first = results[0]
+    if args.strict and first.dead:  # an event the engine could not handle: fatal too, at its line
+        bad = min(first.dead, key=lambda r: r.position)
+        raise InputError(", ".join(args.logs), f"line {bad.position}", bad.reason)
     rejects_path = _write_rejects(args, [*first.rejects, *first.unreadable], first.dead)
     if not first.published and not first.unreadable and first.rejects:
         print(nothing_read(args.logs, first.rejects, rejects_path), file=sys.stderr)
@@ -195,8 +206,7 @@ def replay_one(args: argparse.Namespace, config: str | None, index: int, progres
     stats.events = pipeline.published + len(unreadable)
     records = pipeline.records(lane)
     if args.decisions:
-        tag = "" if index == 0 else ".compare" if index == 1 else f".compare{index}"
-        _write_records(_sibling(args.decisions, tag) if tag else args.decisions, records)
+        _write_records(_decisions_path(args.decisions, index), records)
     placements: dict[str, tuple[str, list[str]] | None] = {}
     for r in records:
         if isinstance(r, DecisionRecord):
@@ -255,6 +265,29 @@ def publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every file and directory the run will write can be written, checked before the run."""
+    if args.decisions:
+        for index in range(1 + len(args.compare or [])):
+            check_file_target(_decisions_path(args.decisions, index))
+    check_file_target(_rejects_path(args))
+    for path in (args.summary, args.diff):
+        if path:
+            check_file_target(path)
+    if args.report:
+        check_dir_target(args.report)
+
+
+def _decisions_path(path: str, index: int) -> str:
+    """The decisions file of the run at `index`: the base config's, then `.compare`, `.compare2`, ..."""
+    tag = "" if index == 0 else ".compare" if index == 1 else f".compare{index}"
+    return _sibling(path, tag) if tag else path
+
+
+def _rejects_path(args: argparse.Namespace) -> str:
+    return str(args.rejects or (_sibling(args.decisions, ".rejects") if args.decisions else "berth-rejects.jsonl"))
+
+
 def _label(path: str | None) -> str:
     return Path(path).stem if path else "default"
 
@@ -307,7 +340,7 @@ def _bare_object(text: str) -> bool:
 def _write_rejects(args: argparse.Namespace, read: list[Reject], applied: list[RejectRecord]) -> str | None:
     if not read and not applied:
         return None
-    path = args.rejects or (_sibling(args.decisions, ".rejects") if args.decisions else "berth-rejects.jsonl")
+    path = _rejects_path(args)
     records = [Reject(r.source, r.line, r.reason, r.text) for r in read]
     logs = ", ".join(args.logs)
     records += [Reject(logs, r.position, r.reason, r.text) for r in applied]

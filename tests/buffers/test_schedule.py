@@ -180,3 +180,27 @@ def test_removed_annotation_drops_the_condition() -> None:
     r = one(pod_template("tpl"), buffer("b", template="tpl", replicas=4, status=old))
     assert r.status.condition("ScheduleActive") is None
     assert r.status.replicas == 4
+
+
+# (id, schedule, instant, (start, end) of the active window or None, next start or None)
+EDGES = [
+    ("last second of year 9999", "0 8 * * * 10h", "9999-12-31T23:59:59+00:00", None, None),
+    ("last day of year 9999, open", "0 8 * * * 10h", "9999-12-31T09:00:00+00:00",
+     ("9999-12-31T08:00:00+00:00", "9999-12-31T18:00:00+00:00"), None),
+    ("a window that would close after year 9999", "TZ=+23:59; 59 23 31 12 * 31d", "9999-12-31T12:00:00+00:00",
+     ("9999-12-31T00:00:00+00:00", "9999-12-31T23:59:59.999999+00:00"), None),
+    ("first moment of year 1", "0 8 * * * 10h", "0001-01-01T00:00:00+00:00", None, "0001-01-01T08:00:00+00:00"),
+    ("an opening before year 1 does not exist", "TZ=-23:59; 0 0 1 1 * 1h", "0001-01-01T00:00:00+00:00",
+     None, "0001-01-01T23:59:00+00:00"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "instant", "window", "upcoming"), [e[1:] for e in EDGES], ids=[e[0] for e in EDGES])
+def test_windows_at_the_ends_of_time(
+    text: str, instant: str, window: tuple[str, str] | None, upcoming: str | None
+) -> None:
+    """Near year 1 and year 9999 a schedule answers like anywhere else; what cannot exist is not there."""
+    sched = parse(text)
+    got = sched.active(at(instant))
+    assert got == (None if window is None else (at(window[0]), at(window[1])))
+    assert sched.next_start(at(instant)) == (None if upcoming is None else at(upcoming))

@@ -81,3 +81,30 @@ def test_wrong_kind() -> None:
     with pytest.raises(ConfigError) as e:
         parse_config({"kind": "Deployment"})
     assert e.value.problems == ["kind: Invalid value: 'Deployment': want KubeSchedulerConfiguration"]
+
+
+# issue 20's reproducers: a value of the wrong shape or past kube's int32 is one problem, never a crash.
+SHAPES = [
+    ("disabled: 5", profile(plugins={"score": {"disabled": 5}}), "plugins.score.disabled: Invalid value: 5: must be"),
+    ("enabled: a string", profile(plugins={"filter": {"enabled": "TaintToleration"}}), "filter.enabled: Invalid value"),
+    ("pluginConfig: 5", profile(pluginConfig=5), "profiles[0].pluginConfig: Invalid value: 5: must be a list"),
+    ("pluginConfig: 1.5", profile(pluginConfig=1.5), "profiles[0].pluginConfig: Invalid value: 1.5: must be a list"),
+    (
+        "a weight of 2^70",
+        profile(plugins={"score": {"enabled": [{"name": "VolumeBinding", "weight": 2**70}]}}),
+        "enabled[0].weight: Invalid value: 1180591620717411303424: must be at most 2147483647 (int32)",
+    ),
+    (
+        "a storage-class weight of 2^70",
+        profile(pluginConfig=[{"name": "VolumeBinding", "args": {"storageClassWeights": {"ssd": 2**70}}}]),
+        "storageClassWeights[ssd]: Invalid value: 1180591620717411303424: must be at most 2147483647 (int32)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("doc", "problem"), [c[1:] for c in SHAPES], ids=[c[0] for c in SHAPES])
+def test_wrong_shapes_and_ranges_are_one_problem(doc: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        parse_config(doc)
+    assert len(e.value.problems) == 1
+    assert problem in e.value.problems[0]

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from berth.core.quantity import NANO, QuantityError, ceil_milli, ceil_units, parse_nanos
+from berth.core.quantity import MAX_MILLI_VALUE, NANO, QuantityError, ceil_milli, ceil_units, parse_nanos
 
 G = 10**9
 
@@ -18,10 +18,10 @@ G = 10**9
         ("1Mi", 2**20 * NANO),
         ("10Gi", 10 * 2**30 * NANO),
         ("1Ti", 2**40 * NANO),
-        ("1Ei", 2**60 * NANO),
+        ("8Pi", 2**53 * NANO),
         ("1k", 1000 * NANO),
         ("1G", G * NANO),
-        ("1E", 10**18 * NANO),
+        ("9P", 9 * 10**15 * NANO),
         ("100m", 100 * 10**6),
         ("1.5Gi", 3 * 2**29 * NANO),
         ("0.5", NANO // 2),
@@ -54,8 +54,36 @@ def test_bool_is_not_a_quantity() -> None:
         parse_nanos(True)
 
 
-def test_capped_at_int64_units() -> None:
-    assert parse_nanos("100Ei") == (2**63 - 1) * NANO
+@pytest.mark.parametrize(
+    "value",
+    [
+        "100Ei",
+        "1Ei",
+        "1E",
+        "1e30",
+        "-1e30",
+        1e30,
+        2**70,
+        "9223372036854776",
+        "99999999999999k",
+        "1" + "0" * 4300 + "Gi",
+        "nan",
+        "inf",
+        float("nan"),
+        float("inf"),
+        "\u0661\u0662",  # Arabic-Indic digits: int() reads them, kube does not
+        "\u00b2",
+    ],
+)
+def test_rejected_beyond_kube(value: object) -> None:
+    """Past kube's int64 milli-value (resource.MaxMilliValue), too long, not finite, not ASCII digits."""
+    with pytest.raises(QuantityError):
+        parse_nanos(value)
+
+
+def test_largest_milli_value() -> None:
+    assert parse_nanos(str(MAX_MILLI_VALUE)) == MAX_MILLI_VALUE * NANO
+    assert ceil_milli(parse_nanos(str(MAX_MILLI_VALUE))) == MAX_MILLI_VALUE * 1000 < 2**63
 
 
 @pytest.mark.parametrize(
@@ -76,8 +104,11 @@ def test_exact_comparisons() -> None:
 @given(st.integers(min_value=0, max_value=2**40), st.sampled_from(["", "Ki", "Mi", "Gi", "k", "M", "G"]))
 def test_suffix_scales_exactly(n: int, suffix: str) -> None:
     scale = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "k": 10**3, "M": 10**6, "G": 10**9}[suffix]
-    value = min(n * scale, 2**63 - 1)
-    assert parse_nanos(f"{n}{suffix}") == value * NANO
+    if n * scale > MAX_MILLI_VALUE:
+        with pytest.raises(QuantityError):
+            parse_nanos(f"{n}{suffix}")
+    else:
+        assert parse_nanos(f"{n}{suffix}") == n * scale * NANO
 
 
 @given(st.integers(min_value=0, max_value=10**12), st.integers(min_value=0, max_value=10**12))

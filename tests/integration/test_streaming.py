@@ -25,7 +25,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
 async def publish(
-    env: dict[str, str], log: str, copies: int = 1, only: range | None = None, poison: list[bytes] = ()
+    env: dict[str, str],
+    log: str,
+    copies: int = 1,
+    only: range | None = None,
+    poison: list[bytes] = (),
+    poison_after: list[bytes] = (),
 ) -> int:
     bus = KafkaBus(env["BERTH_KAFKA_BOOTSTRAP_SERVERS"], client_id="test-publisher")
     await bus.start()
@@ -40,6 +45,8 @@ async def publish(
         for _ in range(copies):
             await bus.send(topic, encode_line(ev, with_position=True), ev.key)
             sent += 1
+    for bad in poison_after:
+        await bus.send(topic, bad, b"poison")
     await bus.flush()
     await bus.stop()
     return sent
@@ -151,3 +158,31 @@ def test_poison_messages_go_to_the_dead_letter_topic(broker: Server, redis_serve
     assert dead[1]["text"] == poison[1].decode()
     assert all(str(d["source"]).startswith("scorer:") for d in dead)
     assert msgspec.json.decode(dead[1]["text"])["object"]["metadata"]["name"] == "x"  # type: ignore[arg-type]
+
+
+_PV = b'{"type": "ADDED", "object": {"kind": "PersistentVolume", "metadata": {"name": "x"}, "spec": {"capacity": {"storage": "1Gi"}}}}'
+# issue 20's poison kinds that crash-looped the scorer: each is dead-lettered, and the service goes on
+CRASHERS = [
+    b'{"type": "ADDED", "object": ' + b"[" * 1000 + b"]" * 1000 + b"}",
+    _PV.replace(b'"1Gi"', b'"1' + b"0" * 5000 + b'"'),
+    _PV.replace(b'"x"', b'"\xff"'),
+    b'{"ts": "9999-12-31T23:59:59-23:59", ' + _PV[1:],
+]
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_poison_that_crashed_the_scorer_is_dead_lettered(
+    broker: Server, redis_server: Server, tmp_path: Path, where: str
+) -> None:
+    want, _ = embedded(SCARCE)
+    env = isolated_env(broker, redis_server)
+    before, after = (CRASHERS, []) if where == "before" else ([], CRASHERS)
+    with service("scorer", env, log_dir=tmp_path):
+        asyncio.run(publish(env, SCARCE, poison=before, poison_after=after))
+        got = wait_for(env, env["BERTH_TOPIC_DECISIONS"], len(want), timeout=60)
+        dead = wait_for(env, env["BERTH_TOPIC_DEAD_LETTER"], len(CRASHERS), timeout=30)
+    assert got == want
+    reasons = [str(d["reason"]) for d in dead]
+    assert len(reasons) == len(CRASHERS), reasons
+    for reason, part in zip(reasons, ["nested too deeply", "at most 100", "not UTF-8", "outside years"], strict=True):
+        assert part in reason, reasons

@@ -15,6 +15,7 @@ from berth.adapters.eventlog import EventWriter, Reject, read_events
 from berth.core.errors import InputError
 from berth.core.events import WatchEvent, encode_event, parse_event
 from berth.core.kinds import convert
+from berth.core.state import newer
 from tests.builders import node, pod
 
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
@@ -133,3 +134,66 @@ def test_the_one_pass_and_the_step_by_step_path_agree_on_the_shape() -> None:
     line = json.dumps({"type": "ADDED", "object": node("n1"), "resource": None})
     with pytest.raises(InputError, match="event: want Add, Update or Delete, got None"):
         parse_event(line, 3)
+
+
+def _pod_line(**change: object) -> str:
+    """A valid Pod line with one field changed (dotted path under the line) or text replaced."""
+    obj = pod("p", cpu="1")
+    line: dict[str, object] = {"ts": "2026-11-01T10:00:00Z", "type": "ADDED", "object": obj}
+    for path, value in change.items():
+        node_: dict[str, object] = line
+        *parents, last = path.split("__")
+        for p in parents:
+            node_ = node_[p]  # type: ignore[assignment]
+        node_[last] = value
+    return json.dumps(line)
+
+
+_CPU = '"cpu": "1"'
+# issue 20's reproducers for event-log lines: each is one InputError naming the line and the field.
+BOUNDED = [
+    ("nested a few thousand levels deep", _pod_line().replace(_CPU, '"cpu": ' + "[" * 3000 + "]" * 3000), "line 3: "),
+    ("a bare integer of 5,000 digits", _pod_line().replace(_CPU, '"cpu": 1' + "0" * 5000), "Pod default/p: spec."),
+    ("a quantity of 4,301 digits", _pod_line().replace(_CPU, '"cpu": "1' + "0" * 4300 + 'Gi"'), "at most 100 char"),
+    ("a quantity of nan", _pod_line().replace(_CPU, '"cpu": "nan"'), "quantities must match"),
+    ("a cpu of 1e30", _pod_line().replace(_CPU, '"cpu": "1e30"'), "kube's int64 milli-value"),
+    ("a JSON number of 1e400", _pod_line().replace(_CPU, '"cpu": 1e400'), "requests[...]: number out of range"),
+    ("ts at year 9999 less an offset", _pod_line(ts="9999-12-31T23:59:59-23:59"), "line 3: ts: time '9999"),
+    ("ts at year 1 plus an offset", _pod_line(ts="0001-01-01T00:00:00+23:59"), "line 3: ts: time '0001"),
+    ("metadata as a string", _pod_line(object__metadata="x"), "Pod <unnamed>: metadata: expected an object"),
+    ("bytes that are not UTF-8", _pod_line().replace(_CPU, '"cpu": "\udcff"'), "line 3: not UTF-8"),
+    ("a line over the size limit", _pod_line().replace(_CPU, _CPU + " " * (3 << 20)), "line 3: longer than"),
+]
+
+
+@pytest.mark.parametrize(("line", "reason"), [c[1:] for c in BOUNDED], ids=[c[0] for c in BOUNDED])
+def test_bounded_lines_are_one_input_error(line: str, reason: str) -> None:
+    data = line.encode("utf-8", "surrogateescape")
+    with pytest.raises(InputError) as e:
+        parse_event(data, 3)
+    assert reason in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_resource_version_compared_only_as_ascii_digits() -> None:
+    assert newer("11", "2") and not newer("2", "11")
+    assert newer("\u00b2", "1") and newer("1", "\u00b2")  # not kube digits: opaque, and different
+    assert not newer("\u00b2", "\u00b2")
+
+
+def test_a_reject_is_at_its_real_line_whatever_position_it_claims(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    bad = json.dumps({"type": "ADDED", "position": 1, "object": {**pod("p"), "metadata": "x"}})
+    path.write_text(f"{json.dumps({'type': 'ADDED', 'object': node('n1')})}\n\n{bad}\n")
+    rejects: list[Reject] = []
+    assert len(list(read_events(str(path), rejects))) == 1
+    assert [r.line for r in rejects] == [3]
+
+
+def test_a_corrupt_gz_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl.gz"
+    data = gzip.compress(b'{"type": "ADDED", "object": {}}\n' * 100)
+    path.write_bytes(data[:20] + b"\x00" * 40 + data[60:])
+    with pytest.raises(InputError) as e:
+        list(read_events(str(path), []))
+    assert str(e.value).startswith(f"{path}: cannot read: ")

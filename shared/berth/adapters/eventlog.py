@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -47,9 +48,9 @@ def read_events(
                     if strict or rejects is None:
                         where = e.line().removeprefix(f"line {number}: ")
                         raise InputError(path, f"line {number}", where) from None
-                    if isinstance(e, UnreadableObject):
+                    if isinstance(e, UnreadableObject):  # at its line, whatever "position" the line claims
                         kept = rejects if unreadable is None else unreadable
-                        kept.append(Reject(path, e.position, e.line(), e.canonical.decode("utf-8", "replace")))
+                        kept.append(Reject(path, number, e.line(), e.canonical.decode("utf-8", "replace")))
                         continue
                     rejects.append(
                         Reject(
@@ -59,7 +60,7 @@ def read_events(
                             line.decode("utf-8", "replace").rstrip("\n"),
                         )
                     )
-        except (OSError, EOFError, gzip.BadGzipFile) as e:
+        except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
             raise InputError(path, "", f"cannot read: {e}") from None
 
 

@@ -39,14 +39,24 @@ def read_text(path: str) -> str:
 
 
 def parse_documents(text: str, source: str) -> list[Any]:
+    """The documents of a JSON or YAML text. Bounded: nesting as deep as the recursion limit allows,
+    integers of at most Python's 4,300 digits; past that, one InputError."""
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
             return [json.loads(text)]
         except json.JSONDecodeError as e:
             raise InputError(source, f"line {e.lineno}", f"invalid JSON: {e.msg}") from None
+        except RecursionError:
+            raise InputError(source, "", "invalid JSON: nested too deeply") from None
+        except ValueError as e:  # the int-string conversion limit
+            raise InputError(source, "", f"invalid JSON: {e}") from None
     try:
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except RecursionError:
+        raise InputError(source, "", "invalid YAML: nested too deeply") from None
+    except ValueError as e:  # the int-string conversion limit
+        raise InputError(source, "", f"invalid YAML: {str(e).splitlines()[0]}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else ""

@@ -2,7 +2,8 @@
 
 Order of side effects per batch: store updates and produced records first, then the commit, so a
 crash redelivers a batch rather than losing it (at-least-once); handlers are idempotent.
-A message that cannot be read goes to the dead-letter topic with the reason and its bytes.
+A message that cannot be read, or that makes the handler raise an error of its data (POISON), goes to
+the dead-letter topic with the reason, its position and its bytes, and the loop goes on.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ class Progress:
     events: int = 0
     rejects: int = 0
     lag: int = -1  # -1 until the first batch has been handled
+
+
+# What a message can make a handler raise: errors in the data, never a dependency's (a store or a
+# broker that went away raises its own errors, or OSError, and the service exits to be restarted).
+POISON = (ValueError, ArithmeticError, LookupError, TypeError, AttributeError, RecursionError)
 
 
 def dead_letter(service: str, msg: Message, reason: str, position: int | None = None) -> bytes:
@@ -83,7 +89,15 @@ async def run(
                     at = e.position if isinstance(e, UnreadableObject) else None
                     await bus.send(dead_letter_topic, dead_letter(service or group, msg, e.line(), at), msg.key)
                     continue
-                await handle(ev)
+                try:
+                    await handle(ev)
+                except POISON as e:  # the message, not a dependency: dead-lettered, and the service goes on
+                    progress.rejects += 1
+                    if metrics is not None:
+                        metrics.dead_letters.labels(metrics.service).inc()
+                    at = ev.position or msg.offset + 1
+                    reason = f"cannot handle: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                    await bus.send(dead_letter_topic, dead_letter(service or group, msg, reason, at), msg.key)
                 progress.events += 1
             await bus.flush()
             await consumer.commit()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from berth.core.quantity import NANO, QuantityError, parse_nanos
+from berth.core.quantity import MAX_MILLI_VALUE, NANO, QuantityError, parse_nanos
 from berth.core.wire.common import Quantities, Quantity
 
 
@@ -48,7 +48,7 @@ _SCALE |= {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10
 
 def _whole(q: Quantity, milli: bool) -> int | None:
     """The amount of a plain quantity string, or None for the exact parser to decide."""
-    if type(q) is not str or len(q) > 15:  # short enough never to reach the 2^63-1 cap
+    if type(q) is not str or len(q) > 15 or not q.isascii():  # short: never near the bound; ASCII digits only
         return None
     if q.isdecimal():
         return int(q) * 1000 if milli else int(q)
@@ -62,7 +62,7 @@ def _whole(q: Quantity, milli: bool) -> int | None:
     if scale is None or not digits.isdecimal():
         return None
     units = int(digits) * scale
-    if units >= 2**62:  # near kube's cap of 2^63-1 units: the exact parser applies it
+    if units > MAX_MILLI_VALUE:  # past kube's int64 milli-value: the exact parser rejects it
         return None
     return units * 1000 if milli else units
 
@@ -124,15 +124,23 @@ def milli_list(v: Quantities | None) -> dict[str, int]:
     return out
 
 
+class TimeRangeError(ValueError):
+    """A well-formed time outside years 0001..9999 once in UTC."""
+
+
 _TIMES: dict[str, datetime] = {}  # parsed times are kept: stamps repeat (events' ts, conditions)
 
 
 def parse_time(value: str) -> datetime:
-    """RFC 3339 to an aware UTC datetime; ValueError when it is not one."""
+    """RFC 3339 to an aware UTC datetime, in years 0001..9999 once in UTC (what the API server
+    accepts); ValueError otherwise."""
     t = _TIMES.get(value)
     if t is None:
         t = datetime.fromisoformat(value)
-        t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+        try:
+            t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+        except OverflowError:
+            raise TimeRangeError(f"time {value!r} is outside years 0001..9999 in UTC") from None
         if len(_TIMES) >= 8192:
             _TIMES.clear()
         _TIMES[value] = t
@@ -145,8 +153,10 @@ def moment(v: str | None, path: str = "") -> datetime | None:
         return None
     try:
         return parse_time(v)
-    except ValueError:
+    except TimeRangeError as e:
+        raise Bad(path, str(e)) from None
+    except (ValueError, TypeError):
         raise Bad(path, f"invalid RFC 3339 time {v!r}") from None
 
 
-__all__ = ["Bad", "QuantityError", "milli_list", "moment", "nanos", "parse_time", "resource_list"]
+__all__ = ["Bad", "QuantityError", "TimeRangeError", "milli_list", "moment", "nanos", "parse_time", "resource_list"]

@@ -15,7 +15,7 @@ from berth.core.framework import FilterPlugin, Plugin, PluginModule, PreFilterPl
 from berth.core.plugins import REGISTRY, Registered
 from berth.core.scheduler import Profile
 from berth.core.state import ClusterState
-from berth.core.validation import Problems, invalid, is_int, unknown_fields
+from berth.core.validation import INT32_MAX, Problems, invalid, is_int, items, unknown_fields
 
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
 
@@ -87,7 +87,7 @@ def _plugin_set(
         return defaults
     unknown_fields(section, {"enabled", "disabled"}, path, problems)
     out = list(defaults)
-    for i, item in enumerate(section.get("disabled") or []):
+    for i, item in enumerate(items(section.get("disabled"), f"{path}.disabled", "plugins", problems)):
         name = item.get("name") if isinstance(item, Mapping) else None
         if name == "*":
             out = []
@@ -95,7 +95,7 @@ def _plugin_set(
             problems.append(invalid(f"{path}.disabled[{i}].name", name, f"unknown {kind} plugin"))
         else:
             out = [(n, w) for n, w in out if n != name]
-    for i, item in enumerate(section.get("enabled") or []):
+    for i, item in enumerate(items(section.get("enabled"), f"{path}.enabled", "plugins", problems)):
         name = item.get("name") if isinstance(item, Mapping) else None
         weight = item.get("weight", 0) if isinstance(item, Mapping) else 0
         if not isinstance(name, str) or name not in allowed:
@@ -103,6 +103,9 @@ def _plugin_set(
             continue
         if not is_int(weight) or weight < 0:
             problems.append(invalid(f"{path}.enabled[{i}].weight", weight, "must be a non-negative integer"))
+            continue
+        if weight > INT32_MAX:
+            problems.append(invalid(f"{path}.enabled[{i}].weight", weight, f"must be at most {INT32_MAX} (int32)"))
             continue
         out = [(n, w) for n, w in out if n != name] + [(name, weight or 1)]
     return out
@@ -141,7 +144,7 @@ def parse_config(doc: Any, registry: tuple[Registered, ...] | None = None) -> Sc
         plugins.get("score"), "profiles[0].plugins.score", list(known.scores), known.score_names, "score", problems
     )
     args: dict[str, Any] = {}
-    for i, pc in enumerate(prof.get("pluginConfig") or []):
+    for i, pc in enumerate(items(prof.get("pluginConfig"), "profiles[0].pluginConfig", "plugin args", problems)):
         path = f"profiles[0].pluginConfig[{i}]"
         name = pc.get("name") if isinstance(pc, Mapping) else None
         module = known.modules.get(name) if isinstance(name, str) else None

@@ -21,7 +21,7 @@ from typing import Any, Union
 
 import msgspec
 
-from berth.core.amounts import parse_time
+from berth.core.amounts import TimeRangeError, parse_time
 from berth.core.convert import group_of
 from berth.core.errors import InputError
 from berth.core.kinds import BY_WIRE, KINDS, decode, describe, normalise
@@ -138,10 +138,28 @@ def format_time(ts: datetime) -> str:
     return ts.isoformat().replace("+00:00", "Z")
 
 
+MAX_LINE_BYTES = 3 * 1024 * 1024  # one line or message: the API server's own limit on a request body
+
+
 def parse_event(line: bytes | str, position: int = 0, only: frozenset[tuple[str, str]] | None = None) -> Event:
     """One event from one line; InputError names what is wrong with it (UnreadableObject: its object).
-    only: the kinds to decode (the others are left undecoded, as kinds berth does not read)."""
+    only: the kinds to decode (the others are left undecoded, as kinds berth does not read).
+    Bounded: at most MAX_LINE_BYTES, nested no deeper than the decoder's recursion limit, UTF-8."""
     data = line.encode() if isinstance(line, str) else line
+    where = f"line {position}" if position else "event"
+    if len(data) > MAX_LINE_BYTES:
+        raise InputError(where, "", f"longer than {MAX_LINE_BYTES} bytes ({len(data)})")
+    try:
+        return _parse(data, position, only)
+    except RecursionError:
+        raise InputError(where, "", "nested too deeply to decode") from None
+    except UnicodeDecodeError as e:
+        raise InputError(where, "", f"not UTF-8 ({e.reason})") from None
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        raise InputError(where, "", f"invalid JSON: {e}") from None
+
+
+def _parse(data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event:
     if only is not None:
         ev = _passed_over(data, position, only)
         if ev is not None:
@@ -230,6 +248,8 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
     if stamp:
         try:
             ts = parse_time(stamp)
+        except TimeRangeError as e:
+            raise InputError(where, "ts", str(e)) from None
         except ValueError:
             raise InputError(where, "ts", f"invalid RFC 3339 time {stamp!r}") from None
     at = raw.position if raw.position is not None else position

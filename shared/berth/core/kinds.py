@@ -84,6 +84,8 @@ def decode(kind: Kind, raw: bytes) -> Any:
     """The model of an object of that kind, from its JSON bytes."""
     try:
         obj = kind.decoder.decode(raw)
+    except RecursionError:
+        raise InputError(describe(kind.name, None), "", "nested too deeply") from None
     except msgspec.ValidationError as e:
         try:
             head = _head.decode(raw)
@@ -117,6 +119,8 @@ def convert_as(kind: Kind, raw: Mapping[str, Any]) -> Any:
         obj = msgspec.convert(raw, kind.wire, str_keys=True)
     except msgspec.ValidationError as e:
         raise invalid(describe(raw.get("kind"), raw.get("metadata")), e, lambda: raw) from None
+    except RecursionError:
+        raise InputError(describe(raw.get("kind"), raw.get("metadata")), "", "nested too deeply") from None
     return normalise(kind, obj)
 
 

@@ -1,18 +1,26 @@
 """Kubernetes resource quantities, parsed exactly.
 
 A quantity is held as an integer count of nano-units (10^-9), which is exactly
-what the API server keeps: finer precision is rounded up to 1n, and values are
-capped at 2^63-1 units. Comparisons on nano-units are therefore exact.
+what the API server keeps: finer precision is rounded up to 1n. Comparisons on
+nano-units are therefore exact.
+
+Bounds: a quantity is at most MAX_LENGTH characters of ASCII, its exponent at most
+400, and its magnitude at most MAX_MILLI_VALUE units, so that its milli-value fits
+kube's int64 (apimachinery's resource.MaxMilliValue, what MilliValue() can hold).
+NaN and infinities are not quantities.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 from fractions import Fraction
 
 NANO = 10**9
-_MAX_UNITS = 2**63 - 1
+MAX_MILLI_VALUE = (2**63 - 1) // 1000  # kube's resource.MaxMilliValue
+MAX_LENGTH = 100  # characters in one quantity string
+_MAX_UNITS = MAX_MILLI_VALUE
 
 # kube's binary suffixes, smallest first; the report prints bytes in them too (KiB, MiB, ...)
 BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
@@ -28,15 +36,21 @@ _DECIMAL = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
-_RE = re.compile(r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
+_RE = re.compile(r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$", re.ASCII)
 
 
 class QuantityError(ValueError):
     pass
 
 
+def _too_large(value: object) -> QuantityError:
+    return QuantityError(f"{value!r}: must be no more than {MAX_MILLI_VALUE} in magnitude (kube's int64 milli-value)")
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse_text(value: str) -> int:
+    if len(value) > MAX_LENGTH:
+        raise QuantityError(f"quantities are at most {MAX_LENGTH} characters: got {len(value)}")
     m = _RE.match(value)
     if m is None:
         raise QuantityError(
@@ -61,8 +75,11 @@ def _parse_text(value: str) -> int:
         num, den = num * scale.numerator, den * scale.denominator
     top = -digits * num if sign == "-" else digits * num
     if (top * NANO) % den == 0:  # the common case: whole nano-units, integers only
-        return max(-_MAX_UNITS * NANO, min(_MAX_UNITS * NANO, top * NANO // den))
-    return _to_nanos(Fraction(top, den))
+        nanos = top * NANO // den
+        if abs(nanos) > _MAX_NANOS:
+            raise _too_large(value)
+        return nanos
+    return _to_nanos(Fraction(top, den), value)
 
 
 # Nano-units per unit of a suffix, for the fast path: whole numbers of a suffix are whole nanos.
@@ -71,13 +88,16 @@ _WHOLE_SCALE = {
     **{suffix: int(scale * NANO) for suffix, scale in _DECIMAL.items() if suffix},
 }
 _MAX_NANOS = _MAX_UNITS * NANO
+_FAST_LENGTH = 15  # longer strings take the exact parser, which bounds their length
 
 
 def parse_nanos(value: object) -> int:
     """Parse a quantity (string or number) to exact nano-units, rounding up like the API server."""
     if type(value) is str:
         # Fast path for the usual shapes, "8", "250m", "18065245Ki": digits and at most one suffix.
-        # str.isdecimal() accepts what the regular expression's \d does, and int() reads the same.
+        # ASCII digits only, as in kube (str.isdecimal() alone takes other scripts' digits).
+        if len(value) > _FAST_LENGTH or not value.isascii():
+            return _parse_text(value)
         if value.isdecimal():
             nanos = int(value) * NANO
         else:
@@ -90,34 +110,31 @@ def parse_nanos(value: object) -> int:
             if scale is None or not digits.isdecimal():
                 return _parse_text(value)  # signs, fractions, exponents and everything malformed
             nanos = int(digits) * scale
-        return nanos if nanos < _MAX_NANOS else _MAX_NANOS
+        if nanos > _MAX_NANOS:
+            raise _too_large(value)
+        return nanos
     if isinstance(value, str):
         return _parse_text(value)
     if isinstance(value, bool):
         raise QuantityError(f"quantities must match the regular expression: got {value!r}")
     if isinstance(value, int):
-        return _to_nanos(Fraction(value))
+        return _to_nanos(Fraction(value), value)
     if isinstance(value, float):
-        return _to_nanos(Fraction(str(value)))
+        if not math.isfinite(value):
+            raise QuantityError(f"quantities are finite numbers: got {value!r}")
+        return _to_nanos(Fraction(str(value)), value)
     raise QuantityError(f"expected a quantity string, got {type(value).__name__}")
 
 
-def _to_nanos(amount: Fraction) -> int:
-    amount = _cap(amount)
+def _to_nanos(amount: Fraction, value: object) -> int:
+    if abs(amount) > _MAX_UNITS:
+        raise _too_large(value)
     scaled = amount * NANO
     # Round away from zero to the next nano, as the API server does (inf.RoundUp).
     whole = scaled.numerator // scaled.denominator  # floor: already away from zero below 0
     if scaled > 0 and whole * scaled.denominator != scaled.numerator:
         whole += 1
     return whole
-
-
-def _cap(amount: Fraction) -> Fraction:
-    if amount > _MAX_UNITS:
-        return Fraction(_MAX_UNITS)
-    if amount < -_MAX_UNITS:
-        return Fraction(-_MAX_UNITS)
-    return amount
 
 
 def ceil_units(nanos: int) -> int:

@@ -53,7 +53,7 @@ def newer(new: str, old: str) -> bool:
     """kube resourceVersions are opaque; berth compares them as integers when both are."""
     if not new or not old:
         return True
-    if new.isdigit() and old.isdigit():
+    if new.isascii() and new.isdigit() and old.isascii() and old.isdigit():  # kube's digits are ASCII
         return int(new) > int(old)
     return new != old
 

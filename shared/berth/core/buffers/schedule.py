@@ -54,35 +54,62 @@ class Window:
             return dom and dow
         return dom or dow
 
-    def _at(self, d: date, hour: int, minute: int, zone: tzinfo) -> datetime:
-        return datetime(d.year, d.month, d.day, hour, minute, tzinfo=zone).astimezone(UTC)
+    def _at(self, d: date, hour: int, minute: int, zone: tzinfo) -> datetime | None:
+        """That wall-clock time in UTC; None where it falls outside the years datetime can hold."""
+        try:
+            return datetime(d.year, d.month, d.day, hour, minute, tzinfo=zone).astimezone(UTC)
+        except OverflowError:
+            return None
 
     def last_start(self, now: datetime, zone: tzinfo) -> datetime | None:
         """The latest opening at or before now that is still open, if any."""
-        earliest = now - self.duration
-        d = now.astimezone(zone).date()
-        stop = earliest.astimezone(zone).date()
+        earliest = shift(now, -self.duration)
+        d = _local_date(now, zone)
+        stop = _local_date(earliest, zone)
         while d >= stop:
             if self.day_matches(d):
                 for h in reversed(self.hours):
                     for m in reversed(self.minutes):
                         t = self._at(d, h, m, zone)
-                        if t <= now:
+                        if t is not None and t <= now:
                             return t if t > earliest else None
+            if d == date.min:
+                break
             d -= timedelta(days=1)
         return None
 
     def next_start(self, now: datetime, zone: tzinfo) -> datetime | None:
-        d = now.astimezone(zone).date()
+        d = _local_date(now, zone)
         for _ in range(HORIZON_DAYS):
             if self.day_matches(d):
                 for h in self.hours:
                     for m in self.minutes:
                         t = self._at(d, h, m, zone)
-                        if t > now:
+                        if t is not None and t > now:
                             return t
+            if d == date.max:
+                break
             d += timedelta(days=1)
         return None
+
+
+_FIRST = datetime.min.replace(tzinfo=UTC)
+_LAST = datetime.max.replace(tzinfo=UTC)
+
+
+def shift(t: datetime, by: timedelta) -> datetime:
+    """t + by, held at the first or last moment datetime can hold instead of overflowing."""
+    try:
+        return t + by
+    except OverflowError:
+        return _LAST if by > timedelta(0) else _FIRST
+
+
+def _local_date(t: datetime, zone: tzinfo) -> date:
+    try:
+        return t.astimezone(zone).date()
+    except OverflowError:
+        return t.date()
 
 
 @dataclass(frozen=True)
@@ -95,8 +122,8 @@ class Schedule:
         best = None
         for w in self.windows:
             start = w.last_start(now, self.zone)
-            if start is not None and (best is None or start + w.duration > best[1]):
-                best = (start, start + w.duration)
+            if start is not None and (best is None or shift(start, w.duration) > best[1]):
+                best = (start, shift(start, w.duration))
         return best
 
     def next_start(self, now: datetime) -> datetime | None:

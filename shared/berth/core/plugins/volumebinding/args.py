@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from berth.core.capacity import DEFAULT_SHAPE, Shape
-from berth.core.validation import Problems, invalid, is_int, unknown_fields
+from berth.core.validation import INT32_MAX, INT64_MAX, Problems, invalid, is_int, unknown_fields
 
 
 class VolumeBindingArgs(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -25,7 +25,7 @@ class VolumeBindingArgs(msgspec.Struct, frozen=True, kw_only=True, rename="camel
 def _parse(args: Mapping[str, Any], path: str, problems: Problems) -> VolumeBindingArgs:
     unknown_fields(args, {"bindTimeoutSeconds", "shape", "storageClassWeights"}, path, problems)
     timeout = args.get("bindTimeoutSeconds", 600)
-    if not is_int(timeout) or timeout < 0:
+    if not is_int(timeout) or not 0 <= timeout <= INT64_MAX:
         problems.append(
             invalid(
                 f"{path}.bindTimeoutSeconds",
@@ -49,6 +49,8 @@ def _parse(args: Mapping[str, Any], path: str, problems: Problems) -> VolumeBind
     for cls, w in raw_weights.items():
         if not is_int(w) or w < 1:
             problems.append(invalid(f"{path}.storageClassWeights[{cls}]", w, "must be a positive integer"))
+        elif w > INT32_MAX:
+            problems.append(invalid(f"{path}.storageClassWeights[{cls}]", w, f"must be at most {INT32_MAX} (int32)"))
         else:
             weights.append((str(cls), w))
     base = VolumeBindingArgs()

@@ -1,0 +1,53 @@
+"""The worker loop: a message that cannot be read or handled is dead-lettered, and the loop goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import msgspec
+import pytest
+
+from berth.adapters.memory import MemoryBus
+from berth.adapters.worker import run
+from berth.core.events import Event
+from berth.core.pipeline.records import RejectRecord
+from berth.core.ports import DEAD_LETTER
+from tests.builders import node
+
+GOOD = json.dumps({"type": "ADDED", "object": node("n1")}).encode()
+POISON = [
+    ("deep nesting", b'{"type": "ADDED", "object": ' + b"[" * 3000 + b"]" * 3000 + b"}", "nested too deeply"),
+    ("not UTF-8 in a string", GOOD.replace(b'"n1"', b'"\xff"', 1), "not UTF-8"),
+    ("a 5,000-digit quantity", GOOD.replace(b'"cpu": "8"', b'"cpu": "1' + b"0" * 5000 + b'"', 1), "at most 100"),
+    ("ts past year 9999", b'{"ts": "9999-12-31T23:59:59-23:59", ' + GOOD[1:], "outside years 0001..9999"),
+    ("the handler raises", GOOD.replace(b'"n1"', b'"boom"', 1), "cannot handle: OverflowError: boom"),
+]
+
+
+async def _run(values: list[bytes]) -> tuple[list[str], list[dict[str, object]]]:
+    bus = MemoryBus()
+    await bus.create_topics({"events": 1})
+    for v in values:
+        await bus.send("events", v)
+    handled: list[str] = []
+
+    async def handle(ev: Event) -> RejectRecord | None:
+        if ev.model.name == "boom":
+            raise OverflowError("boom")
+        handled.append(ev.model.name)
+        return None
+
+    done = asyncio.Event()
+    done.set()
+    await run(bus, "events", "g", handle, done, service="test")
+    dead = [msgspec.json.decode(m.value) for m in bus.topics.get(DEAD_LETTER, [[]])[0]]
+    return handled, dead
+
+
+@pytest.mark.parametrize(("value", "reason"), [c[1:] for c in POISON], ids=[c[0] for c in POISON])
+def test_poison_is_dead_lettered_at_its_position_and_the_loop_goes_on(value: bytes, reason: str) -> None:
+    handled, dead = asyncio.run(_run([GOOD, value, GOOD]))
+    assert handled == ["n1", "n1"]
+    assert len(dead) == 1 and reason in str(dead[0]["reason"])
+    assert dead[0]["position"] == 2
