@@ -201,6 +201,8 @@ def _placed(r: dict | None) -> tuple[str, list[str]] | None:
     if r is None or r["status"] != "Scheduled":
         return None
     return r["node"], [b["pv"] for b in r["volumeBindings"] if b.get("pv")]
+
+
 def _bad(change: str) -> bytes:
     """A Pod line late in time, claiming position 1, made bad by one change."""
     good = json.loads(Path(LOCAL).read_text().splitlines()[16])

@@ -59,15 +59,28 @@ def test_resource_list_is_the_exact_parser(name: str, q: str, warm: bool) -> Non
         ("cpu", "1n", 1),
         ("memory", "18073052Ki", 18073052 * 1024),
         ("memory", "1500m", 2),
-        ("memory", "999999999999999Ki", 999999999999999 * 1024),
-        ("memory", "9999999999999999Ki", 2**63 - 1),  # too long for the in-line path: kube's cap applies
-        ("memory", "99999999999999999Ki", 2**63 - 1),
+        ("memory", "9007199254740Ki", 9007199254740 * 1024),  # the last KiB under kube's int64 milli-value
         ("memory", 3, 3),
         ("memory", 2.5, 3),
     ],
 )
 def test_resource_list_examples(name: str, q: str | int | float, want: int) -> None:
     assert resource_list({name: q}) == {name: want}
+
+
+@pytest.mark.parametrize(
+    ("name", "q"),
+    [
+        ("memory", "9007199254741Ki"),  # in-line length, one KiB past kube's int64 milli-value
+        ("memory", "99999999999999999Ki"),
+        ("cpu", "\u0663m"),  # Arabic-Indic three: not a digit to kube
+        ("memory", "\u0663Ki"),
+    ],
+)
+def test_resource_list_rejects_what_the_exact_parser_rejects(name: str, q: str) -> None:
+    with pytest.raises(Bad) as e:
+        resource_list({name: q})
+    assert e.value.path == name
 
 
 def test_times_are_the_same_parsed_or_kept() -> None:

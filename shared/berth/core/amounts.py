@@ -96,14 +96,16 @@ def resource_list(v: Quantities | None) -> dict[str, int]:
         return out
     milli, units = _MILLI, _UNITS
     for name, q in v.items():
-        if type(q) is str and 1 < len(q) <= 15:  # short enough never to reach the 2^63-1 cap
+        if type(q) is str and 1 < len(q) <= 15 and q.isascii():  # ASCII digits only, as the exact parser
             if name == "cpu":
-                if q[-1] == "m" and q[:-1].isdecimal():
+                if q[-1] == "m" and q[:-1].isdecimal():  # at most 14 digits of millicores: under the bound
                     out[name] = int(q[:-1])
                     continue
             elif q[-2:] == "Ki" and q[:-2].isdecimal():
-                out[name] = int(q[:-2]) << 10
-                continue
+                kib = int(q[:-2]) << 10
+                if kib <= MAX_MILLI_VALUE:  # past kube's int64 milli-value the exact parser rejects it
+                    out[name] = kib
+                    continue
         if name == "cpu":
             amount = milli.get(q)
             out[name] = _miss(q, milli, name) if amount is None else amount
