@@ -62,6 +62,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("CSINode", "csinodes", "storage.k8s.io", namespaced=False),
     Kind("Node", "nodes", namespaced=False),
     Kind("Namespace", "namespaces", namespaced=False),
+    Kind("PriorityClass", "priorityclasses", "scheduling.k8s.io", namespaced=False),
+    Kind("PodDisruptionBudget", "poddisruptionbudgets", "policy"),
     Kind("NodeMetric", "nodemetrics", "slo.koordinator.sh", ("v1alpha1",), namespaced=False, crd=True),
     Kind("CSIStorageCapacity", "csistoragecapacities", "storage.k8s.io"),
     Kind("PersistentVolume", "persistentvolumes", namespaced=False),

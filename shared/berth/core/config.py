@@ -1,6 +1,6 @@
 """KubeSchedulerConfiguration-style config, validated with every problem reported at once.
 
-Only profiles[0] is read. Supported: plugins.{filter,score}.{enabled,disabled}
+Only profiles[0] is read. Supported: plugins.{filter,score,postFilter}.{enabled,disabled}
 (with "*" to disable the defaults) and pluginConfig args per plugin.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from berth.core.errors import ConfigError
-from berth.core.framework import FilterPlugin, Plugin, PluginModule, PreFilterPlugin, ScorePlugin
+from berth.core.framework import FilterPlugin, Plugin, PluginModule, PostFilterPlugin, PreFilterPlugin, ScorePlugin
 from berth.core.plugins import REGISTRY, Registered
 from berth.core.scheduler import Profile
 from berth.core.state import ClusterState
@@ -33,6 +33,8 @@ class Plugins:
     score_names: frozenset[str]
     filters: tuple[str, ...]  # enabled by default, in order
     scores: tuple[tuple[str, int], ...]  # scored by default, with weights
+    post_filter_names: frozenset[str] = frozenset()
+    post_filters: tuple[str, ...] = ()  # enabled as PostFilter by default, in order
 
     @classmethod
     def of(cls, registry: tuple[Registered, ...]) -> Plugins:
@@ -47,6 +49,8 @@ class Plugins:
             score_names=frozenset(n for n, p in made.items() if isinstance(p, ScorePlugin)),
             filters=tuple(r.module.NAME for r in registry if r.filter),
             scores=tuple((r.module.NAME, r.weight) for r in registry if r.weight is not None),
+            post_filter_names=frozenset(n for n, p in made.items() if isinstance(p, PostFilterPlugin)),
+            post_filters=tuple(r.module.NAME for r in registry if r.post_filter),
         )
 
 
@@ -59,6 +63,7 @@ class SchedulerConfig:
     scores: tuple[tuple[str, int], ...] = DEFAULT_PLUGINS.scores
     args: dict[str, Any] = field(default_factory=dict)
     plugins: Plugins = DEFAULT_PLUGINS
+    post_filters: tuple[str, ...] = DEFAULT_PLUGINS.post_filters
 
     def build(self, state: ClusterState) -> Profile:
         """The profile's plugins, made against this state (their handle): one instance per plugin,
@@ -74,7 +79,7 @@ class SchedulerConfig:
 
         filters = [get(n) for n in self.filters]
         scorers = [(get(n), w) for n, w in self.scores]
-        return Profile.of(state, filters, scorers)
+        return Profile.of(state, filters, scorers, [get(n) for n in self.post_filters])
 
 
 def _plugin_set(
@@ -143,6 +148,14 @@ def parse_config(doc: Any, registry: tuple[Registered, ...] | None = None) -> Sc
     scores = _plugin_set(
         plugins.get("score"), "profiles[0].plugins.score", list(known.scores), known.score_names, "score", problems
     )
+    post_filters = _plugin_set(
+        plugins.get("postFilter"),
+        "profiles[0].plugins.postFilter",
+        [(n, 0) for n in known.post_filters],
+        known.post_filter_names,
+        "postFilter",
+        problems,
+    )
     args: dict[str, Any] = {}
     for i, pc in enumerate(items(prof.get("pluginConfig"), "profiles[0].pluginConfig", "plugin args", problems)):
         path = f"profiles[0].pluginConfig[{i}]"
@@ -158,4 +171,10 @@ def parse_config(doc: Any, registry: tuple[Registered, ...] | None = None) -> Sc
         args[module.NAME] = module.Args.parse(raw, f"{path}.args", problems)
     if problems:
         raise ConfigError(problems)
-    return SchedulerConfig(filters=tuple(n for n, _ in filters), scores=tuple(scores), args=args, plugins=known)
+    return SchedulerConfig(
+        filters=tuple(n for n, _ in filters),
+        scores=tuple(scores),
+        args=args,
+        plugins=known,
+        post_filters=tuple(n for n, _ in post_filters),
+    )

@@ -260,11 +260,17 @@ def pod(v: wc.Pod) -> Pod:
             stamp = moment(c.last_transition_time)
         except Bad as e:
             raise e.under(f"status.conditions[{i}].lastTransitionTime") from None
-        conditions.append(PodCondition(type=c.type or "", status=c.status or "", last_transition_time=stamp))
+        conditions.append(
+            PodCondition(type=c.type or "", status=c.status or "", last_transition_time=stamp, reason=c.reason or "")
+        )
     try:
         creation = moment(meta.creation_timestamp)
     except Bad as e:
         raise e.under("metadata.creationTimestamp") from None
+    try:
+        started = moment(status.start_time)
+    except Bad as e:
+        raise e.under("status.startTime") from None
     return Pod(
         namespace=meta.namespace or "default",
         name=name,
@@ -297,6 +303,9 @@ def pod(v: wc.Pod) -> Pod:
         host_ports=host_ports(spec),
         inline_disks=tuple(disks),
         images=pod_images(spec),
+        preemption_policy=spec.preemption_policy or "",
+        start_time=started,
+        nominated_node=status.nominated_node_name or "",
     )
 
 

@@ -34,6 +34,15 @@ class Decision(msgspec.Struct, frozen=True, rename="camel"):
     message: str
     volume_bindings: list[VolumeBindingOut] = []
     nodes: dict[str, NodeResult] = {}
+    # preemption (DefaultPreemption): the node nominated for the pod and the pods (namespace/name) to
+    # evict there; left out of the JSON when preemption cannot help
+    nominated_node: str | msgspec.UnsetType = msgspec.UNSET
+    victims: list[str] | msgspec.UnsetType = msgspec.UNSET
+
+
+def with_post_filter(message: str, post_filter: str) -> str:
+    """kube's FitError with its PostFilter message: ` <message>.` appended (the doubled period is kube's)."""
+    return f"{message} {post_filter}." if post_filter else message
 
 
 def fit_error(total_nodes: int, reasons: dict[str, int]) -> str:

@@ -200,8 +200,12 @@ DryRun = Callable[[Cycle], tuple[Mask, NodeToStatus]]
 
 @dataclass(frozen=True)
 class PostFilterResult:
+    """nominated_node: None leaves the pod's nomination as it is, "" clears it (kube's Override with
+    no node); victims: the pods (namespace/name) to evict for the nomination."""
+
     status: Status
     nominated_node: str | None = None
+    victims: tuple[str, ...] = ()
 
 
 @runtime_checkable

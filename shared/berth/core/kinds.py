@@ -23,7 +23,9 @@ from berth.core.loadaware import convert as loadaware
 from berth.core.model import Pod
 from berth.core.wire import buffers as wb
 from berth.core.wire import core as wc
+from berth.core.preemption import convert as preemption
 from berth.core.wire import loadaware as wl
+from berth.core.wire import scheduling as ws
 from berth.core.wire.common import Head
 
 
@@ -60,6 +62,9 @@ KINDS: dict[tuple[str, str], Kind] = {
         ("", "ResourceQuota", wb.ResourceQuota, buffers.resource_quota),
         # InterPodAffinity's namespaceSelector
         ("", "Namespace", wc.Namespace, core.namespace),
+        # DefaultPreemption
+        ("scheduling.k8s.io", "PriorityClass", ws.PriorityClass, preemption.priority_class),
+        ("policy", "PodDisruptionBudget", ws.PodDisruptionBudget, preemption.pod_disruption_budget),
     )
 }
 

@@ -57,6 +57,7 @@ class PodCondition(msgspec.Struct, frozen=True):
     type: str
     status: str
     last_transition_time: datetime | None = None
+    reason: str = ""
 
 
 class PodVolume(msgspec.Struct, frozen=True):
@@ -112,6 +113,10 @@ class Pod(msgspec.Struct, frozen=True):
     host_ports: tuple[tuple[str, str, int], ...] = ()
     inline_disks: tuple[InlineDisk, ...] = ()
     images: tuple[str, ...] = ()  # init containers' then containers' images, `:latest` when untagged
+    # preemption: spec.preemptionPolicy ("" when unset), status.startTime, status.nominatedNodeName
+    preemption_policy: str = ""
+    start_time: datetime | None = None
+    nominated_node: str = ""
 
     @property
     def key(self) -> str:

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+import msgspec
 import numpy as np
 
-from berth.core.decision import Decision, NodeResult, Provision, VolumeBindingOut, fit_error
+from berth.core.decision import Decision, NodeResult, Provision, VolumeBindingOut, fit_error, with_post_filter
 from berth.core.framework import (
     Action,
     ClusterEvent,
@@ -70,10 +71,16 @@ class Profile:
     extensions: tuple[Extension, ...]
 
     @classmethod
-    def of(cls, state: ClusterState, filters: list[Plugin], scorers: list[tuple[Plugin, int]]) -> Profile:
+    def of(
+        cls,
+        state: ClusterState,
+        filters: list[Plugin],
+        scorers: list[tuple[Plugin, int]],
+        post_filters: list[Plugin] | None = None,
+    ) -> Profile:
         """Sort plugins by the Protocols they implement (checked once, here) and attach the state they
         keep. PostFilter and Reserve run for every enabled plugin that implements them."""
-        every = list(dict.fromkeys([*filters, *(p for p, _ in scorers)]))
+        every = list(dict.fromkeys([*filters, *(p for p, _ in scorers), *(post_filters or ())]))
         score_plugins = [(p, w) for p, w in scorers if isinstance(p, ScorePlugin)]
         interests = tuple(
             Interest(p.name, e.event, e.hint)
@@ -218,6 +225,8 @@ class Scheduler:
         nodes = self.state.nodes
         found = self._filter(cycle, top_nodes)
         if found.stop is not None:
+            if found.stop.pre_filter_rejected:
+                return self._preempt(cycle, found.stop)
             return found.stop
         feasible, failures = found.feasible, found.failures
         rejected = frozenset(name for name, _ in found.by_plugin)
@@ -261,9 +270,9 @@ class Scheduler:
                 counts[f.reason] = counts.get(f.reason, 0) + int(f.mask.sum())
             message = fit_error(len(nodes), counts)
             statuses = NodeToStatus(nodes, found.by_plugin)
-            post = self._post_filter(cycle, statuses)
             decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
-            return Outcome(decision, None, rejected, statuses=statuses, post_filter=post, codes=codes, reasons=counts)
+            unfit = Outcome(decision, None, rejected, statuses=statuses, codes=codes, reasons=counts)
+            return self._preempt(cycle, unfit)
         slot = int(np.argmax(key)) if chosen is None else chosen  # the highest total; ties go to the node name
         node = nodes.names[slot] or ""
         failed = self._reserve(cycle, slot)
@@ -283,6 +292,23 @@ class Scheduler:
         decision = Decision(pod.key, "Scheduled", node, message, volume_bindings=out, nodes=results)
         reservation = Reservation(pod, node, tuple(cycle.bindings), tuple(cycle.provisions))
         return Outcome(decision, reservation, codes=codes)
+
+    def _preempt(self, cycle: Cycle, outcome: Outcome) -> Outcome:
+        """PostFilter for a pod that fits nowhere: its message gains the plugins' (kube's FitError
+        with PostFilterMsg; an Error is not shown), a nomination its node and victims."""
+        if not self.profile.post_filters or outcome.statuses is None:
+            return outcome
+        post = self._post_filter(cycle, outcome.statuses)
+        outcome.post_filter = post
+        if post is None:
+            return outcome
+        d = outcome.decision
+        if post.status.code is not Code.ERROR:
+            d = msgspec.structs.replace(d, message=with_post_filter(d.message, post.status.message))
+        if post.status.code is Code.SUCCESS and post.nominated_node:
+            d = msgspec.structs.replace(d, nominated_node=post.nominated_node, victims=list(post.victims))
+        outcome.decision = d
+        return outcome
 
     def _post_filter(self, cycle: Cycle, statuses: NodeToStatus) -> PostFilterResult | None:
         """kube runs PostFilter plugins in order until one succeeds or rejects the pod outright."""
@@ -368,11 +394,26 @@ class Scheduler:
         }
 
     def run(self, pods: list[Pod], now: datetime) -> list[Decision]:
-        """Decide pods one after another; each Scheduled decision is reserved before the next."""
+        """Decide pods one after another; each Scheduled decision is reserved before the next. A
+        preemption is taken as done (kube's nominator): its victims are gone and the pod is placed
+        on its nominated node for the pods after it."""
         decisions = []
         for pod in pods:
             outcome = self.decide(pod, now)
             if outcome.reservation is not None:
                 self.state.reserve(outcome.reservation)
+            else:
+                self.nominate(pod, outcome)
             decisions.append(outcome.decision)
         return decisions
+
+    def nominate(self, pod: Pod, outcome: Outcome) -> Reservation | None:
+        """Carry out a preemption on the state: evict the victims, hold the pod on its nominated node."""
+        post = outcome.post_filter
+        if post is None or post.status.code is not Code.SUCCESS or not post.nominated_node:
+            return None
+        for victim in post.victims:
+            self.state.lift(victim)
+        reservation = Reservation(pod, post.nominated_node)
+        self.state.reserve(reservation)
+        return reservation

@@ -320,6 +320,25 @@ class ClusterState:
         held = self._held.get(pod_key)
         return None if held is None else held.reservation
 
+    # ---- trial removal (kube's RemovePod / AddPod on a snapshot copy) ------
+    def lift(self, pod_key: str) -> Pod | None:
+        """Take a pod off its node as if it were gone (preemption's dry run and its victims), whatever
+        its resourceVersion; a reservation it has stays held. put_back undoes it."""
+        pod = self.pods.pop(pod_key, None)
+        if pod is None:
+            return None
+        self._account(pod_key, None)
+        for ext in self.extensions:
+            ext.pod_changed(self, pod, None)
+        return pod
+
+    def put_back(self, pod: Pod) -> None:
+        """Undo lift."""
+        self.pods[pod.key] = pod
+        self._account(pod.key, pod)
+        for ext in self.extensions:
+            ext.pod_changed(self, None, pod)
+
     # ---- reads -------------------------------------------------------------
     def class_index(self, storage_class: str) -> ClassIndex:
         idx = self.pv_index.get(storage_class)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from berth.core.framework import PluginModule
 from berth.core.loadaware import plugin as loadawarescheduling
 from berth.core.plugins import (
+    defaultpreemption,
     imagelocality,
     interpodaffinity,
     nodeaffinity,
@@ -36,6 +37,7 @@ class Registered:
     module: PluginModule
     filter: bool = False
     weight: int | None = None
+    post_filter: bool = False  # enabled as a PostFilter by default
 
 
 REGISTRY: tuple[Registered, ...] = (
@@ -45,6 +47,7 @@ REGISTRY: tuple[Registered, ...] = (
     Registered(noderesourcesfit, filter=True),  # kube: filter, score weight 1 (LeastAllocated)
     Registered(volumebinding, filter=True, weight=1),
     Registered(loadawarescheduling, filter=True, weight=1),
+    Registered(defaultpreemption, post_filter=True),  # kube: PostFilter
     # kube's default-profile plugins berth does not enable by default yet (the lead flips berth's
     # default profile to kube's in one change: docs/plugins.md, "The flip")
     Registered(balancedallocation),  # kube: score weight 1

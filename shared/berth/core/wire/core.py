@@ -140,17 +140,21 @@ class PodSpec(Wire, frozen=True):
     overhead: Quantities | None = None
     resources: ResourceRequirements | None = None
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
+    preemption_policy: str | None = None
 
 
 class PodCondition(Wire, frozen=True):
     type: str | None = None
     status: str | None = None
     last_transition_time: str | None = None
+    reason: str | None = None
 
 
 class PodStatus(Wire, frozen=True):
     phase: str | None = None
     conditions: list[PodCondition] | None = None
+    start_time: str | None = None
+    nominated_node_name: str | None = None
 
 
 class Pod(Object, frozen=True):

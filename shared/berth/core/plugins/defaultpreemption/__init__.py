@@ -1,0 +1,315 @@
+"""DefaultPreemption (PostFilter), as kube-scheduler's defaultpreemption plugin and preemption evaluator.
+
+When no node fits a pod, find a node where evicting lower-priority pods makes room: the eligibility
+checks, a dry run on each node whose status is Unschedulable (remove every lower-priority pod,
+then add back, most important first, each pod that still lets the preemptor fit, PDB-violating
+ones before the others), and pickOneNodeForPreemption's order to choose among the candidates.
+
+The dry run reuses this profile's PreFilter and Filter (`dry_run`), with the pods taken off the
+ClusterState for the call (`ClusterState.lift` / `put_back`): every plugin that keeps state of its
+own (InterPodAffinity, PodTopologySpread, NodePorts, ...) follows through its pod_changed, as
+kube's PreFilterExtensions RemovePod / AddPod do.
+
+Where kube is random berth is deterministic (docs/plugins.md, DefaultPreemption):
+- the dry run starts at offset crc32(pod's namespace/name) mod the number of potential nodes, the
+  potential nodes being in node-name order (kube: rand.Int31n), and runs one node after another;
+- victims of equal priority and start time are ordered by namespace/name;
+- candidates still tied after the start-time criterion go to the smallest node name.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from berth.core.decision import fit_error
+from berth.core.framework import Code, Cycle, DryRun, NodeToStatus, PostFilterResult, Status
+from berth.core.model import Pod
+from berth.core.plugins.defaultpreemption.args import DefaultPreemptionArgs
+from berth.core.preemption.model import (
+    NEVER,
+    PodDisruptionBudget,
+    PriorityClass,
+    preemption_policy_of,
+    priority_of,
+)
+from berth.core.state import ClusterState
+
+NAME = "DefaultPreemption"
+Args = DefaultPreemptionArgs
+
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+_SHIFT = 2**31  # pickOneNodeForPreemption sums priorities shifted to be non-negative
+
+
+class PreemptionStore:
+    """PriorityClasses, PodDisruptionBudgets and the pods on each node (a ClusterState extension)."""
+
+    kinds: tuple[type, ...] = (PriorityClass, PodDisruptionBudget)
+
+    def __init__(self) -> None:
+        self.classes: dict[str, PriorityClass] = {}
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        self.pods_on: dict[str, dict[str, Pod]] = {}
+        self._placed: dict[str, str] = {}  # pod key -> node
+
+    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
+        store: dict[str, Any] = self.classes if isinstance(obj, PriorityClass) else self.pdbs
+        key = obj.name if isinstance(obj, PriorityClass) else obj.key
+        if deleted:
+            store.pop(key, None)
+        else:
+            store[key] = obj
+
+    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
+        key = (new or old).key  # type: ignore[union-attr]
+        prev = self._placed.pop(key, None)
+        if prev is not None:
+            self.pods_on[prev].pop(key, None)
+        if new is not None and new.node_name and not new.terminated:
+            self._placed[key] = new.node_name
+            self.pods_on.setdefault(new.node_name, {})[key] = new
+
+    def node_changed(self, state: ClusterState, slot: int) -> None:
+        return None
+
+    def priority(self, pod: Pod) -> int:
+        return priority_of(pod, self.classes)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    node: str
+    victims: tuple[Pod, ...]  # most important first
+    pdb_violations: int
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A node the dry run could not make fit: its status there."""
+
+    code: Code
+    reasons: tuple[str, ...]
+
+
+def offset_of(pod: Pod, n: int) -> int:
+    """Where the dry run starts among n potential nodes: deterministic, spread by the pod's name."""
+    return zlib.crc32(pod.key.encode()) % n
+
+
+class DefaultPreemption:
+    name = NAME
+
+    def __init__(self, args: DefaultPreemptionArgs, handle: ClusterState) -> None:
+        self.args = args
+        self.state = handle
+        self.store = PreemptionStore()
+        self.offset: Callable[[Pod, int], int] = offset_of
+
+    def extension(self) -> PreemptionStore:
+        return self.store
+
+    # ---- PostFilter ------------------------------------------------------------------------------
+    def post_filter(self, cycle: Cycle, statuses: NodeToStatus, dry_run: DryRun) -> PostFilterResult:
+        pod = cycle.pod
+        eligible, why = self.eligible(pod, statuses)
+        if not eligible:
+            return PostFilterResult(Status(Code.UNSCHEDULABLE, f"preemption: {why}", NAME))
+        nodes = self.state.nodes
+        if not len(nodes):
+            return PostFilterResult(Status(Code.UNSCHEDULABLE, "", NAME))  # kube fails before PostFilter
+        candidates, rejected = self.find_candidates(cycle, statuses, dry_run)
+        if not candidates:
+            counts: dict[str, int] = {}
+            for r in rejected.values():
+                for reason in r.reasons:
+                    counts[reason] = counts.get(reason, 0) + 1
+            others = len(nodes) - len(rejected)
+            if others:
+                counts[NOT_HELPFUL] = counts.get(NOT_HELPFUL, 0) + others
+            message = f"preemption: {fit_error(len(nodes), counts)}"
+            return PostFilterResult(Status(Code.UNSCHEDULABLE, message, NAME), nominated_node="")
+        best = select(candidates, cycle.now, self.store.priority)
+        return PostFilterResult(
+            Status(Code.SUCCESS, "", NAME), nominated_node=best.node, victims=tuple(p.key for p in best.victims)
+        )
+
+    # ---- eligibility (PodEligibleToPreemptOthers) ----------------------------------------------
+    def eligible(self, pod: Pod, statuses: NodeToStatus | None) -> tuple[bool, str]:
+        if preemption_policy_of(pod, self.store.classes) == NEVER:
+            return False, NOT_ELIGIBLE_NEVER
+        nominated = pod.nominated_node
+        if not nominated:
+            return True, ""
+        status = None if statuses is None else statuses.get(nominated)
+        if status is not None and status.code is Code.UNRESOLVABLE:
+            return True, ""
+        mine = self.store.priority(pod)
+        for other in self.store.pods_on.get(nominated, {}).values():
+            if other.deleting and self.store.priority(other) < mine and _preempted(other):
+                return False, NOT_ELIGIBLE_TERMINATING
+        return True, ""
+
+    # ---- candidates ----------------------------------------------------------------------------
+    def candidate_count(self, potential: int) -> int:
+        """kube's calculateNumCandidates."""
+        n = potential * self.args.min_candidate_nodes_percentage // 100
+        n = max(n, self.args.min_candidate_nodes_absolute)
+        return min(n, potential)
+
+    def find_candidates(
+        self, cycle: Cycle, statuses: NodeToStatus, dry_run: DryRun
+    ) -> tuple[list[Candidate], dict[str, Rejected]]:
+        """The dry run from the offset over the potential nodes (status Unschedulable), one after
+        another, until there is a non-violating candidate and numCandidates in all. Returns the
+        candidates (non-violating first) and the status of every dry-run node that is not one."""
+        nodes = self.state.nodes
+        potential_mask = statuses.rejected(Code.UNSCHEDULABLE)
+        potential = sorted(name for slot, name in enumerate(nodes.names) if name is not None and potential_mask[slot])
+        if not potential:
+            return [], {}
+        wanted = self.candidate_count(len(potential))
+        start = self.offset(cycle.pod, len(potential))
+        pdbs = list(self.store.pdbs.values())
+        clean: list[Candidate] = []
+        violating: list[Candidate] = []
+        rejected: dict[str, Rejected] = {}
+        for i in range(len(potential)):
+            node = potential[(start + i) % len(potential)]
+            found = self.select_victims(cycle, node, dry_run, pdbs)
+            if isinstance(found, Rejected):
+                rejected[node] = found
+                continue
+            group = violating if found.pdb_violations else clean
+            if len(group) < wanted:
+                group.append(found)
+            if clean and len(clean) + len(violating) >= wanted:
+                break
+        return clean + violating, rejected
+
+    def select_victims(
+        self, cycle: Cycle, node: str, dry_run: DryRun, pdbs: list[PodDisruptionBudget]
+    ) -> Candidate | Rejected:
+        """kube's SelectVictimsOnNode, on the ClusterState with pods lifted for the call."""
+        pod = cycle.pod
+        slot = self.state.nodes.slot[node]
+        mine = self.store.priority(pod)
+        lower = [p for p in self.store.pods_on.get(node, {}).values() if self.store.priority(p) < mine]
+        if not lower:
+            return Rejected(Code.UNRESOLVABLE, (NO_VICTIMS,))
+        lower.sort(key=importance(cycle.now, self.store.priority))
+        with self._lifted(lower):
+            feasible, found = dry_run(cycle)
+            if not feasible[slot]:
+                status = found.get(node)
+                return Rejected(status.code, status.reasons) if status is not None else Rejected(Code.UNSCHEDULABLE, ())
+            bad, good = split_by_pdb(lower, pdbs)
+            victims: list[Pod] = []
+            violations = 0
+            for group, violates in ((bad, True), (good, False)):
+                for p in group:
+                    self.state.put_back(p)
+                    fits, _ = dry_run(cycle)
+                    if fits[slot]:
+                        continue
+                    self.state.lift(p.key)
+                    victims.append(p)
+                    violations += violates
+            if bad and good:
+                victims.sort(key=importance(cycle.now, self.store.priority))
+        if not victims:
+            return Rejected(Code.ERROR, (f'expected at least one victim pod on node "{node}"',))
+        return Candidate(node, tuple(victims), violations)
+
+    @contextmanager
+    def _lifted(self, pods: list[Pod]) -> Iterator[None]:
+        """The pods off the state for the call; whichever are still off come back afterwards."""
+        for p in pods:
+            self.state.lift(p.key)
+        try:
+            yield
+        finally:
+            for p in pods:
+                if p.key not in self.state.pods:
+                    self.state.put_back(p)
+
+
+def _preempted(pod: Pod) -> bool:
+    """Terminating because the scheduler preempted it: the first DisruptionTarget condition is True
+    with reason PreemptionByScheduler."""
+    cond = next((c for c in pod.conditions if c.type == DISRUPTION_TARGET), None)
+    return cond is not None and cond.status == "True" and cond.reason == PREEMPTION_BY_SCHEDULER
+
+
+def start_of(pod: Pod, now: datetime) -> datetime:
+    """kube's GetPodStartTime: status.startTime, or now when unset."""
+    return pod.start_time or now
+
+
+def importance(now: datetime, priority: Callable[[Pod], int]) -> Callable[[Pod], tuple[int, float, str]]:
+    """Sort key, most important first (kube's MoreImportantPod): higher priority, then earlier start,
+    then namespace/name (berth's tie-break)."""
+    return lambda p: (-priority(p), start_of(p, now).timestamp(), p.key)
+
+
+def split_by_pdb(pods: list[Pod], pdbs: list[PodDisruptionBudget]) -> tuple[list[Pod], list[Pod]]:
+    """kube's filterPodsWithPDBViolation: (violating, non-violating), each in the given order. The
+    budgets (status.disruptionsAllowed) are fresh for each call; a pod named in a PDB's
+    disruptedPods does not use it up."""
+    allowed = [pdb.disruptions_allowed for pdb in pdbs]
+    violating: list[Pod] = []
+    clean: list[Pod] = []
+    for pod in pods:
+        hit = False
+        for i, pdb in enumerate(pdbs):
+            if not pdb.covers(pod) or pod.name in pdb.disrupted_pods:
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                hit = True
+        (violating if hit else clean).append(pod)
+    return violating, clean
+
+
+def select(candidates: list[Candidate], now: datetime, priority: Callable[[Pod], int]) -> Candidate:
+    """kube's pickOneNodeForPreemption; ties after the start-time criterion go to the node name."""
+    if len(candidates) == 1:
+        return candidates[0]
+
+    def top(c: Candidate) -> int:
+        return priority(c.victims[0]) if c.victims else -(2**31)
+
+    def earliest_top(c: Candidate) -> float:
+        t = top(c)
+        return min(start_of(p, now).timestamp() for p in c.victims if priority(p) == t)
+
+    criteria: list[Callable[[Candidate], Any]] = [
+        lambda c: c.pdb_violations,
+        top,
+        lambda c: sum(priority(p) + _SHIFT for p in c.victims),
+        lambda c: len(c.victims),
+        lambda c: -earliest_top(c),  # the latest earliest start wins
+    ]
+    left = candidates
+    for criterion in criteria:
+        best = min(criterion(c) for c in left)
+        left = [c for c in left if criterion(c) == best]
+        if len(left) == 1:
+            return left[0]
+    return min(left, key=lambda c: c.node)
+
+
+def new(args: DefaultPreemptionArgs | None, handle: ClusterState) -> DefaultPreemption:
+    return DefaultPreemption(args or DefaultPreemptionArgs(), handle)
+
+
+__all__ = ["NAME", "Args", "DefaultPreemption", "new"]

@@ -1,0 +1,1 @@
+"""Preemption's cluster objects (PriorityClass, PodDisruptionBudget) and pod priority as kube admits it."""

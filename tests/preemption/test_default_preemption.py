@@ -1,0 +1,635 @@
+"""DefaultPreemption as upstream's default_preemption_test.go says (pkg/scheduler/framework/plugins/
+defaultpreemption). Left out: cases of features berth does not have (extenders, PodGroups and
+workload-aware preemption, a test plugin whose AddPod/RemovePod fail) and TestCustomSelection /
+TestCustomOrdering (Go hooks, not configuration)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from berth.core.framework import Code, Cycle, Failure, PostFilterResult, Status
+from berth.core.plugins.defaultpreemption import NAME, Candidate
+from tests.preemption.helpers import (
+    HIGH,
+    LARGE,
+    LOW,
+    MEDIUM,
+    MID,
+    NEG,
+    ONE_POD,
+    SMALL,
+    VERY_HIGH,
+    VERY_LARGE,
+    Harness,
+    kpod,
+    knode,
+    pdb,
+)
+
+NODE_RES = {"cpu": "200m", "memory": "400"}
+VIOLATING = {"test.kubernetes.io/is-violating-pdb": "violating"}
+NON_VIOLATING = {"test.kubernetes.io/is-violating-pdb": "non-violating"}
+U, UU = Code.UNSCHEDULABLE, Code.UNRESOLVABLE
+
+# (upstream case name, preemptor, pods, pdbs, nodes, node statuses, nominated node, plugin status)
+POST_FILTER: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], dict[str, Code], str | None, Status]] = [
+    (
+        "pod with higher priority can be made schedulable",
+        kpod("p", priority=HIGH),
+        [kpod("p1", "node1")],
+        [],
+        [knode("node1", ONE_POD)],
+        {"node1": U},
+        "node1",
+        Status(Code.SUCCESS, "", NAME),
+    ),
+    (
+        "pod with tied priority is still unschedulable",
+        kpod("p"),
+        [kpod("p1", "node1")],
+        [],
+        [knode("node1", ONE_POD)],
+        {"node1": U},
+        "",
+        Status(U, "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.", NAME),
+    ),
+    (
+        "preemption should respect filteredNodesStatuses",
+        kpod("p", priority=HIGH),
+        [kpod("p1", "node1")],
+        [],
+        [knode("node1", ONE_POD)],
+        {"node1": UU},
+        "",
+        Status(U, "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.", NAME),
+    ),
+    (
+        "preemption should respect absent NodeToStatusReader entry meaning UnschedulableAndUnresolvable",
+        kpod("p", priority=HIGH),
+        [kpod("p1", "node1")],
+        [],
+        [knode("node1", ONE_POD)],
+        {},
+        "",
+        Status(U, "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.", NAME),
+    ),
+    (
+        "pod can be made schedulable on one node",
+        kpod("p", priority=MID),
+        [kpod("p1", "node1", HIGH), kpod("p2", "node2", LOW)],
+        [],
+        [knode("node1", ONE_POD), knode("node2", ONE_POD)],
+        {"node1": U, "node2": U},
+        "node2",
+        Status(Code.SUCCESS, "", NAME),
+    ),
+    (
+        "pod can be made schedulable on minHighestPriority node",
+        kpod("p", priority=VERY_HIGH),
+        [
+            kpod("p1", "node1", HIGH, labels=NON_VIOLATING),
+            kpod("p2", "node1", LOW, labels=VIOLATING),
+            kpod("p3", "node2", MID, labels=VIOLATING),
+        ],
+        [
+            pdb(VIOLATING, name="violating-pdb", min_available="100%"),
+            pdb(NON_VIOLATING, allowed=math.floor(2**31 - 1), name="non-violating-pdb", min_available=0),
+        ],
+        [knode("node1", ONE_POD), knode("node2", ONE_POD)],
+        {"node1": U, "node2": U},
+        "node2",
+        Status(Code.SUCCESS, "", NAME),
+    ),
+    (
+        "no candidate nodes found, no enough resource after removing low priority pods",
+        kpod("p", priority=HIGH, req=LARGE),
+        [kpod("p1", "node1"), kpod("p2", "node2")],
+        [],
+        [knode("node1", NODE_RES), knode("node2", NODE_RES)],
+        {"node1": U, "node2": U},
+        "",
+        Status(U, "preemption: 0/2 nodes are available: 2 Insufficient cpu.", NAME),
+    ),
+    (
+        "no candidate nodes found with mixed reasons, no lower priority pod and no enough CPU resource",
+        kpod("p", priority=HIGH, req=LARGE),
+        [kpod("p1", "node1", HIGH), kpod("p2", "node2"), kpod("p3", "node3", HIGH)],
+        [],
+        [knode("node1", ONE_POD), knode("node2", NODE_RES), knode("node3", ONE_POD)],
+        {"node1": U, "node2": U, "node3": U},
+        "",
+        Status(
+            U,
+            "preemption: 0/3 nodes are available: 1 Insufficient cpu, 2 No preemption victims found for incoming pod.",
+            NAME,
+        ),
+    ),
+    (
+        "no candidate nodes found with mixed reason, 2 UnschedulableAndUnresolvable nodes and 2 nodes don't have enough CPU resource",
+        kpod("p", priority=HIGH, req=LARGE),
+        [kpod("p1", "node1"), kpod("p2", "node2")],
+        [],
+        [knode(f"node{i}", NODE_RES) for i in range(1, 5)],
+        {"node1": U, "node2": U, "node4": UU},
+        "",
+        Status(
+            U, "preemption: 0/4 nodes are available: 2 Insufficient cpu, 2 Preemption is not helpful for scheduling.", NAME
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "pods", "pdbs", "nodes", "codes", "nominated", "status"),
+    [c[1:] for c in POST_FILTER],
+    ids=[c[0] for c in POST_FILTER],
+)
+def test_post_filter(
+    pod: dict[str, Any],
+    pods: list[dict[str, Any]],
+    pdbs: list[dict[str, Any]],
+    nodes: list[dict[str, Any]],
+    codes: dict[str, Code],
+    nominated: str | None,
+    status: Status,
+) -> None:
+    # upstream: TestPostFilter (each case by its name)
+    h = Harness().add(*nodes, *pods, *pdbs)
+    got = h.plugin.post_filter(h.cycle(pod), h.statuses(codes), h.scheduler.dry_run)
+    assert got.status == status
+    assert got.nominated_node == nominated
+
+
+def names(candidates: list[Candidate]) -> list[tuple[str, list[str], int]]:
+    """As upstream compares: candidates by node name, victims by pod name."""
+    return sorted((c.node, sorted(p.name for p in c.victims), c.pdb_violations) for c in candidates)
+
+
+class _Reject:
+    """A filter that turns every node away as Unschedulable (upstream's FalseFilter, or its
+    FakeFilterPlugin with fakeFilterRC Unschedulable)."""
+
+    name = "Reject"
+
+    def filter(self, cycle: Cycle) -> list[Failure]:
+        n = len(cycle.state.nodes.valid)
+        return [Failure(np.ones(n, dtype=bool), "rejected", Code.UNSCHEDULABLE)]
+
+
+TWO = [knode("node1", VERY_LARGE), knode("node2", VERY_LARGE)]
+FOO = {"app": "foo"}
+
+# (upstream case name, filters, args, nodes, pods, pdbs, preemptors and expected candidates per cycle)
+DRY_RUN: list[tuple[str, tuple[str, ...], dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[tuple[dict[str, Any], list[tuple[str, list[str], int]]]]]] = [
+    (
+        "a pod that does not fit on any node",
+        ("Reject",),
+        {},
+        TWO,
+        [kpod("p1", "node1", MID), kpod("p2", "node2", MID)],
+        [],
+        [(kpod("p", priority=HIGH), [])],
+    ),
+    (
+        "a pod that fits on both nodes when lower priority pods are preempted",
+        ("NodeResourcesFit",),
+        {},
+        TWO,
+        [kpod("p1", "node1", MID, LARGE), kpod("p2", "node2", MID, LARGE)],
+        [],
+        [(kpod("p", priority=HIGH, req=LARGE), [("node1", ["p1"], 0), ("node2", ["p2"], 0)])],
+    ),
+    (
+        "a pod that would fit on the nodes, but other pods running are higher priority, no preemption would happen",
+        ("NodeResourcesFit",),
+        {},
+        TWO,
+        [kpod("p1", "node1", MID, LARGE), kpod("p2", "node2", MID, LARGE)],
+        [],
+        [(kpod("p", priority=LOW, req=LARGE), [])],
+    ),
+    (
+        "medium priority pod is preempted, but lower priority one stays as it is small",
+        ("NodeResourcesFit",),
+        {},
+        TWO,
+        [kpod("p1.1", "node1", LOW, SMALL), kpod("p1.2", "node1", MID, LARGE), kpod("p2", "node2", MID, LARGE)],
+        [],
+        [(kpod("p", priority=HIGH, req=LARGE), [("node1", ["p1.2"], 0), ("node2", ["p2"], 0)])],
+    ),
+    (
+        "mixed priority pods are preempted",
+        ("NodeResourcesFit",),
+        {},
+        TWO,
+        [
+            kpod("p1.1", "node1", MID, SMALL),
+            kpod("p1.2", "node1", LOW, SMALL),
+            kpod("p1.3", "node1", MID, MEDIUM),
+            kpod("p1.4", "node1", HIGH, SMALL),
+            kpod("p2", "node2", HIGH, LARGE),
+        ],
+        [],
+        [(kpod("p", priority=HIGH, req=LARGE), [("node1", ["p1.2", "p1.3"], 0)])],
+    ),
+    (
+        "mixed priority pods are preempted, pick later StartTime one when priorities are equal",
+        ("NodeResourcesFit",),
+        {},
+        TWO,
+        [
+            kpod("p1.1", "node1", LOW, SMALL, start=5),
+            kpod("p1.2", "node1", LOW, SMALL, start=4),
+            kpod("p1.3", "node1", MID, MEDIUM, start=3),
+            kpod("p1.4", "node1", HIGH, SMALL, start=2),
+            kpod("p2", "node2", HIGH, LARGE, start=1),
+        ],
+        [],
+        [(kpod("p", priority=HIGH, req=LARGE), [("node1", ["p1.1", "p1.3"], 0)])],
+    ),
+    (
+        "pod with anti-affinity is preempted",
+        ("NodeResourcesFit", "InterPodAffinity"),
+        {},
+        TWO,
+        [
+            kpod(
+                "p1.1",
+                "node1",
+                LOW,
+                SMALL,
+                labels={"foo": ""},
+                affinity={
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "labelSelector": {"matchExpressions": [{"key": "foo", "operator": "Exists"}]},
+                                "topologyKey": "hostname",
+                            }
+                        ]
+                    }
+                },
+            ),
+            kpod("p1.2", "node1", MID, SMALL),
+            kpod("p1.3", "node1", HIGH, SMALL),
+            kpod("p2", "node2", HIGH, SMALL),
+        ],
+        [],
+        [(kpod("p", priority=HIGH, req=SMALL, labels={"foo": ""}), [("node1", ["p1.1"], 0)])],
+    ),
+    (
+        "preemption to resolve pod topology spread filter failure",
+        ("PodTopologySpread",),
+        {},
+        [knode("node-a/zone1", VERY_LARGE), knode("node-b/zone1", VERY_LARGE), knode("node-x/zone2", VERY_LARGE)],
+        [
+            kpod("pod-a1", "node-a", MID, labels={"foo": ""}),
+            kpod("pod-a2", "node-a", LOW, labels={"foo": ""}),
+            kpod("pod-b1", "node-b", LOW, labels={"foo": ""}),
+            kpod("pod-x1", "node-x", HIGH, labels={"foo": ""}),
+            kpod("pod-x2", "node-x", HIGH, labels={"foo": ""}),
+        ],
+        [],
+        [
+            (
+                kpod(
+                    "p",
+                    priority=HIGH,
+                    labels={"foo": ""},
+                    topologySpreadConstraints=[
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": key,
+                            "whenUnsatisfiable": "DoNotSchedule",
+                            "labelSelector": {"matchExpressions": [{"key": "foo", "operator": "Exists"}]},
+                        }
+                        for key in ("zone", "hostname")
+                    ],
+                ),
+                [("node-a", ["pod-a2"], 0), ("node-b", ["pod-b1"], 0)],
+            )
+        ],
+    ),
+    (
+        "preemption with violation of same pdb",
+        ("NodeResourcesFit",),
+        {},
+        [knode("node1", VERY_LARGE)],
+        [kpod("p1.1", "node1", MID, MEDIUM, labels=FOO), kpod("p1.2", "node1", MID, MEDIUM, labels=FOO)],
+        [pdb(FOO, allowed=1)],
+        [(kpod("p", priority=HIGH, req=VERY_LARGE), [("node1", ["p1.1", "p1.2"], 1)])],
+    ),
+    (
+        "preemption with violation of the pdb with pod whose eviction was processed, the victim doesn't belong to DisruptedPods",
+        ("NodeResourcesFit",),
+        {},
+        [knode("node1", VERY_LARGE)],
+        [kpod("p1.1", "node1", MID, MEDIUM, labels=FOO), kpod("p1.2", "node1", MID, MEDIUM, labels=FOO)],
+        [pdb(FOO, allowed=1, disrupted=("p2",))],
+        [(kpod("p", priority=HIGH, req=VERY_LARGE), [("node1", ["p1.1", "p1.2"], 1)])],
+    ),
+    (
+        "preemption with violation of the pdb with pod whose eviction was processed, the victim belongs to DisruptedPods",
+        ("NodeResourcesFit",),
+        {},
+        [knode("node1", VERY_LARGE)],
+        [kpod("p1.1", "node1", MID, MEDIUM, labels=FOO), kpod("p1.2", "node1", MID, MEDIUM, labels=FOO)],
+        [pdb(FOO, allowed=1, disrupted=("p1.2",))],
+        [(kpod("p", priority=HIGH, req=VERY_LARGE), [("node1", ["p1.1", "p1.2"], 0)])],
+    ),
+    (
+        "preemption with violation of the pdb with pod whose eviction was processed, the victim which belongs to DisruptedPods is treated as 'nonViolating'",
+        ("NodeResourcesFit",),
+        {},
+        [knode("node1", VERY_LARGE)],
+        [
+            kpod("p1.1", "node1", MID, MEDIUM, labels=FOO),
+            kpod("p1.2", "node1", MID, MEDIUM, labels=FOO),
+            kpod("p1.3", "node1", MID, MEDIUM, labels=FOO),
+        ],
+        [pdb(FOO, allowed=1, disrupted=("p1.3",))],
+        [(kpod("p", priority=HIGH, req=VERY_LARGE), [("node1", ["p1.1", "p1.2", "p1.3"], 1)])],
+    ),
+    (
+        "all nodes are possible candidates, but DefaultPreemptionArgs limits to 2",
+        ("NodeResourcesFit",),
+        {"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 1},
+        [knode(f"node{i}", VERY_LARGE) for i in range(1, 6)],
+        [kpod(f"p{i}", f"node{i}", MID, LARGE) for i in range(1, 6)],
+        [],
+        [(kpod("p", priority=HIGH, req=LARGE), [("node1", ["p1"], 0), ("node5", ["p5"], 0)])],
+    ),
+    (
+        "some nodes are not possible candidates, DefaultPreemptionArgs limits to 2",
+        ("NodeResourcesFit",),
+        {"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 1},
+        [knode(f"node{i}", VERY_LARGE) for i in range(1, 6)],
+        [kpod(f"p{i}", f"node{i}", VERY_HIGH if i in (2, 5) else MID, LARGE) for i in range(1, 6)],
+        [],
+        [(kpod("p", priority=HIGH, req=LARGE), [("node1", ["p1"], 0), ("node3", ["p3"], 0)])],
+    ),
+    (
+        "preemption offset across multiple scheduling cycles and wrap around",
+        ("NodeResourcesFit",),
+        {"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 1},
+        [knode(f"node{i}", VERY_LARGE) for i in range(1, 6)],
+        [kpod(f"p{i}", f"node{i}", MID, LARGE) for i in range(1, 6)],
+        [],
+        [
+            (kpod("tp1", priority=HIGH, req=LARGE), [("node1", ["p1"], 0), ("node5", ["p5"], 0)]),
+            (kpod("tp2", priority=HIGH, req=LARGE), [("node2", ["p2"], 0), ("node3", ["p3"], 0)]),
+            (kpod("tp3", priority=HIGH, req=LARGE), [("node4", ["p4"], 0), ("node5", ["p5"], 0)]),
+        ],
+    ),
+    (
+        "preemption looks past numCandidates until a non-PDB violating node is found",
+        ("NodeResourcesFit",),
+        {"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 2},
+        [knode(f"node{i}", VERY_LARGE) for i in range(1, 6)],
+        [kpod(f"p{i}", f"node{i}", MID, LARGE, labels=FOO if i in (1, 2, 5) else {}) for i in range(1, 6)],
+        [pdb(FOO, allowed=0)],
+        [(kpod("p", priority=HIGH, req=LARGE), [("node1", ["p1"], 1), ("node3", ["p3"], 0), ("node5", ["p5"], 1)])],
+    ),
+]
+
+# upstream seeds its offsets with rand.NewSource(4): 4, then 1, then 3 for five nodes
+UPSTREAM_OFFSETS = [4, 1, 3]
+
+
+@pytest.mark.parametrize(
+    ("filters", "args", "nodes", "pods", "pdbs", "cycles"), [c[1:] for c in DRY_RUN], ids=[c[0] for c in DRY_RUN]
+)
+def test_dry_run_preemption(
+    filters: tuple[str, ...],
+    args: dict[str, Any],
+    nodes: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    pdbs: list[dict[str, Any]],
+    cycles: list[tuple[dict[str, Any], list[tuple[str, list[str], int]]]],
+) -> None:
+    # upstream: TestDryRunPreemption (each case by its name)
+    h = Harness(tuple(f for f in filters if f != "Reject"), args).add(*nodes, *pods, *pdbs)
+    if "Reject" in filters:
+        profile = h.scheduler.profile
+        object.__setattr__(profile, "filters", (*profile.filters, _Reject()))
+    offsets = iter(UPSTREAM_OFFSETS)
+    h.plugin.offset = lambda pod, n: next(offsets) % n
+    for pod, want in cycles:
+        got, _ = h.plugin.find_candidates(h.cycle(pod), h.every_node(), h.scheduler.dry_run)
+        assert names(got) == want
+    assert len(h.state.pods) == len(pods)  # the dry run put every pod back
+
+
+# (upstream case name, nodes, preemptor, pods, the node(s) it may pick)
+SELECT: list[tuple[str, list[str], dict[str, Any], list[dict[str, Any]], set[str]]] = [
+    (
+        "a pod that fits on both nodes when lower priority pods are preempted",
+        ["node1", "node2"],
+        kpod("p", priority=HIGH, req=LARGE),
+        [kpod("p1", "node1", MID, LARGE, start=0), kpod("p2", "node2", MID, LARGE, start=0)],
+        {"node1", "node2"},
+    ),
+    (
+        "node with min highest priority pod is picked",
+        ["node1", "node2", "node3"],
+        kpod("p", priority=HIGH, req=VERY_LARGE),
+        [
+            kpod("p1.1", "node1", MID, MEDIUM, start=0),
+            kpod("p1.2", "node1", MID, LARGE, start=0),
+            kpod("p2.1", "node2", MID, MEDIUM, start=0),
+            kpod("p2.2", "node2", LOW, MEDIUM, start=0),
+            kpod("p3.1", "node3", LOW, MEDIUM, start=0),
+            kpod("p3.2", "node3", LOW, MEDIUM, start=0),
+        ],
+        {"node3"},
+    ),
+    (
+        "when highest priorities are the same, minimum sum of priorities is picked",
+        ["node1", "node2", "node3"],
+        kpod("p", priority=HIGH, req=VERY_LARGE),
+        [
+            kpod("p1.1", "node1", MID, MEDIUM, start=0),
+            kpod("p1.2", "node1", MID, LARGE, start=0),
+            kpod("p2.1", "node2", MID, LARGE, start=0),
+            kpod("p2.2", "node2", LOW, MEDIUM, start=0),
+            kpod("p3.1", "node3", MID, MEDIUM, start=0),
+            kpod("p3.2", "node3", MID, MEDIUM, start=0),
+        ],
+        {"node2"},
+    ),
+    (
+        "when highest priority and sum are the same, minimum number of pods is picked",
+        ["node1", "node2", "node3"],
+        kpod("p", priority=HIGH, req=VERY_LARGE),
+        [
+            kpod("p1.1", "node1", MID, SMALL, start=0),
+            kpod("p1.2", "node1", NEG, SMALL, start=0),
+            kpod("p1.3", "node1", MID, SMALL, start=0),
+            kpod("p1.4", "node1", NEG, SMALL, start=0),
+            kpod("p2.1", "node2", MID, LARGE, start=0),
+            kpod("p2.2", "node2", NEG, MEDIUM, start=0),
+            kpod("p3.1", "node3", MID, MEDIUM, start=0),
+            kpod("p3.2", "node3", NEG, SMALL, start=0),
+            kpod("p3.3", "node3", LOW, SMALL, start=0),
+        ],
+        {"node2"},
+    ),
+    (
+        "sum of adjusted priorities is considered",
+        ["node1", "node2", "node3"],
+        kpod("p", priority=HIGH, req=VERY_LARGE),
+        [
+            kpod("p1.1", "node1", MID, SMALL, start=0),
+            kpod("p1.2", "node1", NEG, SMALL, start=0),
+            kpod("p1.3", "node1", NEG, SMALL, start=0),
+            kpod("p2.1", "node2", MID, LARGE, start=0),
+            kpod("p2.2", "node2", NEG, MEDIUM, start=0),
+            kpod("p3.1", "node3", MID, MEDIUM, start=0),
+            kpod("p3.2", "node3", NEG, SMALL, start=0),
+            kpod("p3.3", "node3", LOW, SMALL, start=0),
+        ],
+        {"node2"},
+    ),
+    (
+        "non-overlapping lowest high priority, sum priorities, and number of pods",
+        ["node1", "node2", "node3", "node4"],
+        kpod("p", priority=VERY_HIGH, req=VERY_LARGE),
+        [
+            kpod("p1.1", "node1", MID, SMALL, start=0),
+            kpod("p1.2", "node1", LOW, SMALL, start=0),
+            kpod("p1.3", "node1", LOW, SMALL, start=0),
+            kpod("p2.1", "node2", HIGH, LARGE, start=0),
+            kpod("p3.1", "node3", MID, MEDIUM, start=0),
+            kpod("p3.2", "node3", LOW, SMALL, start=0),
+            kpod("p3.3", "node3", LOW, SMALL, start=0),
+            kpod("p3.4", "node3", LOW, MEDIUM, start=0),
+            kpod("p4.1", "node4", MID, MEDIUM, start=0),
+            kpod("p4.2", "node4", MID, SMALL, start=0),
+            kpod("p4.3", "node4", MID, SMALL, start=0),
+            kpod("p4.4", "node4", NEG, SMALL, start=0),
+        ],
+        {"node1"},
+    ),
+    (
+        "same priority, same number of victims, different start time for each node's pod",
+        ["node1", "node2", "node3"],
+        kpod("p", priority=HIGH, req=VERY_LARGE),
+        [
+            kpod("p1.1", "node1", MID, MEDIUM, start=2),
+            kpod("p1.2", "node1", MID, MEDIUM, start=2),
+            kpod("p2.1", "node2", MID, MEDIUM, start=3),
+            kpod("p2.2", "node2", MID, MEDIUM, start=3),
+            kpod("p3.1", "node3", MID, MEDIUM, start=1),
+            kpod("p3.2", "node3", MID, MEDIUM, start=1),
+        ],
+        {"node2"},
+    ),
+    (
+        "same priority, same number of victims, different start time for all pods",
+        ["node1", "node2", "node3"],
+        kpod("p", priority=HIGH, req=VERY_LARGE),
+        [
+            kpod("p1.1", "node1", MID, MEDIUM, start=4),
+            kpod("p1.2", "node1", MID, MEDIUM, start=2),
+            kpod("p2.1", "node2", MID, MEDIUM, start=5),
+            kpod("p2.2", "node2", MID, MEDIUM, start=1),
+            kpod("p3.1", "node3", MID, MEDIUM, start=3),
+            kpod("p3.2", "node3", MID, MEDIUM, start=6),
+        ],
+        {"node3"},
+    ),
+    (
+        "different priority, same number of victims, different start time for all pods",
+        ["node1", "node2", "node3"],
+        kpod("p", priority=HIGH, req=VERY_LARGE),
+        [
+            kpod("p1.1", "node1", LOW, MEDIUM, start=4),
+            kpod("p1.2", "node1", MID, MEDIUM, start=2),
+            kpod("p2.1", "node2", MID, MEDIUM, start=6),
+            kpod("p2.2", "node2", LOW, MEDIUM, start=1),
+            kpod("p3.1", "node3", LOW, MEDIUM, start=3),
+            kpod("p3.2", "node3", MID, MEDIUM, start=5),
+        ],
+        {"node2"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("nodes", "pod", "pods", "want"), [c[1:] for c in SELECT], ids=[c[0] for c in SELECT])
+def test_select_best_candidate(nodes: list[str], pod: dict[str, Any], pods: list[dict[str, Any]], want: set[str]) -> None:
+    # upstream: TestSelectBestCandidate (each case by its name)
+    h = Harness().add(*(knode(n, VERY_LARGE) for n in nodes), *pods)
+    got = h.plugin.post_filter(h.cycle(pod), h.every_node(), h.scheduler.dry_run)
+    assert got.status == Status(Code.SUCCESS, "", NAME)
+    assert got.nominated_node in want
+
+
+TERMINATING = {"deletionTimestamp": "2026-11-01T11:00:00Z"}
+PREEMPTED = {
+    "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}],
+}
+ELIGIBLE: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[str], Code | None, bool]] = [
+    (
+        "Pod with nominated node",
+        kpod("p_with_nominated_node", priority=HIGH, status={"nominatedNodeName": "node1"}),
+        [kpod("p1", "node1", LOW, metadata=TERMINATING)],
+        ["node1"],
+        UU,
+        True,
+    ),
+    ("Pod without nominated node", kpod("p_without_nominated_node", priority=HIGH), [], [], None, True),
+    (
+        "Pod with 'PreemptNever' preemption policy",
+        kpod("p_with_preempt_never_policy", priority=HIGH, preemptionPolicy="Never"),
+        [],
+        [],
+        None,
+        False,
+    ),
+    (
+        "preemption victim pod terminating, as indicated by the dedicated DisruptionTarget condition",
+        kpod("p_with_nominated_node", priority=HIGH, status={"nominatedNodeName": "node1"}),
+        [kpod("p1", "node1", LOW, metadata=TERMINATING, status=PREEMPTED)],
+        ["node1"],
+        None,
+        False,
+    ),
+    (
+        "non-victim Pods terminating",
+        kpod("p_with_nominated_node", priority=HIGH, status={"nominatedNodeName": "node1"}),
+        [kpod("p1", "node1", LOW, metadata=TERMINATING)],
+        ["node1"],
+        None,
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(("pod", "pods", "nodes", "code", "want"), [c[1:] for c in ELIGIBLE], ids=[c[0] for c in ELIGIBLE])
+def test_pod_eligible_to_preempt_others(
+    pod: dict[str, Any], pods: list[dict[str, Any]], nodes: list[str], code: Code | None, want: bool
+) -> None:
+    # upstream: TestPodEligibleToPreemptOthers (each case by its name)
+    h = Harness().add(*(knode(n) for n in nodes), *pods)
+    statuses = h.statuses({} if code is None else {"node1": code})
+    eligible, _ = h.plugin.eligible(h.cycle(pod).pod, statuses)
+    assert eligible is want
+
+
+def test_not_eligible_messages_leave_the_nomination_alone() -> None:
+    # upstream: TestPodEligibleToPreemptOthers's reasons, as PostFilter words them (preemption.go)
+    h = Harness().add(knode("node1", ONE_POD), kpod("p1", "node1", LOW, metadata=TERMINATING, status=PREEMPTED))
+    never = h.plugin.post_filter(
+        h.cycle(kpod("p", priority=HIGH, preemptionPolicy="Never")), h.every_node(), h.scheduler.dry_run
+    )
+    assert never == PostFilterResult(Status(U, "preemption: not eligible due to preemptionPolicy=Never.", NAME))
+    waiting = h.plugin.post_filter(
+        h.cycle(kpod("p", priority=HIGH, status={"nominatedNodeName": "node1"})), h.every_node(), h.scheduler.dry_run
+    )
+    assert waiting == PostFilterResult(
+        Status(U, "preemption: not eligible due to a terminating pod on the nominated node.", NAME)
+    )
