@@ -55,7 +55,10 @@ def test_metrics_expire_by_the_injected_clock(capsys: pytest.CaptureFixture[str]
     later = ["--now", "2026-11-01T13:00:00Z", "--pod", "web/burst-0"]
     assert main(["evaluate", "--snapshot", SNAPSHOT, *later]) == 0
     d = json.loads(capsys.readouterr().out)["decisions"][0]
-    assert d["message"] == "0/3 nodes are available: 3 node(s) nodeMetric expired."
+    assert d["message"] == (
+        "0/3 nodes are available: 3 node(s) nodeMetric expired. "
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.."
+    )
     cfg = tmp_path / "lenient.yaml"
     cfg.write_text(
         "profiles:\n- pluginConfig:\n  - name: LoadAwareScheduling\n"

@@ -39,6 +39,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    """argparse type: a number, zero or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"want a number of seconds, zero or more, got {text!r}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     """argparse type: a whole number, zero or more."""
     try:

@@ -30,6 +30,7 @@ class Lane:
     config: SchedulerConfig
     suffix: str = ""
     top_nodes: int | None = None
+    preemption_grace: float | None = None  # replay: carry preemptions out (ScorerEngine)
     scorer: ScorerEngine = field(init=False)
     buffers: BufferEngine = field(init=False)
     progress: worker.Progress = field(default_factory=worker.Progress)
@@ -37,7 +38,9 @@ class Lane:
     def __post_init__(self) -> None:
         # each engine gets its own plugins: their state (NodeMetrics) belongs to one cluster view;
         # the models decoded from the events they both read are shared (they are immutable)
-        self.scorer = ScorerEngine(self.config, label=self.label, top_nodes=self.top_nodes)
+        self.scorer = ScorerEngine(
+            self.config, label=self.label, top_nodes=self.top_nodes, preemption_grace=self.preemption_grace
+        )
         self.buffers = BufferEngine(self.config)
 
     @property

@@ -30,6 +30,7 @@ from berth_cli.common import (
     check_file_target,
     load_config,
     non_negative_int,
+    non_negative_float,
     positive_float,
     rfc3339,
 )
@@ -86,6 +87,14 @@ def add_parser(sub: Any) -> None:
         "--all-nodes",
         action="store_true",
         help="list every node in each decision, with its reasons or scores, as berth evaluate does",
+    )
+    p.add_argument(
+        "--preemption-grace",
+        type=non_negative_float,
+        default=0.0,
+        metavar="SECONDS",
+        help="a preemption's victims are deleted this long (log time) after its decision, and the "
+        "preemptor is retried then (default 0)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
@@ -192,7 +201,7 @@ def _replay_all(args: argparse.Namespace, configs: list[str | None]) -> list[Run
 def replay_one(args: argparse.Namespace, config: str | None, index: int, progress: bool = True) -> RunResult:
     """The logs replayed under one config, in this process; its decisions written if asked."""
     top_nodes = None if args.all_nodes else args.top_nodes
-    lane = Lane(_label(config), load_config(config), top_nodes=top_nodes)
+    lane = Lane(_label(config), load_config(config), top_nodes=top_nodes, preemption_grace=args.preemption_grace)
     if args.start is not None:
         lane.scorer.hold_until(args.start)
     rejects: list[Reject] = []

@@ -78,8 +78,9 @@ def summary_json(runs: list[RunStats]) -> dict[str, Any]:
                 "memorySpread": round(o.memory_spread, 6),
                 "buffersFullyReady": {k: round(v, 6) for k, v in o.buffers_ready.items()},
                 "logSeconds": o.seconds,
-                "preemptions": 0,
-                "victims": 0,
+                "preemptions": len(r.preemptions),
+                "victims": sum(len(p.victims) for p in r.preemptions),
+                "victimsByPriority": {str(k): v for k, v in r.victims_by_priority().items()},
             }
         )
     return {"runs": out}

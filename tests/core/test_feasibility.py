@@ -55,7 +55,10 @@ def test_filters_reject_with_kube_reasons(n: dict, p: dict, reason: str) -> None
     d = decide(n, p)
     assert d.status == "Unschedulable"
     assert reasons(d) == {"n1": [reason]}
-    assert d.message == f"0/1 nodes are available: 1 {reason}."
+    # kube's PostFilter tail: nothing of lower priority to evict, or a node preemption cannot help
+    helps = reason.startswith(("Insufficient", "Too many"))
+    tail = "No preemption victims found for incoming pod" if helps else "Preemption is not helpful for scheduling"
+    assert d.message == f"0/1 nodes are available: 1 {reason}. preemption: 0/1 nodes are available: 1 {tail}.."
 
 
 @pytest.mark.parametrize(
@@ -114,7 +117,11 @@ def test_finished_pods_free_the_node() -> None:
 def test_fit_error_sorts_count_and_reason_as_strings() -> None:
     nodes = [node(f"n{i}", cpu="1") for i in range(12)] + [node("x", cpu="1", unschedulable=True)]
     d = decide(*nodes, pod("p", cpu="2"))
-    assert d.message == "0/13 nodes are available: 1 node(s) were unschedulable, 13 Insufficient cpu."
+    assert d.message == (
+        "0/13 nodes are available: 1 node(s) were unschedulable, 13 Insufficient cpu. "
+        "preemption: 0/13 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "12 No preemption victims found for incoming pod.."
+    )
 
 
 def test_every_failing_filter_is_listed() -> None:

@@ -11,6 +11,9 @@ from tests.core.vb_helpers import bindings, decide, reasons, vb_scores
 N2 = (node("n1", zone="z1"), node("n2", zone="z2"))
 SC = storage_class()
 
+# kube's PostFilter tail when every node is UnschedulableAndUnresolvable
+NOT_HELPFUL = "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+
 
 # ---- PreFilter -----------------------------------------------------------------
 def _owned_ephemeral() -> dict:
@@ -71,7 +74,7 @@ def test_prefilter(objs: tuple, status: str, message: str) -> None:
     assert d.status == status
     assert message in d.message
     if status == "Unschedulable":
-        assert d.message == f"0/2 nodes are available: {message}."
+        assert d.message == f"0/2 nodes are available: {message}. {NOT_HELPFUL}"
         assert all(r.reasons == [message] for r in d.nodes.values())
 
 
@@ -106,7 +109,7 @@ def test_bound_claim_with_missing_pv() -> None:
     d = decide(*N2, pod("p", ("c",)), pvc("c", volume="gone", bound=True))
     assert d.status == "Unschedulable"
     assert reasons(d) == {"n1": [PV_NOT_EXIST], "n2": [PV_NOT_EXIST]}
-    assert d.message == f"0/2 nodes are available: 2 {PV_NOT_EXIST}."
+    assert d.message == f"0/2 nodes are available: 2 {PV_NOT_EXIST}. {NOT_HELPFUL}"
 
 
 def test_conflict_stops_before_missing_pv() -> None:

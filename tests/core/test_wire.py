@@ -14,12 +14,13 @@ from hypothesis import strategies as st
 from berth.core.errors import InputError
 from berth.core.events import WatchEvent, encode_event, parse_event
 from berth.core.kinds import KINDS, convert, convert_as, decode, kind_key
-from berth.core.model import PodAffinity, PodAffinityTerm, SpreadConstraint
+from berth.core.model import PodAffinity, PodAffinityTerm, PodCondition, SpreadConstraint
 from berth.core.selectors import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
 from tests.buffers.builders import buffer, pod_template, quota, workload
 from tests.builders import HOST, ZONE, csi_capacity, csi_driver, csi_node, node, pod, pv, pvc, storage_class
 from tests.interpod.builders import anti_affinity, namespace, spread
 from tests.loadaware.builders import node_metric
+from tests.preemption.helpers import pdb, priority_class
 
 GI = 2**30
 
@@ -107,6 +108,40 @@ WELL_FORMED: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         "namespace",
         namespace("db", team="a"),
         {"name": "db", "labels": {"kubernetes.io/metadata.name": "db", "team": "a"}},
+    ),
+    (
+        "priority class",
+        priority_class("batch", -10, default=True, policy="Never"),
+        {"name": "batch", "value": -10, "global_default": True, "preemption_policy": "Never"},
+    ),
+    (
+        "pod disruption budget",
+        pdb({"app": "db"}, allowed=2, disrupted=("db-0",), min_available="50%"),
+        {
+            "key": "default/pdb",
+            "selector": LabelSelector((("app", "db"),)),
+            "min_available": "50%",
+            "disruptions_allowed": 2,
+            "disrupted_pods": frozenset({"db-0"}),
+        },
+    ),
+    (
+        "pod with preemption fields",
+        pod(
+            "p",
+            preemptionPolicy="Never",
+            status={
+                "startTime": "2026-11-01T10:00:00Z",
+                "nominatedNodeName": "n1",
+                "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}],
+            },
+        ),
+        {
+            "preemption_policy": "Never",
+            "start_time": datetime(2026, 11, 1, 10, tzinfo=UTC),
+            "nominated_node": "n1",
+            "conditions": (PodCondition("DisruptionTarget", "True", None, "PreemptionByScheduler"),),
+        },
     ),
     (
         "pod with pod affinity and spread",
@@ -203,6 +238,18 @@ MALFORMED: list[tuple[dict[str, Any], str]] = [
         buffer("old", version="autoscaling.x-k8s.io/v1"),
         "CapacityBuffer default/old: apiVersion: unsupported version 'autoscaling.x-k8s.io/v1': "
         "want autoscaling.x-k8s.io/v1beta1 or autoscaling.x-k8s.io/v1alpha1",
+    ),
+    (
+        pdb({"app": "db"}, min_available="half"),
+        "PodDisruptionBudget default/pdb: spec.minAvailable: expected an integer or a percentage such as \"50%\", got 'half'",
+    ),
+    (
+        priority_class("p", 5, policy="Sometimes"),
+        "PriorityClass p: preemptionPolicy: want PreemptLowerPriority or Never, got 'Sometimes'",
+    ),
+    (
+        _set(pod("p"), "status.startTime", "noon"),
+        "Pod default/p: status.startTime: invalid RFC 3339 time 'noon'",
     ),
     (
         quota("q", hard={"cpu": "four"}),

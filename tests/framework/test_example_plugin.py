@@ -54,7 +54,10 @@ def test_its_reason_is_counted_in_the_unschedulable_message() -> None:
     state = cluster(node("n1"), node("n2"), pod("p"))
     scheduler = Scheduler(cfg.build(state))
     outcome = scheduler.decide(state.pods["default/p"], NOW)
-    assert outcome.decision.message == "0/2 nodes are available: 2 node(s) didn't have label team."
+    assert outcome.decision.message == (
+        "0/2 nodes are available: 2 node(s) didn't have label team. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+    )
     assert outcome.rejected_by == {"NodeLabelGate"}
     assert outcome.statuses is not None
     assert [(n, s.plugin) for n, s in outcome.statuses.items()] == [("n1", "NodeLabelGate"), ("n2", "NodeLabelGate")]

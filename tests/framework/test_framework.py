@@ -44,7 +44,10 @@ def test_a_nodes_status_is_its_first_failing_plugin_while_the_report_lists_every
     assert list(outcome.statuses.rejected(Code.UNSCHEDULABLE)[:2]) == [False, True]
     # unchanged in this release: every failing plugin's reasons, and the message counts them all
     assert outcome.decision.nodes["n1"].reasons == [TAINT, "Insufficient cpu"]
-    assert outcome.decision.message == f"0/2 nodes are available: 1 {TAINT}, 2 Insufficient cpu."
+    assert outcome.decision.message == (
+        f"0/2 nodes are available: 1 {TAINT}, 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+        "1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.."
+    )
 
 
 def test_a_pre_filter_rejection_is_every_nodes_status() -> None:

@@ -132,10 +132,25 @@ def _pods(runs: list[RunStats], top: int) -> Section:
                 indent=1,
             )
         )
+    rows += _preemptions(runs)
     waits = [o.time_to_schedule for o in over]
     rows.append(Row("time to schedule p50", [_seconds(w.p50) for w in waits]))
     rows.extend(Row(name, [_seconds(getattr(w, name)) for w in waits], indent=1) for name in ("p90", "p99", "max"))
     return Section("Pods over the run", rows)
+
+
+def _preemptions(runs: list[RunStats]) -> list[Row]:
+    """Preemptions carried out and their victims by priority; no rows when no run preempted."""
+    if not any(r.preemptions for r in runs):
+        return []
+    by = [r.victims_by_priority() for r in runs]
+    rows = [
+        Row("preemptions", [f"{len(r.preemptions):,}" for r in runs]),
+        Row("victims", [f"{sum(b.values()):,}" for b in by]),
+    ]
+    for priority in sorted({p for b in by for p in b}):
+        rows.append(Row(f"of priority {priority}", [f"{b.get(priority, 0):,}" for b in by], indent=1))
+    return rows
 
 
 def _seconds(value: float) -> str:

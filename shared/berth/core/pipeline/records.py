@@ -31,6 +31,9 @@ class DecisionRecord(msgspec.Struct, frozen=True, rename="camel", kw_only=True, 
     # Added in issue 18: when nothing fits, how many nodes gave each reason (kube's counts in the message).
     # Left out of the JSON when unset, so records without it keep their bytes.
     reasons: dict[str, int] | msgspec.UnsetType = msgspec.UNSET
+    # Added in issue 17: a preemption's nominated node and its victims (namespace/name); left out unless set.
+    nominated_node: str | msgspec.UnsetType = msgspec.UNSET
+    victims: list[str] | msgspec.UnsetType = msgspec.UNSET
 
     @classmethod
     def of(
@@ -54,6 +57,8 @@ class DecisionRecord(msgspec.Struct, frozen=True, rename="camel", kw_only=True, 
             volume_bindings=d.volume_bindings,
             nodes=d.nodes,
             reasons=reasons or msgspec.UNSET,
+            nominated_node=d.nominated_node,
+            victims=d.victims,
         )
 
 

@@ -22,9 +22,18 @@ from berth.core.pipeline.queue import RetryQueue
 from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.reservations import Reservations
 from berth.core.pipeline.stats import NodeUse, RunStats, StatsObserver
+from berth.core.plugins.defaultpreemption import PreemptionStore
 from berth.core.resources import CPU, MEMORY
 from berth.core.scheduler import Outcome, Scheduler
-from berth.core.state import ClusterState
+from berth.core.state import ClusterState, Reservation
+
+
+def _priority(state: ClusterState, pod: Pod) -> int:
+    """The pod's priority as DefaultPreemption resolves it (PriorityClasses), else spec.priority."""
+    for ext in state.extensions:
+        if isinstance(ext, PreemptionStore):
+            return ext.priority(pod)
+    return pod.priority or 0
 
 
 def decision_id(pod: Pod, attempt: int) -> str:
@@ -62,7 +71,11 @@ class ScorerEngine:
         config: SchedulerConfig,
         label: str = "default",
         top_nodes: int | None = None,
+        preemption_grace: float | None = None,
     ) -> None:
+        """preemption_grace: carry preemptions out (`berth replay`): the victims leave the state that
+        many log seconds after the decision and the preemptor is retried then. None (the services):
+        the API server deletes them, and their events say so."""
         self.state = ClusterState()
         self.scheduler = Scheduler(config.build(self.state), top_nodes)
         self.applier = Applier(self.state)
@@ -71,6 +84,9 @@ class ScorerEngine:
         self.observer = StatsObserver(label)
         self.overrun = OverRunObserver()
         self._hold: datetime | None = None
+        self.preemption_grace = preemption_grace
+        self._evictions: list[tuple[float, Pod, str, tuple[str, ...], DecisionRecord]] = []
+        self._evicted: set[str] = set()
 
     @property
     def stats(self) -> RunStats:
@@ -84,6 +100,9 @@ class ScorerEngine:
         self.observer.event()
         applied = self.applier.apply(ev)
         obj = applied.obj
+        if isinstance(obj, Pod) and obj.key in self._evicted:
+            self.state.lift(obj.key)  # a victim berth evicted: later events of it are of a pod gone
+            obj = None
         self.overrun.advance(self.applier.now if self.applier.has_clock else None)
         if isinstance(obj, Pod):
             self.overrun.pod(obj, ev.deleted)
@@ -102,6 +121,7 @@ class ScorerEngine:
             for pod in self.queue.to_retry(self.queue.take_due(self.applier.now.timestamp())):
                 self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
         if obj is None:
+            self._evict_due(ev, out)
             return out
         relevant = True
         if isinstance(obj, Pod):
@@ -112,7 +132,36 @@ class ScorerEngine:
             keys = self.queue.helped(type(obj).__name__, action, obj, now, has_clock)
             for pod in self.queue.to_retry(keys):
                 self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
+        self._evict_due(ev, out)
         return out
+
+    def _evict_due(self, ev: Event, out: list[DecisionRecord]) -> None:
+        """Carry out the preemptions whose grace is over: the victims go (as their deletion would),
+        then the preemptor and the waiting pods that change can help are retried."""
+        while self._evictions and self.applier.has_clock:
+            now = self.applier.now.timestamp()
+            due = [e for e in self._evictions if e[0] <= now]
+            if not due:
+                return
+            self._evictions = [e for e in self._evictions if e[0] > now]
+            for _, preemptor, node, victims, record in due:
+                priorities = []
+                helped: list[str] = []
+                for key in victims:
+                    pod = self.state.lift(key)
+                    if pod is None:
+                        continue
+                    self._evicted.add(key)
+                    self.reservations.forget(key)
+                    priorities.append(_priority(self.state, pod))
+                    helped += self.queue.helped("Pod", Action.DELETE, pod, self.applier.now, True)
+                self.observer.preempted(record, node, tuple(priorities))
+                self.state.release(preemptor.key)
+                current = self.state.pods.get(preemptor.key)
+                if current is not None and current.pending and self.state.reserved(current.key) is None:
+                    self._decide(current, ev, out, self.queue.attempts(current.key) + 1)
+                for pod in self.queue.to_retry([k for k in dict.fromkeys(helped) if k != preemptor.key]):
+                    self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
 
     def _pod_event(self, pod: Pod, old: Any, ev: Event, out: list[DecisionRecord]) -> bool:
         """Decide a new pending pod; returns whether the change can help waiting pods (an assigned
@@ -191,11 +240,17 @@ class ScorerEngine:
             self.queue.remove(pod.key)
         elif d.status == "Unschedulable":
             changed = self.queue.failed(pod.key, self.applier.now.timestamp(), d.message, outcome.rejected_by)
-            emit = changed or not retry
+            emit = changed or not retry or isinstance(d.nominated_node, str)
         if not emit:
             return
         record = DecisionRecord.of(d, self.applier.ts, decision_id(pod, attempt), ev.position, attempt, outcome.reasons)
         out.append(record)
+        if self.preemption_grace is not None and isinstance(d.nominated_node, str) and isinstance(d.victims, list):
+            due = self.applier.now.timestamp() + self.preemption_grace if self.applier.has_clock else 0.0
+            self._evictions.append((due, pod, d.nominated_node, tuple(d.victims), record))
+            # kube's nominator: until then later pods see the preemptor on its node
+            self.queue.remove(pod.key)
+            self.state.reserve(Reservation(pod, d.nominated_node))
         point = self.observer.decided(record)
         self.overrun.decided(record, pod, point.reason, self.reservations.held(pod.key))
 

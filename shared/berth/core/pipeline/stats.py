@@ -23,6 +23,16 @@ class DecisionPoint(msgspec.Struct, frozen=True, array_like=True):
     pod: str = ""
 
 
+class PreemptionPoint(msgspec.Struct, frozen=True, array_like=True):
+    """A preemption carried out in a replay: when, whose, where, and its victims' priorities."""
+
+    ts: str | None
+    position: int
+    pod: str
+    node: str
+    victims: tuple[int, ...]
+
+
 class Binding(msgspec.Struct, frozen=True, array_like=True):
     claim: str
     pv: str
@@ -101,6 +111,13 @@ class RunStats(msgspec.Struct, kw_only=True):
     nodes: list[NodeUse] = []  # at the end of the run
     buffers: list[BufferPoint] = []
     over_run: OverRun = OverRun()  # from the first event to the last (berth.core.pipeline.overrun)
+    preemptions: list[PreemptionPoint] = []  # replay only: the evictions it carried out
+
+    def victims_by_priority(self) -> dict[int, int]:
+        out: Counter[int] = Counter()
+        for p in self.preemptions:
+            out.update(p.victims)
+        return dict(sorted(out.items()))
 
     def final(self) -> list[DecisionPoint]:
         """Each pod's last decision (decisions without a pod count on their own)."""
@@ -185,6 +202,9 @@ class StatsObserver:
         point = DecisionPoint(r.ts, r.position, r.status, main_reason(r), r.pod)
         self._points.append(point)
         return point
+
+    def preempted(self, r: DecisionRecord, node: str, victims: tuple[int, ...]) -> None:
+        self._stats.preemptions.append(PreemptionPoint(r.ts, r.position, r.pod, node, victims))
 
     def revoke(self, pod: str) -> None:
         """Drop the pod's latest decision still counted (another replica's reservation won)."""
