@@ -29,8 +29,8 @@ from berth_cli.common import (
     check_dir_target,
     check_file_target,
     load_config,
-    non_negative_int,
     non_negative_float,
+    non_negative_int,
     positive_float,
     rfc3339,
 )

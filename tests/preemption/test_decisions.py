@@ -91,7 +91,10 @@ def test_a_pod_that_never_preempts_says_so() -> None:
         kpod("web", req=HALF, priorityClassName="polite"),
     )
     got = decide(s, "web")
-    assert got["message"] == "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.."
+    assert (
+        got["message"]
+        == "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.."
+    )
     assert "nominatedNode" not in got
 
 

@@ -25,8 +25,8 @@ from tests.preemption.helpers import (
     VERY_HIGH,
     VERY_LARGE,
     Harness,
-    kpod,
     knode,
+    kpod,
     pdb,
 )
 
@@ -36,7 +36,18 @@ NON_VIOLATING = {"test.kubernetes.io/is-violating-pdb": "non-violating"}
 U, UU = Code.UNSCHEDULABLE, Code.UNRESOLVABLE
 
 # (upstream case name, preemptor, pods, pdbs, nodes, node statuses, nominated node, plugin status)
-POST_FILTER: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], dict[str, Code], str | None, Status]] = [
+POST_FILTER: list[
+    tuple[
+        str,
+        dict[str, Any],
+        list[dict[str, Any]],
+        list[dict[str, Any]],
+        list[dict[str, Any]],
+        dict[str, Code],
+        str | None,
+        Status,
+    ]
+] = [
     (
         "pod with higher priority can be made schedulable",
         kpod("p", priority=HIGH),
@@ -137,7 +148,9 @@ POST_FILTER: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str
         {"node1": U, "node2": U, "node4": UU},
         "",
         Status(
-            U, "preemption: 0/4 nodes are available: 2 Insufficient cpu, 2 Preemption is not helpful for scheduling.", NAME
+            U,
+            "preemption: 0/4 nodes are available: 2 Insufficient cpu, 2 Preemption is not helpful for scheduling.",
+            NAME,
         ),
     ),
 ]
@@ -184,7 +197,17 @@ TWO = [knode("node1", VERY_LARGE), knode("node2", VERY_LARGE)]
 FOO = {"app": "foo"}
 
 # (upstream case name, filters, args, nodes, pods, pdbs, preemptors and expected candidates per cycle)
-DRY_RUN: list[tuple[str, tuple[str, ...], dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[tuple[dict[str, Any], list[tuple[str, list[str], int]]]]]] = [
+DRY_RUN: list[
+    tuple[
+        str,
+        tuple[str, ...],
+        dict[str, Any],
+        list[dict[str, Any]],
+        list[dict[str, Any]],
+        list[dict[str, Any]],
+        list[tuple[dict[str, Any], list[tuple[str, list[str], int]]]],
+    ]
+] = [
     (
         "a pod that does not fit on any node",
         ("Reject",),
@@ -560,7 +583,9 @@ SELECT: list[tuple[str, list[str], dict[str, Any], list[dict[str, Any]], set[str
 
 
 @pytest.mark.parametrize(("nodes", "pod", "pods", "want"), [c[1:] for c in SELECT], ids=[c[0] for c in SELECT])
-def test_select_best_candidate(nodes: list[str], pod: dict[str, Any], pods: list[dict[str, Any]], want: set[str]) -> None:
+def test_select_best_candidate(
+    nodes: list[str], pod: dict[str, Any], pods: list[dict[str, Any]], want: set[str]
+) -> None:
     # upstream: TestSelectBestCandidate (each case by its name)
     h = Harness().add(*(knode(n, VERY_LARGE) for n in nodes), *pods)
     got = h.plugin.post_filter(h.cycle(pod), h.every_node(), h.scheduler.dry_run)
@@ -609,7 +634,9 @@ ELIGIBLE: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[str], Code 
 ]
 
 
-@pytest.mark.parametrize(("pod", "pods", "nodes", "code", "want"), [c[1:] for c in ELIGIBLE], ids=[c[0] for c in ELIGIBLE])
+@pytest.mark.parametrize(
+    ("pod", "pods", "nodes", "code", "want"), [c[1:] for c in ELIGIBLE], ids=[c[0] for c in ELIGIBLE]
+)
 def test_pod_eligible_to_preempt_others(
     pod: dict[str, Any], pods: list[dict[str, Any]], nodes: list[str], code: Code | None, want: bool
 ) -> None:

@@ -21,9 +21,9 @@ from berth.core.buffers.model import GROUP
 from berth.core.errors import InputError
 from berth.core.loadaware import convert as loadaware
 from berth.core.model import Pod
+from berth.core.preemption import convert as preemption
 from berth.core.wire import buffers as wb
 from berth.core.wire import core as wc
-from berth.core.preemption import convert as preemption
 from berth.core.wire import loadaware as wl
 from berth.core.wire import scheduling as ws
 from berth.core.wire.common import Head

@@ -28,7 +28,7 @@ def priority_class(v: ws.PriorityClass) -> PriorityClass:
 
 def _int_or_percent(v: int | str | None, path: str) -> int | str | None:
     if isinstance(v, str) and not _PERCENT.match(v):
-        raise Bad(path, f"expected an integer or a percentage such as \"50%\", got {v!r}")
+        raise Bad(path, f'expected an integer or a percentage such as "50%", got {v!r}')
     if isinstance(v, int) and v < 0:
         raise Bad(path, f"must be non-negative, got {v}")
     return v
