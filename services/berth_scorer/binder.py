@@ -12,7 +12,17 @@ from __future__ import annotations
 
 import logging
 
-from berth.adapters.kube import KubeClient, KubeError, bind_pod, prebind_pv, select_node
+from berth.adapters.kube import (
+    KubeClient,
+    KubeError,
+    bind_pod,
+    delete_pod,
+    mark_preempted,
+    nominate_node,
+    prebind_pv,
+    select_node,
+)
+from berth.core.events import format_time
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.state import Reservation
 
@@ -59,3 +69,30 @@ class Binder:
             engine.revoke(pod.key)
             raise
         log.info("bound", extra={"pod": pod.key, "node": held.node})
+
+    async def preempt(self, engine: ScorerEngine, pod_key: str, node: str, victims: list[str]) -> None:
+        """Carry out a preemption as kube-scheduler does: each victim not already going gets the
+        DisruptionTarget condition, then is deleted; the preemptor's status.nominatedNodeName is
+        the node. The deletions, as the watcher reports them, make the preemptor fit."""
+        state = engine.state
+        pod = state.pods.get(pod_key)
+        if pod is None:
+            return
+        now = format_time(engine.applier.now)
+        message = f"{pod.scheduler_name}: preempting to accommodate a higher priority pod"
+        for key in victims:
+            victim = state.pods.get(key)
+            if victim is None or victim.deleting:
+                continue
+            try:
+                await mark_preempted(self.client, victim.namespace, victim.name, message, now)
+                await delete_pod(self.client, victim.namespace, victim.name)
+            except KubeError as e:
+                if e.status != 404:
+                    log.warning("preemption failed", extra={"pod": pod_key, "victim": key, "error": str(e)})
+                    return
+            log.info("preempted", extra={"pod": pod_key, "victim": key, "node": node})
+        try:
+            await nominate_node(self.client, pod.namespace, pod.name, node)
+        except KubeError as e:
+            log.warning("nomination failed", extra={"pod": pod_key, "node": node, "error": str(e)})

@@ -6,7 +6,7 @@ import logging
 
 from berth.adapters.metrics import Metrics
 from berth.core.events import Event
-from berth.core.pipeline.records import encode_record
+from berth.core.pipeline.records import DecisionRecord, encode_record
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import DECISIONS, Bus, Store
 from berth.core.resources import PODS
@@ -51,12 +51,21 @@ class Scorer:
                         await self.store.release(r.pod)  # revoked: the pod is decided again later
                         continue
             if await self.store.first_time(r.decision_id):
+                await self._preempt(r)
                 await self.bus.send(self.topic, encode_record(r), r.pod.encode())
                 if self.metrics is not None:
                     self.metrics.decisions.labels(r.status).inc()
                 log.info(
                     r.message, extra={"decision_id": r.decision_id, "pod": r.pod, "status": r.status, "node": r.node}
                 )
+
+    async def _preempt(self, r: DecisionRecord) -> None:
+        """A preemption of a pod berth schedules itself, in --bind mode: the scorer carries it out."""
+        node, victims = r.nominated_node, r.victims
+        if self.binder is None or not isinstance(node, str) or not isinstance(victims, list):
+            return
+        if self.binder.ours(self.engine, r.pod):
+            await self.binder.preempt(self.engine, r.pod, node, victims)
 
     async def _reserve(self, key: str, node: str, held: Reservation | None) -> bool:
         """Take the reservation in the store too; revoked in the engine if another replica was first."""

@@ -43,6 +43,9 @@ MODES: dict[str, str] = {
     "berth.adapters.kube.bind_pod": "binder",
     "berth.adapters.kube.prebind_pv": "binder",
     "berth.adapters.kube.select_node": "binder",
+    "berth.adapters.kube.mark_preempted": "binder",
+    "berth.adapters.kube.delete_pod": "binder",
+    "berth.adapters.kube.nominate_node": "binder",
 }
 # Each mode: the service that makes the calls, and the argument that turns the mode on.
 MODE_SERVICE = {"read": "watcher", "write-status": "buffer-controller", "binder": "scorer"}

@@ -286,6 +286,39 @@ async def bind_pod(client: KubeClient, namespace: str, name: str, node: str, uid
     await client.request("POST", PODS.path("v1", namespace, name, "binding"), body=body)
 
 
+async def mark_preempted(client: KubeClient, namespace: str, name: str, message: str, now: str) -> dict[str, Any]:
+    """The DisruptionTarget condition kube-scheduler sets on a victim before deleting it (RBAC: patch
+    pods/status); the API server merges conditions by type."""
+    condition = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": message,
+        "lastTransitionTime": now,
+    }
+    return await client.request(
+        "PATCH",
+        PODS.path("v1", namespace, name, "status"),
+        body={"status": {"conditions": [condition]}},
+        content_type="application/strategic-merge-patch+json",
+    )
+
+
+async def delete_pod(client: KubeClient, namespace: str, name: str) -> None:
+    """Delete a preemption victim, gracefully (RBAC: delete pods). 404: it is gone already."""
+    await client.request("DELETE", PODS.path("v1", namespace, name))
+
+
+async def nominate_node(client: KubeClient, namespace: str, name: str, node: str) -> dict[str, Any]:
+    """Record the node preemption nominated in the pod's status.nominatedNodeName (RBAC: patch pods/status)."""
+    return await client.request(
+        "PATCH",
+        PODS.path("v1", namespace, name, "status"),
+        body={"status": {"nominatedNodeName": node}},
+        content_type="application/merge-patch+json",
+    )
+
+
 PERSISTENT_VOLUMES = BY_PLURAL["persistentvolumes"]
 PERSISTENT_VOLUME_CLAIMS = BY_PLURAL["persistentvolumeclaims"]
 SELECTED_NODE = "volume.kubernetes.io/selected-node"

@@ -1,0 +1,61 @@
+"""Preemption in binder mode (`berth scorer --bind`) against the fake API server: the victims get
+kube's DisruptionTarget condition and are deleted, the preemptor's status.nominatedNodeName is set,
+and once the deletion is seen the preemptor is bound there."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from berth.adapters.kube import KubeClient
+from berth.adapters.memory import MemoryBus, MemoryStore
+from berth.core.config import parse_config
+from berth.core.events import WatchEvent
+from berth.core.pipeline.records import decode_record
+from berth.core.pipeline.scorer import ScorerEngine
+from berth.core.ports import DECISIONS
+from berth_scorer.binder import Binder
+from berth_scorer.service import Scorer
+from tests.extender.conftest import T0, events
+from tests.fakeapi import FakeAPI
+from tests.preemption.helpers import knode, kpod
+
+SLOT = {"cpu": "600m", "memory": "100Mi"}
+
+
+@pytest.mark.asyncio
+async def test_a_preemption_is_carried_out_through_the_api(api: FakeAPI, client: KubeClient) -> None:
+    bus = MemoryBus()
+    scorer = Scorer(ScorerEngine(parse_config(None)), bus, MemoryStore(), binder=Binder(client))
+    objs = [
+        knode("n1", {"cpu": "1", "memory": "1Gi"}),
+        kpod("low", "n1", 0, SLOT),
+        kpod("web", priority=1000, req=SLOT, schedulerName="berth"),
+    ]
+    for ev in events(*[api.add(o) for o in objs]):
+        await scorer.handle(ev)
+
+    writes = [(r.method, r.path) for r in api.requests if r.method != "GET"]
+    assert writes == [
+        ("PATCH", "/api/v1/namespaces/default/pods/low/status"),
+        ("DELETE", "/api/v1/namespaces/default/pods/low"),
+        ("PATCH", "/api/v1/namespaces/default/pods/web/status"),
+    ]
+    condition = next(r for r in api.requests if r.method == "PATCH").body["status"]["conditions"][0]
+    assert {k: condition[k] for k in ("type", "status", "reason", "message")} == {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": "berth: preempting to accommodate a higher priority pod",
+    }
+    assert api.get("pods", "web", "default")["status"]["nominatedNodeName"] == "n1"
+    published = [decode_record(m.value) for m in bus.topics[DECISIONS][0]]
+    assert [(r.pod, r.nominated_node, r.victims) for r in published if r is not None] == [
+        ("default/web", "n1", ["default/low"])
+    ]
+
+    # the watcher reports the victim gone: the preemptor is retried and bound on its node
+    gone = WatchEvent("DELETED", kpod("low", "n1", 0, SLOT), T0 + timedelta(seconds=10), 10).decoded()
+    await scorer.handle(gone)
+    assert api.get("pods", "web", "default")["spec"]["nodeName"] == "n1"
