@@ -32,7 +32,7 @@ from matplotlib.ticker import MaxNLocator, PercentFormatter
 from berth.core.amounts import parse_time
 from berth.core.events import format_time
 from berth.core.pipeline.metrics import Section, byte_unit, human_bytes, metric_sections, run_labels
-from berth.core.pipeline.stats import BufferPoint, DecisionPoint, RunStats
+from berth.core.pipeline.stats import BufferPoint, DecisionPoint, PreemptionPoint, RunStats
 
 DPI = 100
 TIME_BUCKETS = 60  # decisions over time: at most this many buckets
@@ -67,6 +67,7 @@ def write_report(runs: list[RunStats], directory: str, diff: list[dict[str, Any]
         _fit_plot(runs, labels),
         _utilization_plot(runs, labels),
         _buffers_plot(runs, labels, axis),
+        _preemptions_plot(runs, labels, axis),
     ]
     for plot in plots:
         path = os.path.join(directory, f"{plot.name}.png")
@@ -205,12 +206,14 @@ class _XAxis:
         lo, hi = min(xs), max(xs)
         return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
 
-    def x(self, point: DecisionPoint | BufferPoint) -> float:
+    def x(self, point: DecisionPoint | BufferPoint | PreemptionPoint) -> float:
         if self._offsets is None or point.ts is None:
             return float(point.position)
         return self._offsets[point.ts]
 
-    def xs(self, points: Iterable[DecisionPoint | BufferPoint]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    def xs(
+        self, points: Iterable[DecisionPoint | BufferPoint | PreemptionPoint]
+    ) -> np.ndarray[Any, np.dtype[np.float64]]:
         return np.fromiter((self.x(p) for p in points), dtype=np.float64)
 
 
@@ -249,6 +252,39 @@ def _decisions_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Pl
     axes[-1].set_xlim(lo, hi)
     width = (hi - lo) / buckets
     caption = f"Decisions per bucket by status, stacked: {buckets} buckets of {width:,.3g} {axis.unit} each."
+    return Plot(name, title, caption, _png(fig))
+
+
+def _preemptions_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Plot:
+    name, title = "preemptions", "Preemptions over time"
+    if not any(r.preemptions for r in runs):
+        return Plot(name, title, "No preemptions were carried out in this log.", None)
+    lo, hi = axis.lo, axis.hi
+    buckets = TIME_BUCKETS if axis.timed else max(1, min(TIME_BUCKETS, math.ceil(hi - lo)))
+    edges = np.linspace(lo, hi, buckets + 1)
+    fig = _figure(10.0, 1.2 + 2.0 * len(runs))
+    axes = _column(fig, len(runs))
+    for ax, run, label in zip(axes, runs, labels, strict=True):
+        x = axis.xs(run.preemptions)
+        weights = np.fromiter((len(p.victims) for p in run.preemptions), dtype=np.float64)
+        preempted, _ = np.histogram(x, bins=edges)
+        victims, _ = np.histogram(x, bins=edges, weights=weights)
+        ax.stairs(preempted, edges, fill=True, color=_run_color(0), lw=0, label="preemptions")
+        ax.stairs(victims, edges, color=_run_color(1), lw=1.5, label="victims")
+        ax.set_title(label, fontsize=10, loc="left")
+        ax.set_ylabel("per bucket")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        if not len(x):
+            _empty(ax, "no preemptions")
+    handles = [Patch(color=_run_color(0), label="preemptions"), Patch(color=_run_color(1), label="victims")]
+    fig.legend(handles=handles, loc="outside upper right", ncols=2, fontsize=8, frameon=False)
+    axes[-1].set_xlabel(axis.label)
+    axes[-1].set_xlim(lo, hi)
+    width = (hi - lo) / buckets
+    caption = (
+        f"Preemptions carried out (filled) and their victims (line) per bucket: {buckets} buckets of "
+        f"{width:,.3g} {axis.unit} each."
+    )
     return Plot(name, title, caption, _png(fig))
 
 

@@ -153,6 +153,7 @@ class ScorerEngine:
                         continue
                     self._evicted.add(key)
                     self.reservations.forget(key)
+                    self.overrun.pod(pod, True)  # as its deletion would tell
                     priorities.append(_priority(self.state, pod))
                     helped += self.queue.helped("Pod", Action.DELETE, pod, self.applier.now, True)
                 self.observer.preempted(record, node, tuple(priorities))
