@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from berth.core.framework import Code, Cycle, Failure, PostFilterResult, Status
 from berth.core.plugins.defaultpreemption import NAME, Candidate
@@ -172,7 +174,7 @@ def test_post_filter(
 ) -> None:
     # upstream: TestPostFilter (each case by its name)
     h = Harness().add(*nodes, *pods, *pdbs)
-    got = h.plugin.post_filter(h.cycle(pod), h.statuses(codes), h.scheduler.dry_run)
+    got = h.plugin.post_filter(h.cycle(pod), h.statuses(codes), h.scheduler.dry_runner)
     assert got.status == status
     assert got.nominated_node == nominated
 
@@ -442,7 +444,7 @@ def test_dry_run_preemption(
     offsets = iter(UPSTREAM_OFFSETS)
     h.plugin.offset = lambda pod, n: next(offsets) % n
     for pod, want in cycles:
-        got, _ = h.plugin.find_candidates(h.cycle(pod), h.every_node(), h.scheduler.dry_run)
+        got, _ = h.plugin.find_candidates(h.cycle(pod), h.every_node(), h.scheduler.dry_runner)
         assert names(got) == want
     assert len(h.state.pods) == len(pods)  # the dry run put every pod back
 
@@ -588,7 +590,7 @@ def test_select_best_candidate(
 ) -> None:
     # upstream: TestSelectBestCandidate (each case by its name)
     h = Harness().add(*(knode(n, VERY_LARGE) for n in nodes), *pods)
-    got = h.plugin.post_filter(h.cycle(pod), h.every_node(), h.scheduler.dry_run)
+    got = h.plugin.post_filter(h.cycle(pod), h.every_node(), h.scheduler.dry_runner)
     assert got.status == Status(Code.SUCCESS, "", NAME)
     assert got.nominated_node in want
 
@@ -651,12 +653,52 @@ def test_not_eligible_messages_leave_the_nomination_alone() -> None:
     # upstream: TestPodEligibleToPreemptOthers's reasons, as PostFilter words them (preemption.go)
     h = Harness().add(knode("node1", ONE_POD), kpod("p1", "node1", LOW, metadata=TERMINATING, status=PREEMPTED))
     never = h.plugin.post_filter(
-        h.cycle(kpod("p", priority=HIGH, preemptionPolicy="Never")), h.every_node(), h.scheduler.dry_run
+        h.cycle(kpod("p", priority=HIGH, preemptionPolicy="Never")), h.every_node(), h.scheduler.dry_runner
     )
     assert never == PostFilterResult(Status(U, "preemption: not eligible due to preemptionPolicy=Never.", NAME))
     waiting = h.plugin.post_filter(
-        h.cycle(kpod("p", priority=HIGH, status={"nominatedNodeName": "node1"})), h.every_node(), h.scheduler.dry_run
+        h.cycle(kpod("p", priority=HIGH, status={"nominatedNodeName": "node1"})), h.every_node(), h.scheduler.dry_runner
     )
     assert waiting == PostFilterResult(
         Status(U, "preemption: not eligible due to a terminating pod on the nominated node.", NAME)
     )
+
+
+class _OneAtATime:
+    """The profile's dry run, declared not node-local: DefaultPreemption then tries one node at a time."""
+
+    node_local = False
+
+    def __init__(self, h: Harness) -> None:
+        self.h = h
+
+    def __call__(self, cycle: Cycle) -> Any:
+        return self.h.scheduler.dry_run(cycle)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    nodes=st.integers(1, 6),
+    pods=st.lists(
+        st.tuples(st.integers(0, 5), st.integers(0, 3), st.sampled_from([SMALL, MEDIUM, LARGE])), max_size=14
+    ),
+    protected=st.sets(st.integers(0, 13), max_size=4),
+    allowed=st.integers(0, 2),
+    args=st.sampled_from([{}, {"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 1}]),
+)
+def test_node_local_batches_find_what_one_node_at_a_time_finds(
+    nodes: int, pods: list[tuple[int, int, dict[str, str]]], protected: set[int], allowed: int, args: dict[str, Any]
+) -> None:
+    # the oracle: upstream's one-node-at-a-time dry run (DryRunPreemption with parallelism 1)
+    h = Harness(args=args).add(*(knode(f"node{i}", VERY_LARGE) for i in range(nodes)), pdb(FOO, allowed=allowed))
+    for i, (n, prio, req) in enumerate(pods):
+        h.add(kpod(f"p{i}", f"node{n % nodes}", prio * 100, req, labels=FOO if i in protected else {}))
+    assert h.scheduler.dry_runner.node_local
+    cycle = h.cycle(kpod("p", priority=HIGH, req=LARGE))
+    batched, rejected = h.plugin.find_candidates(cycle, h.every_node(), h.scheduler.dry_runner)
+    single, rejected_single = h.plugin.find_candidates(cycle, h.every_node(), _OneAtATime(h))
+    assert [(c.node, [p.key for p in c.victims], c.pdb_violations) for c in batched] == [
+        (c.node, [p.key for p in c.victims], c.pdb_violations) for c in single
+    ]
+    assert rejected == rejected_single
+    assert len(h.state.pods) == len(pods)

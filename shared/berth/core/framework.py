@@ -192,10 +192,23 @@ class FilterPlugin(Protocol):
         ...
 
 
-# A dry run of this profile's PreFilter and Filter for a cycle, against cycle.state as it is at the
-# call (a PostFilter may change the state for the call and restore it): the feasible slots and why
-# the others failed.
-DryRun = Callable[[Cycle], tuple[Mask, NodeToStatus]]
+class DryRun(Protocol):
+    """A dry run of this profile's PreFilter and Filter for a cycle, against cycle.state as it is at
+    the call (a PostFilter may change the state for the call and restore it): the feasible slots and
+    why the others failed. node_local: no filter of the profile reads pods on other nodes for its
+    verdict on a node, so changes on several nodes can be tried in one run."""
+
+    node_local: bool
+
+    def __call__(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]: ...
+
+
+@runtime_checkable
+class ReadsOtherNodes(Protocol):
+    """A filter whose verdict on a node depends on pods on other nodes (topology domains, claims in
+    use anywhere): marked `reads_other_nodes = True`. Every other filter is node-local."""
+
+    reads_other_nodes: bool
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from berth.core.framework import (
     PostFilterResult,
     PreFilterPlugin,
     PreScorePlugin,
+    ReadsOtherNodes,
     ReservePlugin,
     ScorePlugin,
     Status,
@@ -131,6 +132,17 @@ class _Filtered:
     stop: Outcome | None = None  # the cycle ended early: an Error or a PreFilter rejection
 
 
+@dataclass(frozen=True)
+class _DryRun:
+    """Scheduler.dry_run as the framework's DryRun (with whether the profile's filters are node-local)."""
+
+    scheduler: Scheduler
+    node_local: bool
+
+    def __call__(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]:
+        return self.scheduler.dry_run(cycle)
+
+
 class Scheduler:
     def __init__(self, profile: Profile, top_nodes: int | None = None) -> None:
         """top_nodes: None lists every node in a decision; N lists only the N best feasible ones."""
@@ -139,6 +151,9 @@ class Scheduler:
         self.top_nodes = top_nodes
         # observe(plugin, extension point, seconds): timings for metrics; ("", "Decide", s) per pod
         self.observe: Callable[[str, str, float], None] | None = None
+        plugins = [*profile.pre_filters, *profile.filters]
+        local = not any(isinstance(p, ReadsOtherNodes) and p.reads_other_nodes for p in plugins)
+        self.dry_runner = _DryRun(self, local)  # what PostFilter plugins get
 
     def decide(self, pod: Pod, now: datetime, on: str | None = None) -> Outcome:
         """on: place the pod on this node (if feasible there) instead of the best one (the extender's bind)."""
@@ -314,7 +329,7 @@ class Scheduler:
         """kube runs PostFilter plugins in order until one succeeds or rejects the pod outright."""
         result = None
         for plugin in self.profile.post_filters:
-            result = self._timed(plugin.name, "PostFilter", plugin.post_filter, cycle, statuses, self.dry_run)
+            result = self._timed(plugin.name, "PostFilter", plugin.post_filter, cycle, statuses, self.dry_runner)
             if result.status.code in (Code.SUCCESS, Code.UNRESOLVABLE, Code.ERROR):
                 break
         return result

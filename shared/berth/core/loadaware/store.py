@@ -61,6 +61,9 @@ def _spec(p: Pod) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+_LEFT_LIMIT = 16384  # entries kept for pods that left (preemption puts them back at once)
+
+
 @dataclass(slots=True, eq=False)
 class PodEntry:
     """An assigned pod in the cache, and what it currently adds to its node's sums."""
@@ -196,6 +199,9 @@ class NodeMetricStore:
         )
         self.records: dict[str, NodeLoad] = {}
         self.pods: dict[str, PodEntry] = {}
+        # entries of pods that just left, by key, with the pod object they were made from: a pod put
+        # back as it was (preemption's dry run lifts and restores pods) reuses its entry
+        self._left: dict[str, tuple[Pod, PodEntry]] = {}
         self._profiles: dict[str, Profile] = {}
         self._objs: list[Node | None] = []
         self.cap = 0
@@ -419,6 +425,10 @@ class NodeMetricStore:
         if new is None or not new.node_name or new.terminated or new.annotations.get(ANN_RESERVE_POD) == "true":
             if entry is not None:
                 self._unassign(state, entry)
+                if new is None and old is not None:
+                    if len(self._left) >= _LEFT_LIMIT:
+                        self._left.clear()
+                    self._left[old.key] = (old, entry)
             return
         if entry is not None and entry.node == new.node_name and old is not None and _spec(old) == _spec(new):
             return  # label- or annotation-only change: upstream keeps the cached evaluation
@@ -448,7 +458,8 @@ class NodeMetricStore:
         )
 
     def _assign(self, state: ClusterState, pod: Pod) -> None:
-        e = self.entry_for(pod)
+        left = self._left.pop(pod.key, None)
+        e = left[1] if left is not None and left[0] is pod else self.entry_for(pod)
         rec = self.records.get(e.node)
         if rec is None:
             rec = self.records[e.node] = NodeLoad(self.res.zeros())

@@ -92,6 +92,7 @@ def existing_term_matches(term: PodAffinityTerm, owner_ns: str, pod: Pod, ns_lab
 
 class InterPodAffinity:
     name = NAME
+    reads_other_nodes = True  # its verdict on a node depends on pods elsewhere (framework.ReadsOtherNodes)
 
     def __init__(self, args: Args) -> None:
         self.args = args

@@ -116,6 +116,7 @@ def _default_constraint(c: Any, at: str, problems: Problems) -> SpreadConstraint
 
 class PodTopologySpread:
     name = NAME
+    reads_other_nodes = True  # its verdict on a node depends on pods elsewhere (framework.ReadsOtherNodes)
 
     def __init__(self, args: Args) -> None:
         self.args = args

@@ -90,6 +90,7 @@ class _State:
 
 class VolumeRestrictions:
     name = NAME
+    reads_other_nodes = True  # its verdict on a node depends on pods elsewhere (framework.ReadsOtherNodes)
 
     def __init__(self) -> None:
         self.use = VolumeUse()

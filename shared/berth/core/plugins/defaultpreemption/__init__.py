@@ -169,9 +169,11 @@ class DefaultPreemption:
     def find_candidates(
         self, cycle: Cycle, statuses: NodeToStatus, dry_run: DryRun
     ) -> tuple[list[Candidate], dict[str, Rejected]]:
-        """The dry run from the offset over the potential nodes (status Unschedulable), one after
-        another, until there is a non-violating candidate and numCandidates in all. Returns the
-        candidates (non-violating first) and the status of every dry-run node that is not one."""
+        """The dry run from the offset over the potential nodes (status Unschedulable), in order,
+        until there is a non-violating candidate and numCandidates in all. Returns the candidates
+        (non-violating first) and the status of every dry-run node that is not one. With node-local
+        filters the nodes are dry-run numCandidates at a time (each node's verdict is its own, so the
+        outcome is the same as one after another)."""
         nodes = self.state.nodes
         potential_mask = statuses.rejected(Code.UNSCHEDULABLE)
         potential = sorted(name for slot, name in enumerate(nodes.names) if name is not None and potential_mask[slot])
@@ -179,56 +181,77 @@ class DefaultPreemption:
             return [], {}
         wanted = self.candidate_count(len(potential))
         start = self.offset(cycle.pod, len(potential))
+        order = potential[start:] + potential[:start]
+        chunk = wanted if dry_run.node_local else 1
         pdbs = list(self.store.pdbs.values())
         clean: list[Candidate] = []
         violating: list[Candidate] = []
         rejected: dict[str, Rejected] = {}
-        for i in range(len(potential)):
-            node = potential[(start + i) % len(potential)]
-            found = self.select_victims(cycle, node, dry_run, pdbs)
-            if isinstance(found, Rejected):
-                rejected[node] = found
-                continue
-            group = violating if found.pdb_violations else clean
-            if len(group) < wanted:
-                group.append(found)
-            if clean and len(clean) + len(violating) >= wanted:
-                break
+        for i in range(0, len(order), chunk):
+            batch = order[i : i + chunk]
+            results = self.victims_on(cycle, batch, dry_run, pdbs)
+            for node in batch:
+                found = results[node]
+                if isinstance(found, Rejected):
+                    rejected[node] = found
+                    continue
+                group = violating if found.pdb_violations else clean
+                if len(group) < wanted:
+                    group.append(found)
+                if clean and len(clean) + len(violating) >= wanted:
+                    return clean + violating, rejected
         return clean + violating, rejected
 
-    def select_victims(
-        self, cycle: Cycle, node: str, dry_run: DryRun, pdbs: list[PodDisruptionBudget]
-    ) -> Candidate | Rejected:
-        """kube's SelectVictimsOnNode, on the ClusterState with pods lifted for the call."""
-        pod = cycle.pod
-        slot = self.state.nodes.slot[node]
-        mine = self.store.priority(pod)
-        lower = [p for p in self.store.pods_on.get(node, {}).values() if self.store.priority(p) < mine]
+    def victims_on(
+        self, cycle: Cycle, nodes: list[str], dry_run: DryRun, pdbs: list[PodDisruptionBudget]
+    ) -> dict[str, Candidate | Rejected]:
+        """kube's SelectVictimsOnNode on each of these nodes, on the ClusterState with pods lifted for
+        the call. Several nodes are tried in the same dry runs (one node alone unless the filters
+        are node-local): each step puts back the next pod of every node at once."""
+        key = importance(cycle.now, self.store.priority)
+        mine = self.store.priority(cycle.pod)
+        out: dict[str, Candidate | Rejected] = {}
+        lower: dict[str, list[Pod]] = {}
+        for node in nodes:
+            pods = [p for p in self.store.pods_on.get(node, {}).values() if self.store.priority(p) < mine]
+            if pods:
+                lower[node] = sorted(pods, key=key)
+            else:
+                out[node] = Rejected(Code.UNRESOLVABLE, (NO_VICTIMS,))
         if not lower:
-            return Rejected(Code.UNRESOLVABLE, (NO_VICTIMS,))
-        lower.sort(key=importance(cycle.now, self.store.priority))
-        with self._lifted(lower):
+            return out
+        slots = {node: self.state.nodes.slot[node] for node in lower}
+        with self._lifted([p for pods in lower.values() for p in pods]):
             feasible, found = dry_run(cycle)
-            if not feasible[slot]:
-                status = found.get(node)
-                return Rejected(status.code, status.reasons) if status is not None else Rejected(Code.UNSCHEDULABLE, ())
-            bad, good = split_by_pdb(lower, pdbs)
-            victims: list[Pod] = []
-            violations = 0
-            for group, violates in ((bad, True), (good, False)):
-                for p in group:
-                    self.state.put_back(p)
-                    fits, _ = dry_run(cycle)
-                    if fits[slot]:
-                        continue
-                    self.state.lift(p.key)
-                    victims.append(p)
-                    violations += violates
-            if bad and good:
-                victims.sort(key=importance(cycle.now, self.store.priority))
-        if not victims:
-            return Rejected(Code.ERROR, (f'expected at least one victim pod on node "{node}"',))
-        return Candidate(node, tuple(victims), violations)
+            queues: dict[str, list[tuple[Pod, bool]]] = {}
+            for node, pods in lower.items():
+                if not feasible[slots[node]]:
+                    status = found.get(node)
+                    out[node] = Rejected(status.code, status.reasons) if status else Rejected(Code.UNSCHEDULABLE, ())
+                    continue
+                bad, good = split_by_pdb(pods, pdbs)
+                queues[node] = [(p, True) for p in bad] + [(p, False) for p in good]
+            victims: dict[str, list[Pod]] = {node: [] for node in queues}
+            violations = dict.fromkeys(queues, 0)
+            for step in range(max((len(q) for q in queues.values()), default=0)):
+                trying = [(node, q[step]) for node, q in queues.items() if step < len(q)]
+                for _, (pod, _) in trying:
+                    self.state.put_back(pod)
+                fits, _ = dry_run(cycle)
+                for node, (pod, violates) in trying:
+                    if not fits[slots[node]]:
+                        self.state.lift(pod.key)
+                        victims[node].append(pod)
+                        violations[node] += violates
+        for node, queue in queues.items():
+            chosen = victims[node]
+            if not chosen:
+                out[node] = Rejected(Code.ERROR, (f'expected at least one victim pod on node "{node}"',))
+                continue
+            if queue[0][1] and not queue[-1][1]:  # violating and non-violating: back in importance order
+                chosen.sort(key=key)
+            out[node] = Candidate(node, tuple(chosen), violations[node])
+        return out
 
     @contextmanager
     def _lifted(self, pods: list[Pod]) -> Iterator[None]:
