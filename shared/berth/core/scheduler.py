@@ -154,6 +154,7 @@ class Scheduler:
         plugins = [*profile.pre_filters, *profile.filters]
         local = not any(isinstance(p, ReadsOtherNodes) and p.reads_other_nodes for p in plugins)
         self.dry_runner = _DryRun(self, local)  # what PostFilter plugins get
+        self._post_filtering = True
 
     def decide(self, pod: Pod, now: datetime, on: str | None = None) -> Outcome:
         """on: place the pod on this node (if feasible there) instead of the best one (the extender's bind)."""
@@ -166,12 +167,15 @@ class Scheduler:
 
     def evaluate(self, pod: Pod, now: datetime) -> Outcome:
         """The pod against the state now with every node listed, untimed (the extender's filter and
-        prioritize). Reserve plugins run; nothing is applied to the state."""
+        prioritize). Reserve plugins run; PostFilter does not (kube-scheduler preempts on its own);
+        nothing is applied to the state."""
         observe, self.observe = self.observe, None
+        self._post_filtering = False
         try:
             return self._decide(pod, now, None, None)
         finally:
             self.observe = observe
+            self._post_filtering = True
 
     def _timed(self, plugin: str, point: str, fn: Callable[..., T], *args: Any) -> T:
         if self.observe is None:
@@ -311,7 +315,7 @@ class Scheduler:
     def _preempt(self, cycle: Cycle, outcome: Outcome) -> Outcome:
         """PostFilter for a pod that fits nowhere: its message gains the plugins' (kube's FitError
         with PostFilterMsg; an Error is not shown), a nomination its node and victims."""
-        if not self.profile.post_filters or outcome.statuses is None:
+        if not self.profile.post_filters or not self._post_filtering or outcome.statuses is None:
             return outcome
         post = self._post_filter(cycle, outcome.statuses)
         outcome.post_filter = post
