@@ -112,9 +112,10 @@ def test_finished_pods_free_the_node() -> None:
 
 
 def test_fit_error_sorts_count_and_reason_as_strings() -> None:
-    nodes = [node(f"n{i}", cpu="1") for i in range(12)] + [node("x", cpu="1", unschedulable=True)]
+    # each node counts its first failing plugin only; "10 ..." sorts before "9 ..." as kube's sort.Strings
+    nodes = [node(f"n{i}", cpu="1") for i in range(10)] + [node(f"x{i}", cpu="1", unschedulable=True) for i in range(9)]
     d = decide(*nodes, pod("p", cpu="2"))
-    assert d.message == "0/13 nodes are available: 1 node(s) were unschedulable, 13 Insufficient cpu."
+    assert d.message == "0/19 nodes are available: 10 Insufficient cpu, 9 node(s) were unschedulable."
 
 
 def test_every_failing_filter_is_listed() -> None:
