@@ -123,7 +123,10 @@ def test_a_failing_reserve_unreserves_the_ones_before_it() -> None:
     profile = Profile.of(state, [*base.filters, first, second], list(base.scorers))  # type: ignore[list-item]
     outcome = Scheduler(profile).decide(state.pods["default/p"], NOW)
     assert outcome.reservation is None and first.undone == 1
-    assert outcome.decision.status == "Unschedulable" and outcome.decision.message == "0/1 nodes are available: 1 second cannot."
+    assert (
+        outcome.decision.status == "Unschedulable"
+        and outcome.decision.message == "0/1 nodes are available: 1 second cannot."
+    )
     assert outcome.rejected_by == {"second"}
 
 

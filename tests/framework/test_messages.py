@@ -41,7 +41,13 @@ F2 = "Node(s) failed Filter plugin FalseFilter-2"
         # upstream: TestFitError_Error/"nodes failed two Filter plugins with a non-empty PostFilterMsg"
         (3, {F1: 2, F2: 1}, "", POST, f"0/3 nodes are available: 1 {F2}, 2 {F1}. {POST}"),
         # upstream: TestFitError_Error/"failed to Reserve on node"
-        (1, {"Node failed Reserve plugin Reserve-1": 1}, "", "", "0/1 nodes are available: 1 Node failed Reserve plugin Reserve-1."),
+        (
+            1,
+            {"Node failed Reserve plugin Reserve-1": 1},
+            "",
+            "",
+            "0/1 nodes are available: 1 Node failed Reserve plugin Reserve-1.",
+        ),
         # sort.Strings on "%d %s": "10 ..." sorts before "9 ..."
         (19, {"b": 9, "a": 10}, "", "", "0/19 nodes are available: 10 a, 9 b."),
     ],
@@ -124,7 +130,7 @@ def test_reason_counts_equal_a_count_over_each_nodes_first_failing_plugin(
 ) -> None:
     names, plugins = case
     table = NodeTable()
-    for slot, name in enumerate(names):
+    for slot in range(len(names)):
         assert table.upsert(convert(node(f"n{slot}"))) == slot
     for slot, name in enumerate(names):
         if name is None:

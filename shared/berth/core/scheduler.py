@@ -111,7 +111,9 @@ class Outcome:
     statuses: NodeToStatus | None = None  # after Filter: kube's NodeToStatus, each node's first failing plugin
     post_filter: PostFilterResult | None = None
     codes: dict[str, Code] = field(default_factory=dict)  # each Filter reason's Status code
-    reasons: dict[str, int] = field(default_factory=dict)  # when nothing fits: nodes per reason, as the message counts them
+    reasons: dict[str, int] = field(
+        default_factory=dict
+    )  # when nothing fits: nodes per reason, as the message counts them
 
 
 @dataclass
