@@ -175,3 +175,15 @@ def test_bounded_snapshots(
     assert (code, out) == (2, "")
     assert err.startswith(f"berth evaluate: error: {path}: ") and problem in err, err
     assert err.count("\n") == 1
+
+
+def test_no_nodes_is_kubes_no_nodes_available(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    snapshot = tmp_path / "pods-only.yaml"
+    snapshot.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default, uid: u1}\n"
+        "spec:\n  containers: [{name: c, image: x}]\n"
+    )
+    code, out, _ = run(capsys, "evaluate", "--snapshot", str(snapshot), "--now", "2026-01-01T00:00:00Z")
+    assert code == 0
+    (d,) = json.loads(out)["decisions"]
+    assert (d["status"], d["message"]) == ("Unschedulable", "no nodes available to schedule pods")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from berth.core.decision import fit_error
 from berth.core.events import Event
 from berth.core.pipeline.scorer import ScorerEngine
 from berth_cli.main import main
@@ -160,11 +161,11 @@ def test_decisions_are_compact_by_default_and_complete_with_all_nodes(
         feasible = sorted(((n, r) for n, r in f["nodes"].items() if r["feasible"]), key=lambda kv: -kv[1]["total"])
         assert [(n, r["total"]) for n, r in s["nodes"].items()] == [(n, r["total"]) for n, r in feasible[:3]]
         if s["status"] == "Unschedulable":
-            counts: dict[str, int] = {}
-            for r in f["nodes"].values():
-                for reason in r["reasons"]:
-                    counts[reason] = counts.get(reason, 0) + 1
-            assert s["reasons"] == f["reasons"] == counts
+            # kube's counts: each node's first failing plugin, whose first reason leads the node's report
+            assert s["reasons"] == f["reasons"]
+            assert s["message"] == fit_error(len(f["nodes"]), s["reasons"])
+            assert {r["reasons"][0] for r in f["nodes"].values()} <= s["reasons"].keys()
+            assert sum(s["reasons"].values()) <= sum(len(r["reasons"]) for r in f["nodes"].values())
     assert any(r["status"] == "Unschedulable" for r in short)
     assert compact.stat().st_size < full.stat().st_size
 

@@ -104,6 +104,13 @@ def add_parser(sub: Any) -> None:
     )
     g.add_argument("--zonal-claims", type=SHARE, metavar="F", help="share of StatefulSets claiming zonal-ssd")
     g.add_argument("--second-claim", type=SHARE, metavar="F", help="share of StatefulSets with a 10Gi logs claim")
+    g.add_argument(
+        "--placement",
+        type=SHARE,
+        metavar="F",
+        help="share of StatefulSets and Deployments whose replicas are kept apart: zone spread, "
+        "hostname anti-affinity (required for StatefulSets, preferred for Deployments)",
+    )
     g.add_argument("--churn", type=SHARE, metavar="F", help="share of workloads deleted again before the end")
     g.add_argument(
         "--lifetime",

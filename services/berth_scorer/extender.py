@@ -95,11 +95,16 @@ def filter_nodes(engine: ScorerEngine, args: ExtenderArgs) -> ExtenderFilterResu
             out.failed_nodes[name] = UNKNOWN_NODE
         elif result.feasible:
             passed.append(name)
-        elif outcome.pre_filter_rejected or any(outcome.codes.get(r) is Code.UNRESOLVABLE for r in result.reasons):
-            # a node any plugin rejects as UnschedulableAndUnresolvable: preempting pods there would not help
-            out.failed_and_unresolvable_nodes[name] = ", ".join(result.reasons)
         else:
-            out.failed_nodes[name] = ", ".join(result.reasons)
+            # the node's status as kube keeps it: its first failing plugin's code and reasons (joined
+            # as Status.Message() joins them); a PreFilter rejection or UnschedulableAndUnresolvable:
+            # preempting pods there would not help
+            status = outcome.statuses.get(name) if outcome.statuses is not None else None
+            reasons = status.reasons if status is not None else tuple(result.reasons)
+            if outcome.pre_filter_rejected or (status is not None and status.code is Code.UNRESOLVABLE):
+                out.failed_and_unresolvable_nodes[name] = ", ".join(reasons)
+            else:
+                out.failed_nodes[name] = ", ".join(reasons)
     if args.node_names is not None:
         out.node_names = passed
     else:

@@ -58,7 +58,7 @@ def test_filters_reject_with_kube_reasons(n: dict, p: dict, reason: str) -> None
     # kube's PostFilter tail: nothing of lower priority to evict, or a node preemption cannot help
     helps = reason.startswith(("Insufficient", "Too many"))
     tail = "No preemption victims found for incoming pod" if helps else "Preemption is not helpful for scheduling"
-    assert d.message == f"0/1 nodes are available: 1 {reason}. preemption: 0/1 nodes are available: 1 {tail}.."
+    assert d.message == f"0/1 nodes are available: 1 {reason}. preemption: 0/1 nodes are available: 1 {tail}."
 
 
 @pytest.mark.parametrize(
@@ -115,12 +115,13 @@ def test_finished_pods_free_the_node() -> None:
 
 
 def test_fit_error_sorts_count_and_reason_as_strings() -> None:
-    nodes = [node(f"n{i}", cpu="1") for i in range(12)] + [node("x", cpu="1", unschedulable=True)]
+    # each node counts its first failing plugin only; "10 .." sorts before "9 .." as kube's sort.Strings
+    nodes = [node(f"n{i}", cpu="1") for i in range(10)] + [node(f"x{i}", cpu="1", unschedulable=True) for i in range(9)]
     d = decide(*nodes, pod("p", cpu="2"))
     assert d.message == (
-        "0/13 nodes are available: 1 node(s) were unschedulable, 13 Insufficient cpu. "
-        "preemption: 0/13 nodes are available: 1 Preemption is not helpful for scheduling, "
-        "12 No preemption victims found for incoming pod.."
+        "0/19 nodes are available: 10 Insufficient cpu, 9 node(s) were unschedulable. "
+        "preemption: 0/19 nodes are available: 10 No preemption victims found for incoming pod, "
+        "9 Preemption is not helpful for scheduling."
     )
 
 

@@ -12,7 +12,7 @@ N2 = (node("n1", zone="z1"), node("n2", zone="z2"))
 SC = storage_class()
 
 # kube's PostFilter tail when every node is UnschedulableAndUnresolvable
-NOT_HELPFUL = "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+NOT_HELPFUL = "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 
 
 # ---- PreFilter -----------------------------------------------------------------

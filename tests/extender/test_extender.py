@@ -142,3 +142,15 @@ async def test_bad_requests(serve: Any) -> None:
         assert resp.status == 400
     bound = await api.post("bind", {"PodName": "web", "PodNamespace": "default", "PodUID": "u", "Node": "n1"})
     assert "--bind" in bound["Error"]
+
+
+@pytest.mark.asyncio
+async def test_a_failed_nodes_message_and_code_are_its_first_failing_plugins(serve: Any) -> None:
+    engine = cluster()
+    api = await serve(lambda: engine)
+    # n3 fails on cpu (Unschedulable) before its volumes (UnschedulableAndUnresolvable): kube stops at
+    # the first failing plugin, so preemption may still help there
+    got = await api.post("filter", args(pod("web", ("a",), cpu="12")))
+    assert got["NodeNames"] == ["n2"]
+    assert got["FailedNodes"] == {"n1": "Insufficient cpu", "n3": "Insufficient cpu", "small": "Insufficient cpu"}
+    assert got["FailedAndUnresolvableNodes"] == {}

@@ -42,11 +42,11 @@ def test_a_nodes_status_is_its_first_failing_plugin_while_the_report_lists_every
     assert outcome.statuses.get("n2") == NodeStatus("NodeResourcesFit", Code.UNSCHEDULABLE, ("Insufficient cpu",))
     assert list(outcome.statuses.rejected(Code.UNRESOLVABLE)[:2]) == [True, False]
     assert list(outcome.statuses.rejected(Code.UNSCHEDULABLE)[:2]) == [False, True]
-    # unchanged in this release: every failing plugin's reasons, and the message counts them all
+    # the report lists every failing plugin's reasons; the message counts first failing plugins, as kube
     assert outcome.decision.nodes["n1"].reasons == [TAINT, "Insufficient cpu"]
     assert outcome.decision.message == (
-        f"0/2 nodes are available: 1 {TAINT}, 2 Insufficient cpu. preemption: 0/2 nodes are available: "
-        "1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.."
+        f"0/2 nodes are available: 1 Insufficient cpu, 1 {TAINT}. preemption: 0/2 nodes are available: "
+        "1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
     )
 
 
@@ -126,7 +126,10 @@ def test_a_failing_reserve_unreserves_the_ones_before_it() -> None:
     profile = Profile.of(state, [*base.filters, first, second], list(base.scorers))  # type: ignore[list-item]
     outcome = Scheduler(profile).decide(state.pods["default/p"], NOW)
     assert outcome.reservation is None and first.undone == 1
-    assert outcome.decision.status == "Unschedulable" and outcome.decision.message == "second cannot"
+    assert (
+        outcome.decision.status == "Unschedulable"
+        and outcome.decision.message == "0/1 nodes are available: 1 second cannot."
+    )
     assert outcome.rejected_by == {"second"}
 
 

@@ -186,3 +186,66 @@ def test_bench_preset_shape_streams() -> None:
     assert counts["PersistentVolume"] == 100_000
     assert counts["pending"] == 20_000
     assert 190_000 <= events <= 210_000
+
+
+def _without_placement(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _without_placement(v) for k, v in obj.items() if k not in ("affinity", "topologySpreadConstraints")}
+    if isinstance(obj, list):
+        return [_without_placement(v) for v in obj]
+    return obj
+
+
+def test_placement_rules_change_nothing_else() -> None:
+    """Placement is drawn from its own generator: without it every other byte is the same."""
+    on, off = list(generate(TINY.replace(pods=120), 3)), list(generate(TINY.replace(pods=120, placement=0.0), 3))
+    assert [(e.type, e.ts, _without_placement(e.object)) for e in on] == [
+        (e.type, e.ts, _without_placement(e.object)) for e in off
+    ]
+    assert encoded(on) != encoded(off)
+    assert "topologySpreadConstraints" not in encoded(off).decode()
+
+
+def test_workloads_keep_their_replicas_apart(small: list[WatchEvent]) -> None:
+    host, zone = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
+    by_kind: dict[str, list[dict[str, Any]]] = {"StatefulSet": [], "Deployment": []}
+    pods = [e.object for e in small if pending(e)]
+    claims = {key(e.object) for e in small if e.object["kind"] == "PersistentVolumeClaim"}
+    for pod in pods:
+        spec, meta = pod["spec"], pod["metadata"]
+        if "topologySpreadConstraints" not in spec:
+            continue
+        app = meta["labels"]["app"]
+        selector = {"matchLabels": {"app": app}}
+        assert spec["topologySpreadConstraints"] == [
+            {"maxSkew": 1, "topologyKey": zone, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}
+        ]
+        (ref,) = meta["ownerReferences"]
+        anti = spec["affinity"]["podAntiAffinity"]
+        term = {"labelSelector": selector, "topologyKey": host}
+        if ref["kind"] == "StatefulSet":
+            by_kind["StatefulSet"].append(pod)
+            assert ref["name"] == app and meta["name"].startswith(f"{app}-")
+            assert anti == {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+            for v in spec["volumes"]:
+                if "persistentVolumeClaim" in v:  # volumeClaimTemplates naming: data-<sts>-<ordinal>
+                    name = v["persistentVolumeClaim"]["claimName"]
+                    assert name == f"{v['name']}-{meta['name']}"
+                    assert f"PersistentVolumeClaim {meta['namespace']}/{name}" in claims
+        else:
+            by_kind["Deployment"].append(pod)
+            assert ref["kind"] == "ReplicaSet" and ref["name"] == f"{app}-{meta['labels']['pod-template-hash']}"
+            assert anti == {
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": term}]
+            }
+    assert len(by_kind["StatefulSet"]) > 20 and by_kind["Deployment"]
+    # the workload's template carries the same rules as its pods
+    templates = {
+        key(e.object): e.object["spec"]["template"]["spec"]
+        for e in small
+        if e.object["kind"] in ("StatefulSet", "Deployment", "ReplicaSet") and e.type == "ADDED"
+    }
+    for pod in by_kind["StatefulSet"]:
+        ref = pod["metadata"]["ownerReferences"][0]
+        template = templates[f"StatefulSet {pod['metadata']['namespace']}/{ref['name']}"]
+        assert template["affinity"] == pod["spec"]["affinity"]

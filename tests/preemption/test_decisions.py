@@ -45,14 +45,14 @@ def test_a_preempting_decision_names_its_node_and_victims() -> None:
 
 
 def test_when_preemption_cannot_help_the_fields_are_absent_and_the_message_says_why() -> None:
-    # the doubled period is kube's: FitError appends " <PostFilter message>."
+    # kube FitError appends " <PostFilter message>" (types.go, FitError.Error)
     s = scheduler(knode("n1", FULL), kpod("peer", "n1", HIGH, HALF), kpod("web", priority=HIGH, req=HALF))
     assert decide(s, "web") == {
         "pod": "default/web",
         "status": "Unschedulable",
         "node": None,
         "message": "0/1 nodes are available: 1 Insufficient cpu. "
-        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod..",
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
         "volumeBindings": [],
     }
 
@@ -66,7 +66,7 @@ def test_unresolvable_nodes_are_not_helped() -> None:
     message = decide(s, "web")["message"]
     assert isinstance(message, str)
     assert message.endswith(
-        "were unschedulable. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.."
+        "were unschedulable. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
 
 
@@ -93,7 +93,7 @@ def test_a_pod_that_never_preempts_says_so() -> None:
     got = decide(s, "web")
     assert (
         got["message"]
-        == "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.."
+        == "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
     )
     assert "nominatedNode" not in got
 

@@ -16,9 +16,31 @@ import yaml
 
 from berth.core.errors import InputError
 
+MERGE = "tag:yaml.org,2002:merge"
+
 
 class _Loader(yaml.SafeLoader):
-    """YAML without implicit timestamps: times stay RFC 3339 strings, as in JSON."""
+    """Strict YAML as kubectl reads it: a mapping key given twice is an error (PyYAML keeps the
+    last one silently, so two documents pasted without `---` lose an object). Keys brought in by a
+    merge key (`<<`) may be overridden, as in YAML 1.1. No implicit timestamps: times stay RFC 3339
+    strings, as in JSON."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[tuple[type, Any], yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == MERGE:
+                continue
+            key = self.construct_object(key_node, deep=True)  # cached: built once
+            try:
+                first = seen.setdefault((type(key), key), key_node)  # 1, 1.0 and true are different keys
+            except TypeError:  # an unhashable key: the base constructor reports it
+                continue
+            if first is not key_node:
+                shown = json.dumps(key) if isinstance(key, str) else repr(key)
+                line = first.start_mark.line + 1
+                problem = f"mapping key {shown} already defined at line {line}"
+                raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
+        return super().construct_mapping(node, deep)
 
 
 _Loader.yaml_implicit_resolvers = {

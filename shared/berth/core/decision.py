@@ -41,12 +41,23 @@ class Decision(msgspec.Struct, frozen=True, rename="camel"):
 
 
 def with_post_filter(message: str, post_filter: str) -> str:
-    """kube's FitError with its PostFilter message: ` <message>.` appended (the doubled period is kube's)."""
-    return f"{message} {post_filter}." if post_filter else message
+    """kube's FitError with its PostFilter message appended after a space (FitError.Error)."""
+    return f"{message} {post_filter}" if post_filter else message
 
 
-def fit_error(total_nodes: int, reasons: dict[str, int]) -> str:
-    """kube's FitError text: counts then reasons, sorted as strings."""
-    parts = sorted(f"{n} {r}" for r, n in reasons.items())
+# kube's ErrNoNodesAvailable: the cycle ends before PreFilter when the cluster has no node.
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+def fit_error(total_nodes: int, reasons: dict[str, int], pre_filter: str = "") -> str:
+    """kube's FitError.Error(): "0/N nodes are available:", then the PreFilter message if a PreFilter
+    rejected the pod, else each reason counted ("%d %s") over the nodes' first failing plugins, sorted
+    as strings and joined with ", "; each part ends with "." (with_post_filter adds the PostFilter's)."""
     text = f"0/{total_nodes} nodes are available:"
-    return f"{text} {', '.join(parts)}." if parts else text
+    if pre_filter:
+        text += f" {pre_filter}."
+    else:
+        parts = sorted(f"{n} {r}" for r, n in reasons.items())
+        if parts:
+            text += f" {', '.join(parts)}."
+    return text

@@ -135,6 +135,22 @@ class NodeToStatus:
             if status is not None:
                 yield name, status
 
+    def reason_counts(self) -> dict[str, int]:
+        """How many nodes give each reason, counting each node's first failing plugin only (the
+        counts in kube's FitError message), in filter order."""
+        if self.everywhere is not None:
+            known = sum(name is not None for name in self._names)
+            return dict.fromkeys(self.everywhere.reasons, known) if known else {}
+        first = self._first_failing()
+        counts: dict[str, int] = {}
+        for i, (_, found) in enumerate(self._failures):
+            mine = first == i
+            for f in found:
+                hit = int(np.count_nonzero(mine & f.mask[: len(mine)]))
+                if hit:
+                    counts[f.reason] = counts.get(f.reason, 0) + hit
+        return counts
+
     def rejected(self, code: Code) -> Mask:
         """Slots whose first failing plugin gave this code (all slots at once)."""
         n = len(self._names)

@@ -16,7 +16,15 @@ from typing import Any, TypeVar
 import msgspec
 import numpy as np
 
-from berth.core.decision import Decision, NodeResult, Provision, VolumeBindingOut, fit_error, with_post_filter
+from berth.core.decision import (
+    NO_NODES_AVAILABLE,
+    Decision,
+    NodeResult,
+    Provision,
+    VolumeBindingOut,
+    fit_error,
+    with_post_filter,
+)
 from berth.core.framework import (
     Action,
     ClusterEvent,
@@ -116,10 +124,12 @@ class Outcome:
     reservation: Reservation | None
     rejected_by: frozenset[str] = frozenset()  # plugins that turned nodes (or the pod) away
     pre_filter_rejected: bool = False  # a PreFilter turned the pod away: no node can help (unresolvable)
-    statuses: NodeToStatus | None = None  # when nothing fits: kube's NodeToStatus, each node's first failing plugin
+    statuses: NodeToStatus | None = None  # after Filter: kube's NodeToStatus, each node's first failing plugin
     post_filter: PostFilterResult | None = None
     codes: dict[str, Code] = field(default_factory=dict)  # each Filter reason's Status code
-    reasons: dict[str, int] = field(default_factory=dict)  # when nothing fits: nodes per reason, as in the message
+    reasons: dict[str, int] = field(
+        default_factory=dict
+    )  # when nothing fits: nodes per reason, as the message counts them
 
 
 @dataclass
@@ -194,7 +204,7 @@ class Scheduler:
             if status.code is Code.ERROR:
                 return _Filtered(nodes.valid, stop=self._error(pod, status.message))
             if status.rejects:
-                message = f"0/{len(nodes)} nodes are available: {status.message}."
+                message = fit_error(len(nodes), {}, pre_filter=status.message)
                 # only feasible nodes are listed with top_nodes, and there is none; else one shared
                 # result for every node (results are never changed once made)
                 rejected_here = NodeResult(feasible=False, reasons=[status.message])
@@ -242,12 +252,15 @@ class Scheduler:
     def _decide(self, pod: Pod, now: datetime, on: str | None, top_nodes: int | None) -> Outcome:
         cycle = Cycle(pod=pod, state=self.state, now=now)
         nodes = self.state.nodes
+        if not len(nodes):  # kube's ErrNoNodesAvailable, before PreFilter; any change may help
+            return Outcome(Decision(pod.key, "Unschedulable", None, NO_NODES_AVAILABLE), None)
         found = self._filter(cycle, top_nodes)
         if found.stop is not None:
             if found.stop.pre_filter_rejected:
                 return self._preempt(cycle, found.stop)
             return found.stop
         feasible, failures = found.feasible, found.failures
+        statuses = NodeToStatus(nodes, found.by_plugin)
         rejected = frozenset(name for name, _ in found.by_plugin)
         codes = {f.reason: f.code for f in failures}
         scores: dict[str, np.ndarray] = {}
@@ -280,15 +293,11 @@ class Scheduler:
                 why = "not known" if wanted is None else "; ".join(known.reasons if known else []) or "not feasible"
                 message = f"{pod.key} does not fit on node {on}: {why}"
                 decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
-                statuses = NodeToStatus(nodes, found.by_plugin)
                 return Outcome(decision, None, rejected, statuses=statuses, codes=codes)
             chosen = wanted
         if not feasible.any():
-            counts: dict[str, int] = {}
-            for f in failures:
-                counts[f.reason] = counts.get(f.reason, 0) + int(f.mask.sum())
+            counts = statuses.reason_counts()
             message = fit_error(len(nodes), counts)
-            statuses = NodeToStatus(nodes, found.by_plugin)
             decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
             unfit = Outcome(decision, None, rejected, statuses=statuses, codes=codes, reasons=counts)
             return self._preempt(cycle, unfit)
@@ -298,8 +307,10 @@ class Scheduler:
         if failed is not None:
             if failed.code is Code.ERROR:
                 return self._error(pod, failed.message)
-            decision = Decision(pod.key, "Unschedulable", None, failed.message, nodes=results)
-            return Outcome(decision, None, frozenset({failed.plugin}), codes=codes)
+            # kube: a FitError over the one node tried, holding the Reserve status
+            message = fit_error(1, {failed.message: 1})
+            decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
+            return Outcome(decision, None, frozenset({failed.plugin}), statuses=statuses, codes=codes)
         out = [VolumeBindingOut(claim=c, pv=v) for c, v in cycle.bindings]
         out += [
             VolumeBindingOut(claim=c, provision=Provision(self.state.pvcs[c].storage_class, node))
@@ -310,7 +321,7 @@ class Scheduler:
         message = f"Successfully assigned {pod.key} to {node}"
         decision = Decision(pod.key, "Scheduled", node, message, volume_bindings=out, nodes=results)
         reservation = Reservation(pod, node, tuple(cycle.bindings), tuple(cycle.provisions))
-        return Outcome(decision, reservation, codes=codes)
+        return Outcome(decision, reservation, statuses=statuses, codes=codes)
 
     def _preempt(self, cycle: Cycle, outcome: Outcome) -> Outcome:
         """PostFilter for a pod that fits nowhere: its message gains the plugins' (kube's FitError

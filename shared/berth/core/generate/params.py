@@ -52,6 +52,9 @@ class Params:
     claim_sizes: Mix = DEFAULT_CLAIM_SIZES
     zonal_claims: float = 0.1  # share of StatefulSets whose claims use zonal-ssd
     second_claim: float = 0.0  # share of StatefulSets with a second (10Gi local-hdd) claim per pod
+    placement: float = (
+        0.5  # share of StatefulSets and Deployments whose replicas are kept apart (zone spread, anti-affinity)
+    )
     churn: float = 0.2  # share of workloads deleted again before the end
     lifetime: int = 0  # mean seconds a churned workload lives (exponential; at least 30); 0: the churn's own timing
     burst: int = 0  # pods of one Deployment created within seconds
@@ -108,7 +111,15 @@ def validate(p: Params) -> list[str]:
     at_least("report_interval", p.report_interval, 1)
     at_least("cold_nodes", p.cold_nodes, 0)
     at_least("lifetime", p.lifetime, 0)
-    for name in ("ssd_fraction", "stateful_fraction", "zonal_claims", "second_claim", "churn", "hot_fraction"):
+    for name in (
+        "ssd_fraction",
+        "stateful_fraction",
+        "zonal_claims",
+        "second_claim",
+        "placement",
+        "churn",
+        "hot_fraction",
+    ):
         share(name, getattr(p, name))
     mix("pv_sizes", p.pv_sizes)
     mix("claim_sizes", p.claim_sizes)

@@ -4,6 +4,7 @@ reports and buffer edits, merged in time order through one heap. Events stream o
 from __future__ import annotations
 
 import heapq
+import random
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -74,6 +75,8 @@ class _Run:
     def __init__(self, p: Params, seed: int) -> None:
         self.p = p
         self.ids = Ids(seed)
+        # placement draws come from their own generator: with or without them, every other draw is the same
+        self.placement_rng = random.Random(f"placement-{seed}")
         self.start = p.start.astimezone(UTC)
         self.end = p.duration * 1000
         self.interval = p.report_interval * 1000
@@ -194,7 +197,7 @@ class _Run:
 
         return report
 
-    def new_workload(self, kind: str, replicas: int, ms: int) -> Workload:
+    def new_workload(self, kind: str, replicas: int, ms: int, placed: bool = True) -> Workload:
         p, ids = self.p, self.ids
         self.count += 1
         app = ids.rng.choice(APPS_BY_KIND[kind])
@@ -213,6 +216,8 @@ class _Run:
         )
         if kind == DEPLOYMENT:
             w.rs_uid = ids.uid()
+        if placed and kind in (STATEFULSET, DEPLOYMENT) and p.placement and self.placement_rng.random() < p.placement:
+            w.placement = True
         if kind == STATEFULSET:
             if ids.rng.random() < p.zonal_claims:
                 cls = ZONAL_SSD
@@ -246,7 +251,7 @@ class _Run:
 
     def burst(self, ms: int) -> list[WatchEvent]:
         """A Deployment scaled to `burst` at once: the ReplicaSet creates pods in slow-start batches."""
-        w = self.new_workload(DEPLOYMENT, self.p.burst, ms)
+        w = self.new_workload(DEPLOYMENT, self.p.burst, ms, placed=False)
         w.name, w.app, w.namespace, w.cpu_milli, w.mem_mib = "flash-sale", "checkout", "web", 1000, 2048
         i, batch = 0, 1
         while i < w.replicas:

@@ -15,6 +15,7 @@ from berth.core.generate.params import format_size
 from berth.core.generate.pods import APPS, admitted_spec, container, owner
 
 STATEFULSET, DEPLOYMENT, JOB = "StatefulSet", "Deployment", "Job"
+HOSTNAME, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 NAMESPACES = {STATEFULSET: "db", DEPLOYMENT: "web", JOB: "batch"}
 IMAGES = {
     "postgres": "postgres:16.4",
@@ -65,6 +66,7 @@ class Workload:
     created: datetime
     claims: tuple[Claim, ...] = ()
     hash: str = ""  # pod-template-hash (Deployment) or controller-revision-hash suffix (StatefulSet)
+    placement: bool = False  # replicas kept apart: see placement_rules
     rs_uid: str = ""
     pods: list[dict[str, Any]] = field(default_factory=list)
     pvcs: list[dict[str, Any]] = field(default_factory=list)
@@ -80,9 +82,31 @@ class Workload:
         return {"app": self.name}
 
 
+def _term(w: Workload, topology_key: str) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": {"app": w.name}}, "topologyKey": topology_key}
+
+
+def placement_rules(w: Workload) -> dict[str, Any]:
+    """How replicated workloads are usually kept apart: both kinds spread over zones (maxSkew 1,
+    DoNotSchedule); a StatefulSet's replicas never share a node (required anti-affinity, one database
+    replica per node), a Deployment's prefer not to (preferred anti-affinity, weight 100)."""
+    if w.kind == STATEFULSET:
+        affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(w, HOSTNAME)]}}
+    else:
+        preferred = [{"weight": 100, "podAffinityTerm": _term(w, HOSTNAME)}]
+        affinity = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": ZONE,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": w.name}},
+    }
+    return {"affinity": affinity, "topologySpreadConstraints": [spread]}
+
+
 def template_spec(w: Workload) -> dict[str, Any]:
     mounts = [{"name": c.template, "mountPath": f"/var/lib/{w.app}/{c.template}"} for c in w.claims]
-    return {
+    spec: dict[str, Any] = {
         "containers": [container(w.app, IMAGES[w.app], w.cpu_milli, w.mem_mib, mounts)],
         "restartPolicy": "Never" if w.kind == JOB else "Always",
         "terminationGracePeriodSeconds": 30,
@@ -90,6 +114,9 @@ def template_spec(w: Workload) -> dict[str, Any]:
         "securityContext": {},
         "schedulerName": "default-scheduler",
     }
+    if w.placement:
+        spec.update(placement_rules(w))
+    return spec
 
 
 def pod_labels(w: Workload) -> dict[str, str]:
