@@ -163,7 +163,8 @@ def test_decisions_are_compact_by_default_and_complete_with_all_nodes(
         if s["status"] == "Unschedulable":
             # kube's counts: each node's first failing plugin, whose first reason leads the node's report
             assert s["reasons"] == f["reasons"]
-            assert s["message"] == fit_error(len(f["nodes"]), s["reasons"])
+            # then DefaultPreemption's tail (kube's FitError with its PostFilter message)
+            assert s["message"].startswith(fit_error(len(f["nodes"]), s["reasons"]) + " preemption: ")
             assert {r["reasons"][0] for r in f["nodes"].values()} <= s["reasons"].keys()
             assert sum(s["reasons"].values()) <= sum(len(r["reasons"]) for r in f["nodes"].values())
     assert any(r["status"] == "Unschedulable" for r in short)
