@@ -66,18 +66,32 @@ class Profile:
     scorers: tuple[tuple[ScorePlugin, int], ...]
     normalizers: dict[str, NormalizeScorePlugin]
     reservers: tuple[ReservePlugin, ...]
-    interests: tuple[Interest, ...]  # of the plugins enabled as filters: only they reject pods
+    interests: tuple[Interest, ...]  # of the plugins enabled as prefilters or filters: only they reject pods
     extensions: tuple[Extension, ...]
 
     @classmethod
-    def of(cls, state: ClusterState, filters: list[Plugin], scorers: list[tuple[Plugin, int]]) -> Profile:
+    def of(
+        cls,
+        state: ClusterState,
+        filters: list[Plugin],
+        scorers: list[tuple[Plugin, int]],
+        *,
+        pre_filters: list[Plugin] | None = None,
+        pre_scores: list[Plugin] | None = None,
+        post_filters: list[Plugin] | None = None,
+        reservers: list[Plugin] | None = None,
+    ) -> Profile:
         """Sort plugins by the Protocols they implement (checked once, here) and attach the state they
-        keep. PostFilter and Reserve run for every enabled plugin that implements them."""
-        every = list(dict.fromkeys([*filters, *(p for p, _ in scorers)]))
+        keep. A point not given is derived: PreFilter and PreScore from the filters and scorers that
+        implement them, PostFilter and Reserve from every plugin that does (a config gives each)."""
+        every = list(dict.fromkeys([*filters, *(p for p, _ in scorers), *(pre_filters or ()), *(reservers or ())]))
+        every = list(dict.fromkeys([*every, *(pre_scores or ()), *(post_filters or ())]))
         score_plugins = [(p, w) for p, w in scorers if isinstance(p, ScorePlugin)]
+        pre = filters if pre_filters is None else pre_filters
+        rejecting = list(dict.fromkeys([*pre, *filters]))
         interests = tuple(
             Interest(p.name, e.event, e.hint)
-            for p in filters
+            for p in rejecting
             if isinstance(p, EnqueueExtensions)
             for e in p.events_to_register()
         )
@@ -86,13 +100,17 @@ class Profile:
             state.attach(ext)
         return cls(
             state=state,
-            pre_filters=tuple(p for p in filters if isinstance(p, PreFilterPlugin)),
+            pre_filters=tuple(p for p in pre if isinstance(p, PreFilterPlugin)),
             filters=tuple(p for p in filters if isinstance(p, FilterPlugin)),
-            post_filters=tuple(p for p in every if isinstance(p, PostFilterPlugin)),
-            pre_scores=tuple(p for p, _ in score_plugins if isinstance(p, PreScorePlugin)),
+            post_filters=tuple(p for p in (every if post_filters is None else post_filters) if isinstance(p, PostFilterPlugin)),
+            pre_scores=tuple(
+                p
+                for p in ([p for p, _ in score_plugins] if pre_scores is None else pre_scores)
+                if isinstance(p, PreScorePlugin)
+            ),
             scorers=tuple(score_plugins),
             normalizers={p.name: p for p, _ in score_plugins if isinstance(p, NormalizeScorePlugin)},
-            reservers=tuple(p for p in every if isinstance(p, ReservePlugin)),
+            reservers=tuple(p for p in (every if reservers is None else reservers) if isinstance(p, ReservePlugin)),
             interests=interests,
             extensions=extensions,
         )
