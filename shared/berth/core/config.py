@@ -187,6 +187,10 @@ class SchedulerConfig:
     def args(self) -> dict[str, Any]:
         return self.default.args
 
+    @property
+    def plugins(self) -> Plugins:
+        return self.default.plugins
+
     def build(self, state: ClusterState) -> Profile:
         """The first profile, built against this state."""
         return self.default.build(state)
