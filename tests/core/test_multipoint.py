@@ -28,7 +28,13 @@ MERGE: list[tuple[str, list[Entry], list[Entry], list[str], list[Entry]]] = [
         ["*"],
         [("C", None), ("D1", None), ("D2", None)],
     ),
-    ("ReorderDefaultPlugins", [("D1", None), ("D2", None)], [("D2", None), ("D1", None)], ["*"], [("D2", None), ("D1", None)]),
+    (
+        "ReorderDefaultPlugins",
+        [("D1", None), ("D2", None)],
+        [("D2", None), ("D1", None)],
+        ["*"],
+        [("D2", None), ("D1", None)],
+    ),
     ("ApplyNilCustomPlugin", [("D1", None), ("D2", None)], [], [], [("D1", None), ("D2", None)]),
     (
         "CustomPluginOverrideDefaultPlugin",
@@ -51,7 +57,13 @@ MERGE: list[tuple[str, list[Entry], list[Entry], list[str], list[Entry]]] = [
         [],
         [("P1", None), ("P2", 4), ("P3", None), ("P2", 2)],
     ),
-    ("Append custom MultiPoint plugin", [("D1", None), ("D2", None)], [("C", None)], [], [("D1", None), ("D2", None), ("C", None)]),
+    (
+        "Append custom MultiPoint plugin",
+        [("D1", None), ("D2", None)],
+        [("C", None)],
+        [],
+        [("D1", None), ("D2", None), ("C", None)],
+    ),
     (
         "Append disabled Multipoint plugins",
         [("D1", None), ("D2", None)],
@@ -76,10 +88,22 @@ EXPAND: list[tuple[str, list[str], list[str], list[Entry], list[str] | str]] = [
     # name, enabled at the point, disabled at the point, multiPoint, expanded (or the error)
     ("plugin expansion", [], [], [("A", None), ("B", None), ("C", None)], ["A", "B"]),
     ("disable MultiPoint plugin at some extension points", [], ["B"], [("A", None), ("B", None)], ["A"]),
-    ("Reorder MultiPoint plugins (specific extension takes precedence)", ["B"], [], [("A", None), ("B", None)], ["B", "A"]),
+    (
+        "Reorder MultiPoint plugins (specific extension takes precedence)",
+        ["B"],
+        [],
+        [("A", None), ("B", None)],
+        ["B", "A"],
+    ),
     ("Override MultiPoint plugins weights", ["A"], [], [("A", 5), ("B", None)], ["A", "B"]),
     ("disable all MultiPoint plugins at a point with '*'", ["B"], ["*"], [("A", None), ("B", None)], ["B"]),
-    ("duplicate MultiPoint plugin", [], [], [("A", None), ("A", None)], 'plugin "A" already registered as "FilterPlugin"'),
+    (
+        "duplicate MultiPoint plugin",
+        [],
+        [],
+        [("A", None), ("A", None)],
+        'plugin "A" already registered as "FilterPlugin"',
+    ),
 ]
 
 
@@ -99,7 +123,9 @@ def test_multipoint_disabled_is_removed_from_every_point() -> None:
 
 
 def test_multipoint_star_disables_every_default() -> None:
-    cfg = parse_config(plugins(multiPoint={"disabled": [{"name": "*"}], "enabled": [{"name": "NodeResourcesFit", "weight": 4}]}))
+    cfg = parse_config(
+        plugins(multiPoint={"disabled": [{"name": "*"}], "enabled": [{"name": "NodeResourcesFit", "weight": 4}]})
+    )
     assert cfg.filters == ("NodeResourcesFit",) and cfg.scores == (("NodeResourcesFit", 4),)
 
 

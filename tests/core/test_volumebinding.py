@@ -129,7 +129,6 @@ def test_in_the_default_profile_volume_zone_turns_a_missing_pv_away_first() -> N
     assert d.message == '0/2 nodes are available: persistentvolume "gone" not found.'
 
 
-
 # ---- WaitForFirstConsumer static matching -----------------------------------------------
 def test_smallest_fitting_pv_per_node_and_tightest_fit_wins() -> None:
     # The upstream scorer test: 50Gi claim, node-a best PV 200Gi (25), node-b 100Gi (50).

@@ -3,11 +3,11 @@ six-plugin profile is one config away."""
 
 from __future__ import annotations
 
-
 from berth.core.config import parse_config
 from berth.core.kinds import convert
 from berth.core.scheduler import Scheduler
 from tests.builders import NOW, cluster, node, pod, six_plugin_profile
+
 
 def test_the_six_plugin_profile_is_one_config_away() -> None:
     cfg = parse_config(six_plugin_profile())

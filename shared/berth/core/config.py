@@ -266,7 +266,9 @@ def _profile(
             if point not in known.points[n]:
                 problems.append(f'{path}.plugins.{point}.enabled[{i}]: plugin "{n}" does not extend {type_name} plugin')
             elif n in specific:
-                problems.append(f'{path}.plugins.{point}.enabled[{i}]: plugin "{n}" already registered as "{type_name}"')
+                problems.append(
+                    f'{path}.plugins.{point}.enabled[{i}]: plugin "{n}" already registered as "{type_name}"'
+                )
             else:
                 specific.append(n)
         order, error = expand(point, specific, disabled, multi_point, known.points)

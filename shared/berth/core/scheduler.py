@@ -102,7 +102,9 @@ class Profile:
             state=state,
             pre_filters=tuple(p for p in pre if isinstance(p, PreFilterPlugin)),
             filters=tuple(p for p in filters if isinstance(p, FilterPlugin)),
-            post_filters=tuple(p for p in (every if post_filters is None else post_filters) if isinstance(p, PostFilterPlugin)),
+            post_filters=tuple(
+                p for p in (every if post_filters is None else post_filters) if isinstance(p, PostFilterPlugin)
+            ),
             pre_scores=tuple(
                 p
                 for p in ([p for p, _ in score_plugins] if pre_scores is None else pre_scores)
