@@ -146,12 +146,15 @@ def test_a_default_enabled_at_a_point_moves_to_its_front_as_in_kube() -> None:
     assert cfg.filters[0] == "InterPodAffinity" and cfg.filters.count("InterPodAffinity") == 1
 
 
-def test_a_plugin_at_a_point_it_does_not_implement_is_kubes_error() -> None:
-    with pytest.raises(ConfigError) as e:
-        parse_config(plugins(filter={"enabled": [{"name": "ImageLocality"}]}))
-    assert e.value.problems == [
-        'profiles[0].plugins.filter.enabled[0]: plugin "ImageLocality" does not extend FilterPlugin plugin'
-    ]
+def test_a_plugin_at_a_point_it_does_not_implement_is_kubes_message_as_a_warning() -> None:
+    cfg = parse_config(plugins(filter={"enabled": [{"name": "ImageLocality"}]}))
+    assert cfg.warnings == (
+        'profiles[0].plugins.filter.enabled[0]: plugin "ImageLocality" does not extend FilterPlugin plugin: '
+        "ignored at filter",
+    )
+    assert "ImageLocality" not in cfg.filters
+    with pytest.raises(ConfigError):
+        parse_config(plugins(filter={"enabled": [{"name": "ImageLocality"}]}), strict=True)
 
 
 def test_unknown_plugins_under_multipoint_or_a_point_are_warnings() -> None:
@@ -159,11 +162,10 @@ def test_unknown_plugins_under_multipoint_or_a_point_are_warnings() -> None:
         plugins(multiPoint={"enabled": [{"name": "NodeNUMAResource"}]}, filter={"enabled": [{"name": "Reservation"}]})
     )
     assert cfg.warnings == (
-        "profiles[0].plugins.multiPoint.enabled[0].name: 'NodeNUMAResource' ignored: berth does not run it; "
+        "profiles[0].plugins: 'NodeNUMAResource' (multiPoint) ignored: berth does not run it; "
         "pods are decided without it",
-        "profiles[0].plugins.filter.enabled[0].name: 'Reservation' ignored: berth does not run it; "
-        "pods are decided without it",
+        "profiles[0].plugins: 'Reservation' (filter) ignored: berth does not run it; pods are decided without it",
     )
     with pytest.raises(ConfigError) as e:
         parse_config(plugins(multiPoint={"enabled": [{"name": "NodeNUMAResource"}]}), strict=True)
-    assert len(e.value.problems) == 1 and "'NodeNUMAResource' ignored" in e.value.problems[0]
+    assert len(e.value.problems) == 1 and "'NodeNUMAResource' (multiPoint) ignored" in e.value.problems[0]

@@ -75,9 +75,7 @@ def test_its_args_are_validated_with_every_problem_at_once() -> None:
 def test_without_its_registry_line_the_plugin_is_ignored_with_a_warning() -> None:
     cfg = parse_config(config({}))
     assert cfg.warnings == (
-        "profiles[0].plugins.filter.enabled[0].name: 'NodeLabelGate' ignored: berth does not run it; "
-        "pods are decided without it",
-        "profiles[0].plugins.score.enabled[0].name: 'NodeLabelGate' ignored: berth does not run it; "
+        "profiles[0].plugins: 'NodeLabelGate' (filter, score) ignored: berth does not run it; "
         "pods are decided without it",
         "profiles[0].pluginConfig[0]: args of 'NodeLabelGate' ignored: berth does not run it; "
         "pods are decided without it",

@@ -29,7 +29,13 @@ from berth.core.scheduler import Profile
 from berth.core.state import ClusterState
 from berth.core.validation import INT32_MAX, Problems, invalid, is_int, items, unknown_fields
 
-API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
+API_VERSIONS = (
+    "kubescheduler.config.k8s.io/v1",
+    "kubescheduler.config.k8s.io/v1beta3",
+    "kubescheduler.config.k8s.io/v1beta2",
+)
+# kube removed v1beta2 in 1.28; configs shipped with it (Koordinator's) are read with v1's defaults
+OLD_API = {"kubescheduler.config.k8s.io/v1beta2": "read with v1's default plugins and args (kube removed v1beta2)"}
 DEFAULT_SCHEDULER = "default-scheduler"
 
 # the extension points berth runs, with the Protocol a plugin implements for each (kube's type name)
@@ -200,9 +206,10 @@ class SchedulerConfig:
 
 
 def _entries(
-    section: Mapping[str, Any], key: str, path: str, known: Plugins, warnings: list[str], problems: Problems
+    section: Mapping[str, Any], key: str, path: str, known: Plugins, unknown: dict[str, list[str]], problems: Problems
 ) -> list[Entry]:
-    """An enabled list's entries; names berth does not implement are warned about and left out."""
+    """An enabled list's entries; names berth does not implement are left out, with the point
+    they were enabled at noted in unknown (one warning per plugin, made by the caller)."""
     out: list[Entry] = []
     for i, item in enumerate(items(section.get(key), f"{path}.{key}", "plugins", problems)):
         here = f"{path}.{key}[{i}]"
@@ -223,7 +230,7 @@ def _entries(
         if key == "disabled":
             out.append((name, None))
         elif name not in known.modules:
-            warnings.append(f"{here}.name: {name!r} ignored: {IGNORED}")
+            unknown.setdefault(name, []).append(path.rsplit(".", 1)[1])
         else:
             out.append((name, weight))
     return out
@@ -243,6 +250,7 @@ def _profile(
         plugins = {}
     unknown_fields(plugins, {"multiPoint", *POINTS, *OTHER_POINTS}, f"{path}.plugins", problems)
     sets: dict[str, tuple[list[Entry], list[str]]] = {}
+    unknown: dict[str, list[str]] = {}  # plugins berth does not implement -> the points naming them
     for point in ("multiPoint", *POINTS, *OTHER_POINTS):
         section = plugins.get(point)
         here = f"{path}.plugins.{point}"
@@ -254,9 +262,11 @@ def _profile(
             sets[point] = ([], [])
             continue
         unknown_fields(section, {"enabled", "disabled"}, here, problems)
-        enabled = _entries(section, "enabled", here, known, warnings, problems)
-        disabled = [n for n, _ in _entries(section, "disabled", here, known, warnings, problems)]
+        enabled = _entries(section, "enabled", here, known, unknown, problems)
+        disabled = [n for n, _ in _entries(section, "disabled", here, known, unknown, problems)]
         sets[point] = (enabled, disabled)
+    for pname, at in unknown.items():
+        warnings.append(f"{path}.plugins: {pname!r} ({', '.join(dict.fromkeys(at))}) ignored: {IGNORED}")
     multi_point = merge_set(list(known.defaults), *sets["multiPoint"])
     points: dict[str, tuple[str, ...]] = {}
     for point, (_, type_name) in POINTS.items():
@@ -264,7 +274,12 @@ def _profile(
         specific: list[str] = []
         for i, (n, _) in enumerate(enabled):
             if point not in known.points[n]:
-                problems.append(f'{path}.plugins.{point}.enabled[{i}]: plugin "{n}" does not extend {type_name} plugin')
+                # kube refuses this; out-of-tree builds of a plugin (Koordinator's LoadAwareScheduling
+                # reserves) extend points berth's does not, so it is a warning
+                warnings.append(
+                    f'{path}.plugins.{point}.enabled[{i}]: plugin "{n}" does not extend {type_name} plugin: '
+                    f"ignored at {point}"
+                )
             elif n in specific:
                 problems.append(
                     f'{path}.plugins.{point}.enabled[{i}]: plugin "{n}" already registered as "{type_name}"'
@@ -297,6 +312,15 @@ def _profile(
         if not isinstance(raw, Mapping):
             problems.append(invalid(f"{here}.args", raw, "must be an object"))
             continue
+        # args may carry their own type (as kube's v1beta2/v1beta3 configs write them)
+        kind = raw.get("kind", f"{pname}Args")
+        if kind != f"{pname}Args":
+            problems.append(invalid(f"{here}.args.kind", kind, f"want {pname}Args"))
+        if raw.get("apiVersion", API_VERSIONS[0]) not in API_VERSIONS:
+            problems.append(
+                invalid(f"{here}.args.apiVersion", raw["apiVersion"], f"want one of {', '.join(API_VERSIONS)}")
+            )
+        raw = {k: v for k, v in raw.items() if k not in ("apiVersion", "kind")}
         args[module.NAME] = module.Args.parse(raw, f"{here}.args", problems)
     return ProfileConfig(scheduler_name=name, points=points, weights=weights, args=args, plugins=known)
 
@@ -315,6 +339,8 @@ def parse_config(doc: Any, registry: tuple[Registered, ...] | None = None, stric
         problems.append(invalid("kind", doc.get("kind"), "want KubeSchedulerConfiguration"))
     if "apiVersion" in doc and doc["apiVersion"] not in API_VERSIONS:
         problems.append(invalid("apiVersion", doc["apiVersion"], f"want one of {', '.join(API_VERSIONS)}"))
+    elif doc.get("apiVersion") in OLD_API:
+        warnings.append(f"apiVersion: {doc['apiVersion']!r} {OLD_API[doc['apiVersion']]}")
     raw = doc.get("profiles") or [{}]
     if not isinstance(raw, list) or not all(isinstance(p, Mapping) for p in raw):
         raise ConfigError([*problems, invalid("profiles", raw, "must be a list of profiles")])
