@@ -25,6 +25,7 @@ from berth.core.framework import (
     ScorePlugin,
 )
 from berth.core.plugins import REGISTRY, Registered
+from berth.core.sampling import BERTH_DEFAULT_PERCENTAGE
 from berth.core.scheduler import Profile
 from berth.core.state import ClusterState
 from berth.core.validation import INT32_MAX, Problems, invalid, is_int, items, unknown_fields
@@ -136,6 +137,7 @@ class ProfileConfig:
     weights: dict[str, int] = field(default_factory=dict)
     args: dict[str, Any] = field(default_factory=dict)
     plugins: Plugins = DEFAULT_PLUGINS
+    percentage_of_nodes_to_score: int = BERTH_DEFAULT_PERCENTAGE  # 0: kube's adaptive rule
 
     @property
     def filters(self) -> tuple[str, ...]:
@@ -166,6 +168,7 @@ class ProfileConfig:
             pre_scores=at.get("preScore", []),
             post_filters=at.get("postFilter", []),
             reservers=at.get("reserve", []),
+            percentage_of_nodes_to_score=self.percentage_of_nodes_to_score,
         )
 
 
@@ -236,10 +239,21 @@ def _entries(
     return out
 
 
+def _percentage(doc: Mapping[str, Any], path: str, default: int, problems: Problems) -> int:
+    """percentageOfNodesToScore, validated as kube's validatePercentageOfNodesToScore."""
+    value = doc.get("percentageOfNodesToScore")
+    if value is None:
+        return default
+    if not is_int(value) or not 0 <= value <= 100:
+        problems.append(invalid(f"{path}percentageOfNodesToScore", value, "not in valid range [0-100]"))
+        return default
+    return int(value)
+
+
 def _profile(
-    prof: Mapping[str, Any], path: str, known: Plugins, warnings: list[str], problems: Problems
+    prof: Mapping[str, Any], path: str, known: Plugins, warnings: list[str], problems: Problems, percentage: int
 ) -> ProfileConfig:
-    unknown_fields(prof, {"schedulerName", "plugins", "pluginConfig"}, path, problems)
+    unknown_fields(prof, {"schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore"}, path, problems)
     name = prof.get("schedulerName", DEFAULT_SCHEDULER)
     if not isinstance(name, str) or not name:
         problems.append(f"{path}.schedulerName: Required value")
@@ -322,7 +336,14 @@ def _profile(
             )
         raw = {k: v for k, v in raw.items() if k not in ("apiVersion", "kind")}
         args[module.NAME] = module.Args.parse(raw, f"{here}.args", problems)
-    return ProfileConfig(scheduler_name=name, points=points, weights=weights, args=args, plugins=known)
+    return ProfileConfig(
+        scheduler_name=name,
+        points=points,
+        weights=weights,
+        args=args,
+        plugins=known,
+        percentage_of_nodes_to_score=_percentage(prof, f"{path}.", percentage, problems),
+    )
 
 
 def parse_config(doc: Any, registry: tuple[Registered, ...] | None = None, strict: bool = False) -> SchedulerConfig:
@@ -346,8 +367,10 @@ def parse_config(doc: Any, registry: tuple[Registered, ...] | None = None, stric
         raise ConfigError([*problems, invalid("profiles", raw, "must be a list of profiles")])
     profiles: list[ProfileConfig] = []
     seen: dict[str, int] = {}
+    # berth's default is 100 (kube's is 0, adaptive); a profile's own value wins over the top level's
+    percentage = _percentage(doc, "", BERTH_DEFAULT_PERCENTAGE, problems)
     for i, prof in enumerate(raw):
-        profile = _profile(prof, f"profiles[{i}]", known, warnings, problems)
+        profile = _profile(prof, f"profiles[{i}]", known, warnings, problems, percentage)
         if profile.scheduler_name in seen:
             # kube's field.Duplicate (kube prints the earlier path as a Go struct; berth prints it as a path)
             first = f"profiles[{seen[profile.scheduler_name]}].schedulerName"

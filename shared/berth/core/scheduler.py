@@ -40,6 +40,7 @@ from berth.core.framework import (
     Status,
 )
 from berth.core.model import Pod
+from berth.core.sampling import BERTH_DEFAULT_PERCENTAGE, first_feasible, num_feasible_nodes_to_find
 from berth.core.state import ClusterState, Extension, Reservation
 
 T = TypeVar("T")
@@ -68,6 +69,7 @@ class Profile:
     reservers: tuple[ReservePlugin, ...]
     interests: tuple[Interest, ...]  # of the plugins enabled as prefilters or filters: only they reject pods
     extensions: tuple[Extension, ...]
+    percentage_of_nodes_to_score: int = BERTH_DEFAULT_PERCENTAGE  # 0: kube's adaptive rule
 
     @classmethod
     def of(
@@ -80,6 +82,7 @@ class Profile:
         pre_scores: list[Plugin] | None = None,
         post_filters: list[Plugin] | None = None,
         reservers: list[Plugin] | None = None,
+        percentage_of_nodes_to_score: int = BERTH_DEFAULT_PERCENTAGE,
     ) -> Profile:
         """Sort plugins by the Protocols they implement (checked once, here) and attach the state they
         keep. A point not given is derived: PreFilter and PreScore from the filters and scorers that
@@ -115,6 +118,7 @@ class Profile:
             reservers=tuple(p for p in (every if reservers is None else reservers) if isinstance(p, ReservePlugin)),
             interests=interests,
             extensions=extensions,
+            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
         )
 
     def interested(self, resource: str, action: Action) -> tuple[Interest, ...]:
@@ -152,6 +156,7 @@ class Scheduler:
         self.top_nodes = top_nodes
         # observe(plugin, extension point, seconds): timings for metrics; ("", "Decide", s) per pod
         self.observe: Callable[[str, str, float], None] | None = None
+        self.next_start = 0  # kube's nextStartNodeIndex: where the next cycle's search for feasible nodes starts
 
     def decide(self, pod: Pod, now: datetime, on: str | None = None) -> Outcome:
         """on: place the pod on this node (if feasible there) instead of the best one (the extender's bind)."""
@@ -240,6 +245,8 @@ class Scheduler:
         if found.stop is not None:
             return found.stop
         feasible, failures = found.feasible, found.failures
+        if on is None:
+            feasible = self._sample(feasible)
         rejected = frozenset(name for name, _ in found.by_plugin)
         codes = {f.reason: f.code for f in failures}
         scores: dict[str, np.ndarray] = {}
@@ -263,7 +270,8 @@ class Scheduler:
             if p.name in scores:
                 total += weight * scores[p.name]
         key = self._rank_key(feasible, total)
-        results = self._node_results(failures, feasible, scores, total, key, top_nodes)
+        unscored = found.feasible & ~feasible  # past percentageOfNodesToScore: not looked at
+        results = self._node_results(failures, feasible, scores, total, key, top_nodes, unscored)
         chosen: int | None = None
         if on is not None:
             wanted = nodes.slot.get(on)
@@ -303,6 +311,20 @@ class Scheduler:
         decision = Decision(pod.key, "Scheduled", node, message, volume_bindings=out, nodes=results)
         reservation = Reservation(pod, node, tuple(cycle.bindings), tuple(cycle.provisions))
         return Outcome(decision, reservation, codes=codes)
+
+    def _sample(self, feasible: Mask) -> Mask:
+        """percentageOfNodesToScore: the first feasible nodes from where the last cycle stopped
+        (berth.core.sampling); the others are neither scored nor listed."""
+        nodes = self.state.nodes
+        k = num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, len(nodes))
+        if k >= len(nodes):  # every node is looked at: the next search starts where this one did
+            return feasible
+        slots = np.flatnonzero(nodes.valid)
+        order = slots[np.argsort(nodes.name_rank()[slots], kind="stable")]
+        kept, processed = first_feasible(feasible, order, self.next_start, k)
+        if len(order):
+            self.next_start = (self.next_start + processed) % len(order)
+        return kept
 
     def _post_filter(self, cycle: Cycle, statuses: NodeToStatus) -> PostFilterResult | None:
         """kube runs PostFilter plugins in order until one succeeds or rejects the pod outright."""
@@ -345,9 +367,11 @@ class Scheduler:
         total: np.ndarray,
         key: np.ndarray,
         top_nodes: int | None,
+        unscored: Mask,
     ) -> dict[str, NodeResult]:
         """The per-node report. A rejected node lists every failing plugin's reasons (in filter
-        order), not only its first failing plugin's (that one is in the Outcome's statuses)."""
+        order), not only its first failing plugin's (that one is in the Outcome's statuses).
+        Feasible nodes past percentageOfNodesToScore (unscored) are not listed."""
         names = self.state.nodes.names
         if top_nodes is not None:
             return self._top_results(feasible, scores, total, key, top_nodes)
@@ -360,7 +384,7 @@ class Scheduler:
         columns = [(k, v.tolist()) for k, v in scores.items()]
         totals = total.tolist()
         ok = feasible.tolist()
-        slots = np.flatnonzero(self.state.nodes.valid)
+        slots = np.flatnonzero(self.state.nodes.valid & ~unscored)
         for s in slots[np.argsort(self.state.nodes.name_rank()[slots])].tolist():  # in node-name order
             if ok[s]:
                 out[names[s] or ""] = NodeResult(True, [], {k: col[s] for k, col in columns}, totals[s])
