@@ -279,8 +279,8 @@ def _profile(
         enabled = _entries(section, "enabled", here, known, unknown, problems)
         disabled = [n for n, _ in _entries(section, "disabled", here, known, unknown, problems)]
         sets[point] = (enabled, disabled)
-    for pname, at in unknown.items():
-        warnings.append(f"{path}.plugins: {pname!r} ({', '.join(dict.fromkeys(at))}) ignored: {IGNORED}")
+    for plugin, at in unknown.items():
+        warnings.append(f"{path}.plugins: {plugin!r} ({', '.join(dict.fromkeys(at))}) ignored: {IGNORED}")
     multi_point = merge_set(list(known.defaults), *sets["multiPoint"])
     points: dict[str, tuple[str, ...]] = {}
     for point, (_, type_name) in POINTS.items():
