@@ -137,6 +137,11 @@ class ScorerEngine:
         self._decide(pod, ev, out, self.queue.attempts(key) + 1)
         return False
 
+    def serve(self, scheduler_name: str) -> None:
+        """Decide this scheduler's pods too: with its profile if the config has one, else with the
+        first (binder mode: berth is the scheduler its pods name)."""
+        self.schedulers.setdefault(scheduler_name, self.scheduler)
+
     def budget(self, node: str, resources: Iterable[str]) -> dict[str, int]:
         """Per resource: the node's allocatable less the pods bound there, as this engine sees it now.
         Reservations are left out: the store counts those, across replicas."""
