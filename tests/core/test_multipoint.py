@@ -169,3 +169,8 @@ def test_unknown_plugins_under_multipoint_or_a_point_are_warnings() -> None:
     with pytest.raises(ConfigError) as e:
         parse_config(plugins(multiPoint={"enabled": [{"name": "NodeNUMAResource"}]}), strict=True)
     assert len(e.value.problems) == 1 and "'NodeNUMAResource' (multiPoint) ignored" in e.value.problems[0]
+
+
+def test_paths_count_the_ignored_entries() -> None:
+    cfg = parse_config(plugins(reserve={"enabled": [{"name": "Reservation"}, {"name": "ImageLocality"}]}))
+    assert cfg.warnings[1].startswith('profiles[0].plugins.reserve.enabled[1]: plugin "ImageLocality"')

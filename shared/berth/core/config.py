@@ -210,10 +210,11 @@ class SchedulerConfig:
 
 def _entries(
     section: Mapping[str, Any], key: str, path: str, known: Plugins, unknown: dict[str, list[str]], problems: Problems
-) -> list[Entry]:
+) -> list[tuple[int, Entry]]:
     """An enabled list's entries; names berth does not implement are left out, with the point
-    they were enabled at noted in unknown (one warning per plugin, made by the caller)."""
-    out: list[Entry] = []
+    they were enabled at noted in unknown (one warning per plugin, made by the caller). Each entry
+    comes with its index in the list."""
+    out: list[tuple[int, Entry]] = []
     for i, item in enumerate(items(section.get(key), f"{path}.{key}", "plugins", problems)):
         here = f"{path}.{key}[{i}]"
         if not isinstance(item, Mapping):
@@ -231,11 +232,11 @@ def _entries(
                 problems.append(invalid(f"{here}.weight", weight, f"must be at most {INT32_MAX} (int32)"))
                 continue
         if key == "disabled":
-            out.append((name, None))
+            out.append((i, (name, None)))
         elif name not in known.modules:
             unknown.setdefault(name, []).append(path.rsplit(".", 1)[1])
         else:
-            out.append((name, weight))
+            out.append((i, (name, weight)))
     return out
 
 
@@ -263,7 +264,7 @@ def _profile(
         problems.append(invalid(f"{path}.plugins", plugins, "must be an object"))
         plugins = {}
     unknown_fields(plugins, {"multiPoint", *POINTS, *OTHER_POINTS}, f"{path}.plugins", problems)
-    sets: dict[str, tuple[list[Entry], list[str]]] = {}
+    sets: dict[str, tuple[list[tuple[int, Entry]], list[str]]] = {}
     unknown: dict[str, list[str]] = {}  # plugins berth does not implement -> the points naming them
     for point in ("multiPoint", *POINTS, *OTHER_POINTS):
         section = plugins.get(point)
@@ -277,16 +278,17 @@ def _profile(
             continue
         unknown_fields(section, {"enabled", "disabled"}, here, problems)
         enabled = _entries(section, "enabled", here, known, unknown, problems)
-        disabled = [n for n, _ in _entries(section, "disabled", here, known, unknown, problems)]
+        disabled = [n for _, (n, _) in _entries(section, "disabled", here, known, unknown, problems)]
         sets[point] = (enabled, disabled)
     for plugin, at in unknown.items():
         warnings.append(f"{path}.plugins: {plugin!r} ({', '.join(dict.fromkeys(at))}) ignored: {IGNORED}")
-    multi_point = merge_set(list(known.defaults), *sets["multiPoint"])
+    multi_enabled, multi_disabled = sets["multiPoint"]
+    multi_point = merge_set(list(known.defaults), [e for _, e in multi_enabled], multi_disabled)
     points: dict[str, tuple[str, ...]] = {}
     for point, (_, type_name) in POINTS.items():
         enabled, disabled = sets[point]
         specific: list[str] = []
-        for i, (n, _) in enumerate(enabled):
+        for i, (n, _) in enabled:
             if point not in known.points[n]:
                 # kube refuses this; out-of-tree builds of a plugin (Koordinator's LoadAwareScheduling
                 # reserves) extend points berth's does not, so it is a warning
@@ -306,7 +308,7 @@ def _profile(
         points[point] = tuple(order)
     # kube's getScoreWeights: the score point's weight first, then multiPoint's; 0 or none is 1
     weights: dict[str, int] = {}
-    for n, w in [*sets["score"][0], *multi_point]:
+    for n, w in [*(e for _, e in sets["score"][0]), *multi_point]:
         weights.setdefault(n, w or 1)
     args: dict[str, Any] = {}
     for i, pc in enumerate(items(prof.get("pluginConfig"), f"{path}.pluginConfig", "plugin args", problems)):
