@@ -27,16 +27,6 @@ DECISIONS = 300
 HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
 GI = 2**30
 NOW = datetime(2026, 11, 1, 12, tzinfo=UTC)
-CONFIG = {
-    "profiles": [
-        {
-            "plugins": {
-                "filter": {"enabled": [{"name": "PodTopologySpread"}, {"name": "InterPodAffinity"}]},
-                "score": {"enabled": [{"name": "PodTopologySpread", "weight": 2}, {"name": "InterPodAffinity", "weight": 2}]},
-            }
-        }
-    ]
-}  # fmt: skip
 
 
 def replica(w: int, i: int, node: str = "") -> Pod:
@@ -75,7 +65,7 @@ def run() -> None:
     rng = random.Random(11)
     t = time.perf_counter()
     state = build(rng)
-    cfg = parse_config(CONFIG)
+    cfg = parse_config(None)  # berth's default profile: kube's, both plugins in it
     scheduler = Scheduler(cfg.build(state), top_nodes=10)  # as the scorer service lists them (BERTH_TOP_NODES)
     print(
         f"  {NODES} nodes, {PODS} bound pods ({WORKLOADS * REPLICAS} in workloads); setup {time.perf_counter() - t:.1f} s"

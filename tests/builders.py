@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from berth.core.kinds import convert
 from berth.core.state import ClusterState
@@ -199,3 +202,11 @@ def csi_node(name: str, **drivers: int | None) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"drivers": entries},
     }
+
+
+def six_plugin_profile(**args: dict[str, Any]) -> dict[str, Any]:
+    """berth's profile before it became kube's (examples/six-plugin-profile.yaml), with these plugin args."""
+    path = Path(__file__).parent.parent / "examples" / "six-plugin-profile.yaml"
+    doc: dict[str, Any] = yaml.safe_load(path.read_text())
+    doc["profiles"][0]["pluginConfig"] = [{"name": n, "args": a} for n, a in args.items()]
+    return doc

@@ -14,7 +14,7 @@ from berth.core.buffers.status import status_json
 from berth.core.buffers.store import BufferStore
 from berth.core.scheduler import Scheduler
 from berth.core.state import ClusterState
-from berth_cli.common import load_config, load_state, now_or, print_json, rfc3339
+from berth_cli.common import STRICT_HELP, load_config, load_state, now_or, print_json, rfc3339
 
 
 def add_parser(sub: Any) -> None:
@@ -29,6 +29,7 @@ def add_parser(sub: Any) -> None:
         "--snapshot", required=True, metavar="FILE", help="objects as kubectl get -o yaml|json prints them; - for stdin"
     )
     p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration-style YAML used for readyReplicas")
+    p.add_argument("--strict-config", action="store_true", help=STRICT_HELP)
     p.add_argument(
         "--now", type=rfc3339, metavar="RFC3339", help="the clock for schedules and conditions (default: now)"
     )
@@ -52,7 +53,7 @@ def _positive(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     store = BufferStore()
     state = ClusterState(extensions=[store])
-    scheduler = Scheduler(load_config(args.config).build(state))
+    scheduler = Scheduler(load_config(args.config, args.strict_config).build(state))
     load_state(args.snapshot, state)
     now = now_or(args.now)
     results = reconcile(store, now)

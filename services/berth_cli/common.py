@@ -83,13 +83,20 @@ def now_or(value: datetime | None) -> datetime:
     return value if value is not None else datetime.now(UTC)
 
 
-def load_config(path: str | None) -> SchedulerConfig:
+STRICT_HELP = "plugins berth does not implement (and their args) are errors, not warnings"
+
+
+def load_config(path: str | None, strict: bool = False, warn: bool = True) -> SchedulerConfig:
+    """The config at path (None: the defaults); its warnings, one line each on stderr."""
     if path is None:
         return parse_config(None)
     docs = parse_documents(read_text(path), path)
     if len(docs) != 1:
         raise InputError(path, "", f"expected one KubeSchedulerConfiguration document, found {len(docs)}")
-    return parse_config(docs[0])
+    config = parse_config(docs[0], strict=strict)
+    for w in config.warnings if warn else ():
+        print(f"warning: {path}: {w}", file=sys.stderr)
+    return config
 
 
 def load_state(path: str, state: ClusterState | None = None) -> ClusterState:

@@ -12,7 +12,7 @@ from berth.core.decision import Decision
 from berth.core.errors import InputError
 from berth.core.scheduler import Scheduler
 from berth.core.state import ClusterState
-from berth_cli.common import load_config, load_state, now_or, print_json, rfc3339
+from berth_cli.common import STRICT_HELP, load_config, load_state, now_or, print_json, rfc3339
 
 
 def add_parser(sub: Any) -> None:
@@ -29,6 +29,7 @@ def add_parser(sub: Any) -> None:
         help="objects as kubectl get -o yaml|json prints them; - for stdin",
     )
     p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration-style YAML")
+    p.add_argument("--strict-config", action="store_true", help=STRICT_HELP)
     p.add_argument(
         "--now",
         type=rfc3339,
@@ -48,7 +49,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     state = ClusterState()
-    scheduler = Scheduler(load_config(args.config).build(state))
+    config = load_config(args.config, args.strict_config)
+    schedulers = {p.scheduler_name: Scheduler(p.build(state)) for p in config.profiles}
     load_state(args.snapshot, state)
     if args.pod:
         pods = []
@@ -65,11 +67,21 @@ def run(args: argparse.Namespace) -> int:
             pods.append(pod)
     else:
         pods = state.pending_pods()
-    decisions = scheduler.run(pods, now_or(args.now))
+    now = now_or(args.now)
+    decisions: list[Decision] = []
+    skipped: list[dict[str, str]] = []  # pods of schedulers the config has no profile for
+    for pod in pods:
+        scheduler = schedulers.get(pod.scheduler_name)
+        if scheduler is None:
+            skipped.append({"pod": pod.key, "schedulerName": pod.scheduler_name})
+        else:
+            decisions += scheduler.run([pod], now)
     if args.output == "json":
-        print_json({"decisions": decisions})
+        print_json({"decisions": decisions, "skipped": skipped} if skipped else {"decisions": decisions})
     else:
         render_table(decisions)
+        for s in skipped:
+            print(f"skipped {s['pod']}: schedulerName {s['schedulerName']} has no profile in the config")
     return 0
 
 

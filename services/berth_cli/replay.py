@@ -26,6 +26,7 @@ from berth.core.pipeline.metrics import run_labels
 from berth.core.pipeline.records import DecisionRecord, Record, RejectRecord, encode_record
 from berth.core.pipeline.stats import RunStats
 from berth_cli.common import (
+    STRICT_HELP,
     check_dir_target,
     check_file_target,
     load_config,
@@ -49,6 +50,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="event logs, replayed one after another")
     p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration-style YAML")
+    p.add_argument("--strict-config", action="store_true", help=STRICT_HELP)
     pace = p.add_mutually_exclusive_group()
     pace.add_argument("--speed", type=positive_float, metavar="X", help="replay in log time divided by X")
     pace.add_argument("--as-fast-as-possible", action="store_true", help="no pacing (the default)")
@@ -152,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         return publish(args)
     configs = [args.config, *(args.compare or [])]
     for config in configs:
-        load_config(config)  # every config's problems before any replay starts
+        load_config(config, args.strict_config)  # every config's problems (and warnings) before any replay starts
     results = _replay_all(args, configs)
     first = results[0]
     if args.strict and first.dead:  # an event the engine could not handle: fatal too, at its line
@@ -201,7 +203,12 @@ def _replay_all(args: argparse.Namespace, configs: list[str | None]) -> list[Run
 def replay_one(args: argparse.Namespace, config: str | None, index: int, progress: bool = True) -> RunResult:
     """The logs replayed under one config, in this process; its decisions written if asked."""
     top_nodes = None if args.all_nodes else args.top_nodes
-    lane = Lane(_label(config), load_config(config), top_nodes=top_nodes, preemption_grace=args.preemption_grace)
+    lane = Lane(
+        _label(config),
+        load_config(config, args.strict_config, warn=False),
+        top_nodes=top_nodes,
+        preemption_grace=args.preemption_grace,
+    )
     if args.start is not None:
         lane.scorer.hold_until(args.start)
     rejects: list[Reject] = []

@@ -70,7 +70,7 @@ def _settings() -> Settings:
 
 def _config(settings: Settings, path: str | None) -> SchedulerConfig:
     """The scheduler config, validated once, now; each engine builds its own plugins from it."""
-    return load_config(path or settings.service.scheduler_config or None)
+    return load_config(path or settings.service.scheduler_config or None, settings.service.strict_config)
 
 
 def run_scorer(args: argparse.Namespace) -> int:

@@ -62,6 +62,7 @@ def summary_json(runs: list[RunStats]) -> dict[str, Any]:
                 "events": r.events,
                 "rejects": r.rejects,
                 "podsDecided": o.pods_decided,
+                "podsSkipped": r.skipped,
                 "podsScheduled": o.pods_scheduled,
                 "podsScheduledFirstAttempt": o.scheduled_first_attempt,
                 "podsNeverScheduled": o.never_scheduled,

@@ -34,9 +34,12 @@ async def serve(
 
     def make_engine() -> ScorerEngine:
         engine = ScorerEngine(config, top_nodes=settings.service.top_nodes or None)
-        engine.scheduler.observe = lambda plugin, point, s: (
-            metrics.decision_seconds.observe(s) if point == "Decide" else metrics.plugin(plugin, point, s)
-        )
+        if binder is not None:
+            engine.serve(binder.scheduler_name)
+        for scheduler in engine.schedulers.values():  # every profile's decisions are timed
+            scheduler.observe = lambda plugin, point, s: (
+                metrics.decision_seconds.observe(s) if point == "Decide" else metrics.plugin(plugin, point, s)
+            )
         return engine
 
     engine = make_engine()

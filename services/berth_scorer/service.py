@@ -29,6 +29,8 @@ class Scorer:
         """binder: bind the pods berth schedules itself, and serve the extender's bind (--bind)."""
         self.engine = engine
         self.binder = binder
+        if binder is not None:
+            engine.serve(binder.scheduler_name)
         self.bus = bus
         self.store = store
         self.topic = topic

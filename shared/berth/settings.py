@@ -145,6 +145,7 @@ class ServiceSettings:
     http_port: int = 8080  # /healthz, /readyz, /metrics
     log_level: str = "INFO"
     scheduler_config: str = ""  # path to a KubeSchedulerConfiguration
+    strict_config: bool = False  # plugins berth does not implement are errors, not warnings
     top_nodes: int = 10  # nodes listed per decision on the bus; 0 = all
     gc_thaw_every: int = 1_000_000  # events between full garbage collections (berth.adapters.collector)
 
@@ -179,6 +180,7 @@ ENV: dict[str, tuple[str, str]] = {
     "BERTH_HTTP_PORT": ("service", "http_port"),
     "BERTH_LOG_LEVEL": ("service", "log_level"),
     "BERTH_SCHEDULER_CONFIG": ("service", "scheduler_config"),
+    "BERTH_STRICT_CONFIG": ("service", "strict_config"),
     "BERTH_TOP_NODES": ("service", "top_nodes"),
     "BERTH_GC_THAW_EVERY": ("service", "gc_thaw_every"),
 }

@@ -56,7 +56,10 @@ def test_a_pre_filter_rejection_is_every_nodes_status() -> None:
     assert outcome.statuses is not None and outcome.pre_filter_rejected
     got = dict(outcome.statuses.items())
     assert set(got) == {"n1", "n2"}
-    assert got["n1"] == NodeStatus("VolumeBinding", Code.UNRESOLVABLE, ('persistentvolumeclaim "missing" not found',))
+    # kube's default profile: VolumeRestrictions' PreFilter looks the claim up first
+    assert got["n1"] == NodeStatus(
+        "VolumeRestrictions", Code.UNRESOLVABLE, ('persistentvolumeclaim "missing" not found',)
+    )
     assert list(outcome.statuses.rejected(Code.UNRESOLVABLE)[:2]) == [True, True]
     assert not outcome.statuses.rejected(Code.UNSCHEDULABLE).any()
 

@@ -63,16 +63,18 @@ def spread(
 def profile(
     plugins: tuple[str, ...] = BOTH, args: dict[str, dict[str, Any]] | None = None, only: bool = False
 ) -> SchedulerConfig:
-    """berth's profile with these plugins enabled as filters and scores (weight 2, as kube's default
-    profile); only: these plugins and nothing else."""
-    off = {"disabled": [{"name": "*"}]} if only else {}
+    """berth's default profile (kube's) with its args for these plugins; only: these plugins (at
+    every point they implement, weight 2 as in kube's default profile) and nothing else; plugins=():
+    the default profile without InterPodAffinity and PodTopologySpread."""
+    multi: dict[str, Any] = {"enabled": [{"name": p, "weight": 2} for p in plugins]}
+    if only:
+        multi["disabled"] = [{"name": "*"}]
+    elif not plugins:
+        multi["disabled"] = [{"name": p} for p in BOTH]
     doc = {
         "profiles": [
             {
-                "plugins": {
-                    "filter": {**off, "enabled": [{"name": p} for p in plugins]},
-                    "score": {**off, "enabled": [{"name": p, "weight": 2} for p in plugins]},
-                },
+                "plugins": {"multiPoint": multi},
                 "pluginConfig": [{"name": n, "args": a} for n, a in (args or {}).items()],
             }
         ]

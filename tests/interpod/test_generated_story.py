@@ -1,32 +1,24 @@
 """The replay story on a generated log: `berth generate --preset small`'s StatefulSets and Deployments
-that keep their replicas apart, replayed with InterPodAffinity and PodTopologySpread enabled by an
-explicit config. At every point of the replay no two replicas of a workload with required hostname
+that keep their replicas apart, replayed with berth's default profile (kube's, with InterPodAffinity
+and PodTopologySpread). At every point of the replay no two replicas of a workload with required hostname
 anti-affinity share a node, and no live workload's zone spread exceeds its maxSkew."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from berth.core.config import parse_config
 from berth.core.generate import PRESETS, generate
 from berth.core.pipeline.scorer import ScorerEngine
 
 HOST, ZONE = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
-BOTH = [{"name": "PodTopologySpread"}, {"name": "InterPodAffinity"}]
-CONFIG = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [
-        {
-            "plugins": {
-                "filter": {"enabled": BOTH},
-                "score": {"enabled": [{**p, "weight": 2} for p in BOTH]},
-            }
-        }
-    ],
-}
+# berth's profile before it became kube's: reads no pod-to-pod rule
+SIX_PLUGINS = Path(__file__).parents[2] / "examples" / "six-plugin-profile.yaml"
 
 
 @dataclass
@@ -83,7 +75,7 @@ def replay(config: Any) -> tuple[list[str], dict[str, Group]]:
 
 
 def test_generated_workloads_keep_their_replicas_apart() -> None:
-    broken, groups = replay(CONFIG)
+    broken, groups = replay(None)
     assert broken == []
     # the story is not empty: both kinds of rule, and workloads with several replicas placed under them
     assert sum(1 for g in groups.values() if g.anti_host and g.skew == 1 and g.peak >= 3) >= 5  # StatefulSets
@@ -91,7 +83,7 @@ def test_generated_workloads_keep_their_replicas_apart() -> None:
 
 
 def test_without_the_plugins_the_generated_story_breaks() -> None:
-    """The checks above can fail: berth's default profile does not read the rules."""
-    broken, _ = replay(None)
+    """The checks above can fail: the six-plugin profile does not read the rules."""
+    broken, _ = replay(yaml.safe_load(SIX_PLUGINS.read_text()))
     assert any("shares a node" in b for b in broken)
     assert any("zone skew" in b for b in broken)

@@ -347,9 +347,9 @@ def test_node_taints_policy_honor_leaves_untolerated_nodes_out_of_the_count() ->
     assert filter_codes(podtopologyspread, ignore, [*nodes, *pods]) == {"node-a": SKEW, "node-b": OK}
 
 
-def test_both_plugins_are_registered_but_off_by_default() -> None:
+def test_both_plugins_are_in_the_default_profile_at_kubes_place() -> None:
     cfg = parse_config(None)
-    assert "PodTopologySpread" not in cfg.filters and "InterPodAffinity" not in cfg.filters
-    assert all(n not in ("PodTopologySpread", "InterPodAffinity") for n, _ in cfg.scores)
-    on = profile()
-    assert on.filters[-2:] == ("PodTopologySpread", "InterPodAffinity")
+    assert cfg.filters[-3:] == ("PodTopologySpread", "InterPodAffinity", "LoadAwareScheduling")
+    assert dict(cfg.scores)["PodTopologySpread"] == 2 and dict(cfg.scores)["InterPodAffinity"] == 2
+    off = profile(())
+    assert "PodTopologySpread" not in off.filters and "InterPodAffinity" not in off.filters

@@ -1,46 +1,16 @@
-"""kube's plugins enabled through a KubeSchedulerConfiguration (docs/plugins.md's profile) decide
-together with berth's; berth's default profile is unchanged."""
+"""kube's plugins decide together with berth's in the default profile (kube's); berth's old
+six-plugin profile is one config away."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from berth.core.config import parse_config
 from berth.core.kinds import convert
 from berth.core.scheduler import Scheduler
-from tests.builders import NOW, cluster, node, pod
-
-KUBE_PROFILE: dict[str, Any] = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [
-        {
-            "plugins": {
-                "filter": {
-                    "enabled": [
-                        {"name": "NodePorts"},
-                        {"name": "VolumeRestrictions"},
-                        {"name": "NodeVolumeLimits"},
-                        {"name": "VolumeZone"},
-                    ]
-                },
-                "score": {
-                    "enabled": [
-                        {"name": "TaintToleration", "weight": 3},
-                        {"name": "NodeAffinity", "weight": 2},
-                        {"name": "NodeResourcesFit", "weight": 1},
-                        {"name": "NodeResourcesBalancedAllocation", "weight": 1},
-                        {"name": "ImageLocality", "weight": 1},
-                    ]
-                },
-            }
-        }
-    ],
-}
+from tests.builders import NOW, cluster, node, pod, six_plugin_profile
 
 
-def test_the_default_profile_is_unchanged() -> None:
-    cfg = parse_config(None)
+def test_the_six_plugin_profile_is_one_config_away() -> None:
+    cfg = parse_config(six_plugin_profile())
     assert cfg.filters == (
         "NodeUnschedulable",
         "NodeAffinity",
@@ -52,8 +22,8 @@ def test_the_default_profile_is_unchanged() -> None:
     assert cfg.scores == (("VolumeBinding", 1), ("LoadAwareScheduling", 1))
 
 
-def test_kube_plugins_decide_together_by_config() -> None:
-    cfg = parse_config(KUBE_PROFILE)
+def test_kube_plugins_decide_together_in_the_default_profile() -> None:
+    cfg = parse_config(None)
     port = [
         {
             "name": "c",
@@ -82,4 +52,5 @@ def test_kube_plugins_decide_together_by_config() -> None:
         "NodeResourcesFit",
         "NodeResourcesBalancedAllocation",
         "ImageLocality",
-    }  # NodeAffinity skipped its PreScore: no preferred terms
+        "InterPodAffinity",
+    }  # NodeAffinity and PodTopologySpread skipped their PreScore: no preferred terms, no constraints

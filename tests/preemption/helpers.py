@@ -103,7 +103,10 @@ class Harness:
             "profiles": [
                 {
                     "plugins": {
-                        "filter": {"disabled": [{"name": "*"}], "enabled": [{"name": f} for f in filters]},
+                        "multiPoint": {
+                            "disabled": [{"name": "*"}],
+                            "enabled": [{"name": n} for n in (*filters, "DefaultPreemption")],
+                        },
                         "score": {"disabled": [{"name": "*"}]},
                     },
                     "pluginConfig": [{"name": "DefaultPreemption", "args": args or {}}],

@@ -126,15 +126,15 @@ def test_a_deleted_pod_releases_its_pv() -> None:
 def test_binding_confirms_or_overrides_the_reservation() -> None:
     log = cluster(Log()).add(pod("pa", cpu="1")).add(pod("pb", cpu="1"))
     log.add(pod("pa", cpu="1", node_name="n1", metadata={"resourceVersion": "2"}))  # agrees with berth
-    log.add(pod("pb", cpu="1", node_name="n2", metadata={"resourceVersion": "2"}))  # someone else chose n2
+    log.add(pod("pb", cpu="1", node_name="n1", metadata={"resourceVersion": "2"}))  # someone else chose n1
     engine, records = replay(log)
-    assert [r.node for r in records] == ["n1", "n1"]
+    assert [r.node for r in records] == ["n1", "n2"]  # NodeResourcesFit (LeastAllocated) spreads them
     assert engine.state.reserved("default/pa") is None and engine.state.pods["default/pa"].node_name == "n1"
-    assert engine.state.pods["default/pb"].node_name == "n2"
+    assert engine.state.pods["default/pb"].node_name == "n1"
     assert engine.take_released() == ["default/pa", "default/pb"]
     stats = engine.finish()
     cpu = {n.node: n.cpu_requested for n in stats.nodes}
-    assert cpu == {"n1": 1000, "n2": 1000}
+    assert cpu == {"n1": 2000, "n2": 0}
 
 
 def test_status_updates_of_a_decided_pod_change_nothing() -> None:

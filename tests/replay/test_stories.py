@@ -10,6 +10,7 @@ from berth.core.generate import PRESETS, generate
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.pvindex import available
 from berth.core.quantity import parse_nanos
+from tests.builders import six_plugin_profile
 
 SMALL = parse_nanos("10Gi")
 LARGE = parse_nanos("1Ti")
@@ -95,18 +96,11 @@ def test_a_burst_does_not_all_land_on_the_cold_node() -> None:
 
 
 def test_without_load_awareness_the_burst_piles_onto_few_nodes() -> None:
-    """The check above can fail: with estimates near zero every pod sees the same cold node."""
+    """The check above can fail: with estimates near zero every pod sees the same cold node (in
+    the six-plugin profile, where nothing else spreads pods: kube's NodeResourcesFit would)."""
     events = list(generate(PRESETS["cold-burst"], 1))
     cold = _coldest(events)
-    off = {
-        "profiles": [
-            {
-                "pluginConfig": [
-                    {"name": "LoadAwareScheduling", "args": {"estimatedScalingFactors": {"cpu": 1, "memory": 1}}}
-                ]
-            }
-        ]
-    }
+    off = six_plugin_profile(LoadAwareScheduling={"estimatedScalingFactors": {"cpu": 1, "memory": 1}})
     engine, _ = replay(events, off)
     placed = [p.node_name for p in engine.state.pods.values() if p.labels.get("app") == "flash-sale" and p.node_name]
     assert placed.count(cold) >= len(placed) // 2

@@ -50,6 +50,7 @@ from berth.core.framework import (
     Status,
 )
 from berth.core.model import Pod
+from berth.core.sampling import BERTH_DEFAULT_PERCENTAGE, first_feasible, num_feasible_nodes_to_find
 from berth.core.state import ClusterState, Extension, Reservation
 
 T = TypeVar("T")
@@ -76,8 +77,9 @@ class Profile:
     scorers: tuple[tuple[ScorePlugin, int], ...]
     normalizers: dict[str, NormalizeScorePlugin]
     reservers: tuple[ReservePlugin, ...]
-    interests: tuple[Interest, ...]  # of the plugins enabled as filters: only they reject pods
+    interests: tuple[Interest, ...]  # of the plugins enabled as prefilters or filters: only they reject pods
     extensions: tuple[Extension, ...]
+    percentage_of_nodes_to_score: int = BERTH_DEFAULT_PERCENTAGE  # 0: kube's adaptive rule
 
     @classmethod
     def of(
@@ -85,15 +87,24 @@ class Profile:
         state: ClusterState,
         filters: list[Plugin],
         scorers: list[tuple[Plugin, int]],
+        *,
+        pre_filters: list[Plugin] | None = None,
+        pre_scores: list[Plugin] | None = None,
         post_filters: list[Plugin] | None = None,
+        reservers: list[Plugin] | None = None,
+        percentage_of_nodes_to_score: int = BERTH_DEFAULT_PERCENTAGE,
     ) -> Profile:
         """Sort plugins by the Protocols they implement (checked once, here) and attach the state they
-        keep. PostFilter and Reserve run for every enabled plugin that implements them."""
-        every = list(dict.fromkeys([*filters, *(p for p, _ in scorers), *(post_filters or ())]))
+        keep. A point not given is derived: PreFilter and PreScore from the filters and scorers that
+        implement them, PostFilter and Reserve from every plugin that does (a config gives each)."""
+        every = list(dict.fromkeys([*filters, *(p for p, _ in scorers), *(pre_filters or ()), *(reservers or ())]))
+        every = list(dict.fromkeys([*every, *(pre_scores or ()), *(post_filters or ())]))
         score_plugins = [(p, w) for p, w in scorers if isinstance(p, ScorePlugin)]
+        pre = filters if pre_filters is None else pre_filters
+        rejecting = list(dict.fromkeys([*pre, *filters]))
         interests = tuple(
             Interest(p.name, e.event, e.hint)
-            for p in filters
+            for p in rejecting
             if isinstance(p, EnqueueExtensions)
             for e in p.events_to_register()
         )
@@ -102,15 +113,22 @@ class Profile:
             state.attach(ext)
         return cls(
             state=state,
-            pre_filters=tuple(p for p in filters if isinstance(p, PreFilterPlugin)),
+            pre_filters=tuple(p for p in pre if isinstance(p, PreFilterPlugin)),
             filters=tuple(p for p in filters if isinstance(p, FilterPlugin)),
-            post_filters=tuple(p for p in every if isinstance(p, PostFilterPlugin)),
-            pre_scores=tuple(p for p, _ in score_plugins if isinstance(p, PreScorePlugin)),
+            post_filters=tuple(
+                p for p in (every if post_filters is None else post_filters) if isinstance(p, PostFilterPlugin)
+            ),
+            pre_scores=tuple(
+                p
+                for p in ([p for p, _ in score_plugins] if pre_scores is None else pre_scores)
+                if isinstance(p, PreScorePlugin)
+            ),
             scorers=tuple(score_plugins),
             normalizers={p.name: p for p, _ in score_plugins if isinstance(p, NormalizeScorePlugin)},
-            reservers=tuple(p for p in every if isinstance(p, ReservePlugin)),
+            reservers=tuple(p for p in (every if reservers is None else reservers) if isinstance(p, ReservePlugin)),
             interests=interests,
             extensions=extensions,
+            percentage_of_nodes_to_score=percentage_of_nodes_to_score,
         )
 
     def interested(self, resource: str, action: Action) -> tuple[Interest, ...]:
@@ -165,6 +183,7 @@ class Scheduler:
         local = not any(isinstance(p, ReadsOtherNodes) and p.reads_other_nodes for p in plugins)
         self.dry_runner = _DryRun(self, local)  # what PostFilter plugins get
         self._post_filtering = True
+        self.next_start = 0  # kube's nextStartNodeIndex: where the next cycle's search for feasible nodes starts
 
     def decide(self, pod: Pod, now: datetime, on: str | None = None) -> Outcome:
         """on: place the pod on this node (if feasible there) instead of the best one (the extender's bind)."""
@@ -261,6 +280,8 @@ class Scheduler:
             return found.stop
         feasible, failures = found.feasible, found.failures
         statuses = NodeToStatus(nodes, found.by_plugin)
+        if on is None:
+            feasible = self._sample(feasible)
         rejected = frozenset(name for name, _ in found.by_plugin)
         codes = {f.reason: f.code for f in failures}
         scores: dict[str, np.ndarray] = {}
@@ -284,7 +305,8 @@ class Scheduler:
             if p.name in scores:
                 total += weight * scores[p.name]
         key = self._rank_key(feasible, total)
-        results = self._node_results(failures, feasible, scores, total, key, top_nodes)
+        unscored = found.feasible & ~feasible  # past percentageOfNodesToScore: not looked at
+        results = self._node_results(failures, feasible, scores, total, key, top_nodes, unscored)
         chosen: int | None = None
         if on is not None:
             wanted = nodes.slot.get(on)
@@ -340,6 +362,20 @@ class Scheduler:
         outcome.decision = d
         return outcome
 
+    def _sample(self, feasible: Mask) -> Mask:
+        """percentageOfNodesToScore: the first feasible nodes from where the last cycle stopped
+        (berth.core.sampling); the others are neither scored nor listed."""
+        nodes = self.state.nodes
+        k = num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, len(nodes))
+        if k >= len(nodes):  # every node is looked at: the next search starts where this one did
+            return feasible
+        slots = np.flatnonzero(nodes.valid)
+        order = slots[np.argsort(nodes.name_rank()[slots], kind="stable")]
+        kept, processed = first_feasible(feasible, order, self.next_start, k)
+        if len(order):
+            self.next_start = (self.next_start + processed) % len(order)
+        return kept
+
     def _post_filter(self, cycle: Cycle, statuses: NodeToStatus) -> PostFilterResult | None:
         """kube runs PostFilter plugins in order until one succeeds or rejects the pod outright."""
         result = None
@@ -381,9 +417,11 @@ class Scheduler:
         total: np.ndarray,
         key: np.ndarray,
         top_nodes: int | None,
+        unscored: Mask,
     ) -> dict[str, NodeResult]:
         """The per-node report. A rejected node lists every failing plugin's reasons (in filter
-        order), not only its first failing plugin's (that one is in the Outcome's statuses)."""
+        order), not only its first failing plugin's (that one is in the Outcome's statuses).
+        Feasible nodes past percentageOfNodesToScore (unscored) are not listed."""
         names = self.state.nodes.names
         if top_nodes is not None:
             return self._top_results(feasible, scores, total, key, top_nodes)
@@ -396,7 +434,7 @@ class Scheduler:
         columns = [(k, v.tolist()) for k, v in scores.items()]
         totals = total.tolist()
         ok = feasible.tolist()
-        slots = np.flatnonzero(self.state.nodes.valid)
+        slots = np.flatnonzero(self.state.nodes.valid & ~unscored)
         for s in slots[np.argsort(self.state.nodes.name_rank()[slots])].tolist():  # in node-name order
             if ok[s]:
                 out[names[s] or ""] = NodeResult(True, [], {k: col[s] for k, col in columns}, totals[s])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -77,9 +78,12 @@ class ScorerEngine:
         many log seconds after the decision and the preemptor is retried then. None (the services):
         the API server deletes them, and their events say so."""
         self.state = ClusterState()
-        self.scheduler = Scheduler(config.build(self.state), top_nodes)
+        # one scheduler per profile, by schedulerName; pods of other schedulers are skipped
+        self.schedulers = {p.scheduler_name: Scheduler(p.build(self.state), top_nodes) for p in config.profiles}
+        self.scheduler = self.schedulers[config.default.scheduler_name]
         self.applier = Applier(self.state)
-        self.queue = RetryQueue(self.scheduler.profile)
+        interests = tuple(i for s in self.schedulers.values() for i in s.profile.interests)
+        self.queue = RetryQueue(replace(self.scheduler.profile, interests=interests))
         self.reservations = Reservations(self.state)
         self.observer = StatsObserver(label)
         self.overrun = OverRunObserver()
@@ -183,6 +187,11 @@ class ScorerEngine:
         self._decide(pod, ev, out, self.queue.attempts(key) + 1)
         return False
 
+    def serve(self, scheduler_name: str) -> None:
+        """Decide this scheduler's pods too: with its profile if the config has one, else with the
+        first (binder mode: berth is the scheduler its pods name)."""
+        self.schedulers.setdefault(scheduler_name, self.scheduler)
+
     def budget(self, node: str, resources: Iterable[str]) -> dict[str, int]:
         """Per resource: the node's allocatable less the pods bound there, as this engine sees it now.
         Reservations are left out: the store counts those, across replicas."""
@@ -233,7 +242,11 @@ class ScorerEngine:
         self.overrun.revoke(key)
 
     def _decide(self, pod: Pod, ev: Event, out: list[DecisionRecord], attempt: int, retry: bool = False) -> None:
-        outcome = self.scheduler.decide(pod, self.applier.now)
+        scheduler = self.schedulers.get(pod.scheduler_name)
+        if scheduler is None:  # another scheduler's pod: left alone, counted
+            self.observer.skipped(pod.key)
+            return
+        outcome = scheduler.decide(pod, self.applier.now)
         d = outcome.decision
         emit = True
         if outcome.reservation is not None:

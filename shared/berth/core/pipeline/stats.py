@@ -119,6 +119,8 @@ class RunStats(msgspec.Struct, kw_only=True):
             out.update(p.victims)
         return dict(sorted(out.items()))
 
+    skipped: int = 0  # distinct pods of schedulers the config has no profile for (left alone)
+
     def final(self) -> list[DecisionPoint]:
         """Each pod's last decision (decisions without a pod count on their own)."""
         last: dict[str | int, DecisionPoint] = {}
@@ -190,12 +192,19 @@ class StatsObserver:
         self._points: list[DecisionPoint | None] = self._stats.decisions  # type: ignore[assignment]
         self._of_pod: dict[str, list[int]] = {}  # pod -> indexes of its decisions in _points
         self._revoked = 0
+        self._skipped: set[str] = set()
 
     def event(self) -> None:
         self._stats.events += 1
 
     def reject(self) -> None:
         self._stats.rejects += 1
+
+    def skipped(self, pod: str) -> None:
+        """A pod of another scheduler, left alone."""
+        if pod not in self._skipped:
+            self._skipped.add(pod)
+            self._stats.skipped += 1
 
     def decided(self, r: DecisionRecord) -> DecisionPoint:
         self._of_pod.setdefault(r.pod, []).append(len(self._points))

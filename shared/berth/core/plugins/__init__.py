@@ -1,7 +1,7 @@
-"""The registry: every plugin berth knows, one line each, in filter order.
+"""The registry: every plugin berth knows, one line each, in kube's default-profile order.
 
-Config validation (which names are filters, which score, which take args), the defaults (filter
-order, score weights) and construction all derive from this list; nothing else names a plugin.
+Config validation (which names are filters, which score, which take args), the defaults (kube's
+multiPoint order, score weights) and construction all derive from this list; nothing else names a plugin.
 A plugin module exports NAME, Args and new(args, handle) (see berth.core.framework.PluginModule).
 """
 
@@ -31,33 +31,34 @@ from berth.core.plugins.noderesources import fit as noderesourcesfit
 
 @dataclass(frozen=True)
 class Registered:
-    """A plugin module and its place in the default profile: enabled as a filter (in registry
-    order) and/or as a score with this weight (None: not scored by default)."""
+    """A plugin module and its place in berth's default profile (kube's default multiPoint list):
+    default=True enables it at every extension point it implements, in registry order; weight is
+    its score weight there (None: 1, as kube's framework takes a missing weight)."""
 
     module: PluginModule
-    filter: bool = False
+    default: bool = False
     weight: int | None = None
-    post_filter: bool = False  # enabled as a PostFilter by default
 
 
+# kube's default profile (pkg/scheduler/apis/config/v1/default_plugins.go getDefaultPlugins, the
+# MultiPoint list), in its order, with its weights, less the plugins berth does not implement
+# (SchedulingGates, PrioritySort, NodeName, the in-tree EBS/GCEPD/AzureDisk limits,
+# DefaultBinder); plus berth's VolumeBinding score (capacity priority) and
+# LoadAwareScheduling (Koordinator's). docs/plugins.md has the table.
 REGISTRY: tuple[Registered, ...] = (
-    Registered(nodeunschedulable, filter=True),
-    Registered(nodeaffinity, filter=True),  # kube: filter, score weight 2
-    Registered(tainttoleration, filter=True),  # kube: filter, score weight 3
-    Registered(noderesourcesfit, filter=True),  # kube: filter, score weight 1 (LeastAllocated)
-    Registered(volumebinding, filter=True, weight=1),
-    Registered(loadawarescheduling, filter=True, weight=1),
-    Registered(defaultpreemption, post_filter=True),  # kube: PostFilter
-    # kube's default-profile plugins berth does not enable by default yet (the lead flips berth's
-    # default profile to kube's in one change: docs/plugins.md, "The flip")
-    Registered(balancedallocation),  # kube: score weight 1
-    Registered(imagelocality),  # kube: score weight 1
-    Registered(nodeports),  # kube: filter, after NodeAffinity
-    Registered(volumerestrictions),  # kube: filter, after NodeResourcesFit
-    Registered(nodevolumelimits),  # kube: filter, before VolumeBinding
-    Registered(volumezone),  # kube: filter, after VolumeBinding
-    # kube's default profile: filters after VolumeBinding/VolumeZone, scores with weight 2 each
-    # (filter=True, weight=2); off in berth's default profile until it switches to kube's
-    Registered(podtopologyspread),
-    Registered(interpodaffinity),
+    Registered(nodeunschedulable, default=True),
+    Registered(tainttoleration, default=True, weight=3),
+    Registered(nodeaffinity, default=True, weight=2),
+    Registered(nodeports, default=True),
+    Registered(noderesourcesfit, default=True, weight=1),
+    Registered(volumerestrictions, default=True),
+    Registered(nodevolumelimits, default=True),
+    Registered(volumebinding, default=True, weight=1),
+    Registered(volumezone, default=True),
+    Registered(podtopologyspread, default=True, weight=2),
+    Registered(interpodaffinity, default=True, weight=2),
+    Registered(defaultpreemption, default=True),
+    Registered(balancedallocation, default=True, weight=1),
+    Registered(imagelocality, default=True, weight=1),
+    Registered(loadawarescheduling, default=True, weight=1),
 )
