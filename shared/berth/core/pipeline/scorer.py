@@ -33,10 +33,16 @@ def decision_id(pod: Pod, attempt: int) -> str:
     return hashlib.sha1(seed.encode(), usedforsecurity=False).hexdigest()[:16]
 
 
+# Pod fields whose change cannot move a pending pod: version and status churn, and what the scorer
+# handles before comparing (a node, a finished phase, a deletion). Every other field of the model
+# counts, so a field added to Pod is compared unless it is named here (tests/replay/test_spec_changed.py).
+STATUS_ONLY = frozenset({"resource_version", "conditions", "creation", "phase", "node_name", "deleting"})
+PLACEMENT = tuple(f for f in Pod.__struct_fields__ if f not in STATUS_ONLY)
+
+
 def _spec_changed(old: Pod, new: Pod) -> bool:
     """A pending pod's update that could change its placement (not status or version churn)."""
-    keep = ("requests", "volumes", "node_selector", "affinity", "tolerations", "priority")
-    return any(getattr(old, k) != getattr(new, k) for k in keep)
+    return any(getattr(old, k) != getattr(new, k) for k in PLACEMENT)
 
 
 _ADD_OR_UPDATE = Action.ADD | Action.UPDATE
