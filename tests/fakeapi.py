@@ -65,6 +65,7 @@ BUILTIN = [
     ("", "v1", "replicationcontrollers", "ReplicationController", True),
     ("", "v1", "resourcequotas", "ResourceQuota", True),
     ("", "v1", "namespaces", "Namespace", False),
+    ("", "v1", "services", "Service", True),
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
     ("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
     ("storage.k8s.io", "v1", "csinodes", "CSINode", False),

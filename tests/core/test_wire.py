@@ -18,7 +18,7 @@ from berth.core.model import PodAffinity, PodAffinityTerm, SpreadConstraint
 from berth.core.selectors import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
 from tests.buffers.builders import buffer, pod_template, quota, workload
 from tests.builders import HOST, ZONE, csi_capacity, csi_driver, csi_node, node, pod, pv, pvc, storage_class
-from tests.interpod.builders import anti_affinity, namespace, spread
+from tests.interpod.builders import anti_affinity, namespace, service, spread
 from tests.loadaware.builders import node_metric
 
 GI = 2**30
@@ -108,6 +108,8 @@ WELL_FORMED: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         namespace("db", team="a"),
         {"name": "db", "labels": {"kubernetes.io/metadata.name": "db", "team": "a"}},
     ),
+    ("service", service("web", {"app": "web"}), {"namespace": "default", "selector": {"app": "web"}}),
+    ("service without a selector", service("ext", None), {"name": "ext", "selector": None}),
     (
         "pod with pod affinity and spread",
         pod("p", affinity=anti_affinity({"app": "db"}, HOST), topologySpreadConstraints=[spread(ZONE, {"app": "db"})]),

@@ -28,6 +28,7 @@ from berth.core.model import (
     PodAffinityTerm,
     PodCondition,
     PodVolume,
+    Service,
     SpreadConstraint,
     StorageClass,
     Taint,
@@ -502,6 +503,17 @@ def spread_constraints(items: list[wc.TopologySpreadConstraint] | None) -> tuple
 def namespace(v: wc.Namespace) -> Namespace:
     meta = v.metadata or EMPTY_META
     return Namespace(name=name_of(meta), resource_version=meta.resource_version or "", labels=meta.labels or {})
+
+
+def service(v: wc.Service) -> Service:
+    meta = v.metadata or EMPTY_META
+    selector = v.spec.selector if v.spec is not None else None
+    return Service(
+        namespace=namespace_of(meta),
+        name=name_of(meta),
+        resource_version=meta.resource_version or "",
+        selector=None if selector is None else dict(selector),
+    )
 
 
 def csi_node(v: wc.CSINode) -> CSINode:

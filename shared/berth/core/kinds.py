@@ -60,6 +60,8 @@ KINDS: dict[tuple[str, str], Kind] = {
         ("", "ResourceQuota", wb.ResourceQuota, buffers.resource_quota),
         # InterPodAffinity's namespaceSelector
         ("", "Namespace", wc.Namespace, core.namespace),
+        # PodTopologySpread's default constraints (with ReplicaSet, StatefulSet, ReplicationController above)
+        ("", "Service", wc.Service, core.service),
     )
 }
 

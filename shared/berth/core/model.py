@@ -282,6 +282,15 @@ class Namespace(msgspec.Struct, frozen=True):
     labels: dict[str, str] = {}
 
 
+class Service(msgspec.Struct, frozen=True):
+    """A Service's pod selector (PodTopologySpread's default constraints); None: no selector, no pod."""
+
+    namespace: str
+    name: str
+    resource_version: str = ""
+    selector: dict[str, str] | None = None
+
+
 class CSINode(msgspec.Struct, frozen=True):
     """A node's CSI drivers; `limits`: per driver, the most volumes it can attach (allocatable.count)."""
 

@@ -1,4 +1,5 @@
-"""Core Kubernetes kinds: Pod, Node, PersistentVolume(Claim), StorageClass, CSIDriver, CSIStorageCapacity, CSINode."""
+"""Core Kubernetes kinds: Pod, Node, PersistentVolume(Claim), StorageClass, CSIDriver, CSIStorageCapacity, CSINode,
+Namespace, Service."""
 
 from __future__ import annotations
 
@@ -287,6 +288,17 @@ class CSIStorageCapacity(Object, frozen=True):
 
 class Namespace(Object, frozen=True):
     pass
+
+
+# ---- Service (PodTopologySpread's default constraints) ----
+
+
+class ServiceSpec(Wire, frozen=True):
+    selector: Texts | None = None
+
+
+class Service(Object, frozen=True):
+    spec: ServiceSpec | None = None
 
 
 # ---- CSINode (NodeVolumeLimits) ----
