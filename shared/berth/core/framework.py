@@ -282,6 +282,12 @@ Hint = Callable[[list[Pod | None], int | None], Mask]
 HintFactory = Callable[["ClusterState", Any, datetime], Hint]
 
 
+def each_pod(pods: list[Pod | None], helps: Callable[[Pod], bool]) -> Mask:
+    """A hint's answer pod by pod (kube's QueueingHintFn is per pod); a pod gone is retried (and so leaves
+    the queue)."""
+    return np.fromiter((p is None or helps(p) for p in pods), dtype=bool, count=len(pods))
+
+
 @dataclass(frozen=True)
 class ClusterEventWithHint:
     event: ClusterEvent

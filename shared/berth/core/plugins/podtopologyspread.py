@@ -29,11 +29,13 @@ from berth.core.framework import (
     Code,
     Cycle,
     Failure,
+    Hint,
     Mask,
     Scores,
     Status,
+    each_pod,
 )
-from berth.core.model import Pod, SpreadConstraint
+from berth.core.model import Node, Pod, SpreadConstraint
 from berth.core.podindex import Ints, PodIndex
 from berth.core.selectors import LabelSelector, valid_label_key
 from berth.core.state import ClusterState
@@ -261,11 +263,37 @@ class PodTopologySpread:
 
     # ---- requeueing ---------------------------------------------------------------------------
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
-        # kube: Pod Add|UpdatePodLabel|Delete, Node Add|Delete|UpdateNodeLabel|UpdateNodeTaint
+        # kube: Pod Add|UpdatePodLabel|Delete, Node Add|Delete|UpdateNodeLabel|UpdateNodeTaint, with hints
+        # over the pod's hard constraints. berth sees only the new object of an update: no hint there.
         return (
-            ClusterEventWithHint(ClusterEvent("Pod", Action.ALL)),
-            ClusterEventWithHint(ClusterEvent("Node", Action.ALL)),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.ADD | Action.DELETE), self.pod_hint),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.UPDATE)),
+            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.DELETE), self.node_hint),
+            ClusterEventWithHint(ClusterEvent("Node", Action.UPDATE)),
         )
+
+    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: an assigned pod of the pod's namespace added or deleted; retry when its labels match one of
+        the pod's hard constraints' selectors."""
+        assert isinstance(obj, Pod)
+
+        def helps(p: Pod) -> bool:
+            if not obj.node_name or obj.namespace != p.namespace:
+                return False
+            return any(sel is not None and sel.matches(obj.labels) for _, sel in self.constraints(p, DO_NOT_SCHEDULE))
+
+        return lambda pods, version: each_pod(pods, helps)
+
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: a node added or deleted; retry when it carries every hard constraint's topology key."""
+        assert isinstance(obj, Node)
+        labels = obj.labels
+
+        def helps(p: Pod) -> bool:
+            cs = self.constraints(p, DO_NOT_SCHEDULE)
+            return bool(cs) and all(c.topology_key in labels for c, _ in cs)
+
+        return lambda pods, version: each_pod(pods, helps)
 
 
 def _selector(c: SpreadConstraint, pod: Pod) -> LabelSelector | None:
