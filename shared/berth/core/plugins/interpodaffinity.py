@@ -174,13 +174,26 @@ class InterPodAffinity:
 
     # ---- Score --------------------------------------------------------------------------------
     def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
+        """kube's PreScore: Skip with no nodes, with ignorePreferredTermsOfExistingPods and a pod without
+        preferred terms, and when no term matches a pod on a node carrying its topology key."""
         a = cycle.pod.pod_affinity
         has_constraints = a is not None and bool(a.preferred or a.preferred_anti)
-        if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
+        if not len(cycle.state.nodes) or (self.args.ignore_preferred_terms_of_existing_pods and not has_constraints):
             return SKIP
+        raw = self._raw(cycle)
+        if raw is None:
+            return SKIP
+        cycle.data[NAME] = raw
         return OK
 
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+        raw: Scores | None = cycle.data.get(NAME)
+        if raw is None:
+            raw = self._raw(cycle)
+        return np.zeros(len(cycle.state.nodes.valid), dtype=np.int64) if raw is None else raw
+
+    def _raw(self, cycle: Cycle) -> Scores | None:
+        """Each slot's summed weights over its topology domains; None when no term matched anywhere."""
         pod, state = cycle.pod, cycle.state
         n = len(state.nodes.valid)
         raw = np.zeros(n, dtype=np.int64)
@@ -208,11 +221,10 @@ class InterPodAffinity:
             for owner_ns, term, per_slot in self.index.groups(which):
                 if existing_term_matches(term, owner_ns, pod, ns_labels):
                     add(term.topology_key, per_slot, hard if sign == 0 else sign * term.weight)
-        cycle.data[NAME] = produced
-        return raw
+        return raw if produced else None
 
     def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
-        if not cycle.data.get(NAME) or not feasible.any():
+        if cycle.data.get(NAME) is None or not feasible.any():
             scores[:] = 0
             return
         lo, hi = int(scores[feasible].min()), int(scores[feasible].max())
