@@ -112,6 +112,8 @@ class Pod(msgspec.Struct, frozen=True):
     host_ports: tuple[tuple[str, str, int], ...] = ()
     inline_disks: tuple[InlineDisk, ...] = ()
     images: tuple[str, ...] = ()  # init containers' then containers' images, `:latest` when untagged
+    # inline AWS EBS, GCE PD and Azure Disk volumes as CSI sees them: (driver, handle) (berth.core.intree)
+    inline_csi: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -169,6 +171,9 @@ class PersistentVolume(msgspec.Struct, frozen=True):
     attributes_class: str = ""
     csi_driver: str = ""  # spec.csi: the driver and the volume's handle
     csi_handle: str = ""
+    # an in-tree AWS EBS, GCE PD or Azure Disk source as CSI sees it (berth.core.intree); "" otherwise
+    migrated_driver: str = ""
+    migrated_handle: str = ""
 
 
 class PersistentVolumeClaim(msgspec.Struct, frozen=True):
