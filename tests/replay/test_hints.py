@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from berth.core.config import parse_config
+from berth.core.framework import claim_hint
+from berth.core.kinds import convert
 from berth.core.pipeline.scorer import ScorerEngine
-from tests.builders import HOST, ZONE, node, pod
+from tests.builders import HOST, ZONE, csi_node, node, pod, pvc
 from tests.interpod.builders import affinity, spread, term
 from tests.replay.test_engine import Log, replay
 
-EXTRA = ("InterPodAffinity", "PodTopologySpread", "NodePorts")
+EXTRA = ("InterPodAffinity", "PodTopologySpread", "NodePorts", "VolumeRestrictions", "NodeVolumeLimits")
 KEY = "default/p"
 
 
@@ -142,3 +144,43 @@ def test_node_ports_a_deleted_pod_that_held_the_port() -> None:
     assert run(log)[0] == 1
     log.add(holder, "DELETED", at=10)
     assert run(log)[1] == [("Unschedulable", None), ("Scheduled", "n1")]
+
+
+def with_volume(kind: str, source: dict[str, Any]) -> dict[str, Any]:
+    return {"volumes": [{"name": "v", kind: source}]}
+
+
+def test_volume_restrictions_a_deleted_pod_that_held_the_disk() -> None:
+    gce = "gcePersistentDisk"
+    holder = bound("holder", "n1", {}, **with_volume(gce, {"pdName": "d1"}))
+    other = bound("other", "n1", {}, **with_volume(gce, {"pdName": "d2"}))
+    log = Log().add(node("n1")).add(holder).add(other).add(incoming(**with_volume(gce, {"pdName": "d1"})), at=1)
+    log.add(other, "DELETED", at=5)
+    assert run(log)[0] == 1
+    log.add(holder, "DELETED", at=10)
+    assert run(log)[1] == [("Unschedulable", None), ("Scheduled", "n1")]
+
+
+def test_node_volume_limits_a_deleted_pod_with_volumes() -> None:
+    """An inline EBS volume counts against ebs.csi.aws.com's limit of 1 on n1."""
+    ebs = "awsElasticBlockStore"
+    holder = bound("holder", "n1", {}, **with_volume(ebs, {"volumeID": "vol-a"}))
+    plain = bound("plain", "n1", {})
+    log = Log().add(node("n1")).add(csi_node("n1", **{"ebs.csi.aws.com": 1})).add(holder).add(plain)
+    log.add(incoming(**with_volume(ebs, {"volumeID": "vol-b"})), at=1)
+    log.add(plain, "DELETED", at=5)  # no volumes: frees nothing
+    assert run(log)[0] == 1
+    log.add(holder, "DELETED", at=10)
+    assert run(log)[1] == [("Unschedulable", None), ("Scheduled", "n1")]
+
+
+def test_a_claim_helps_the_pods_that_use_it() -> None:
+    """The claim hint VolumeZone, VolumeRestrictions and NodeVolumeLimits share (kube's PVC Add/Update)."""
+    pods = [
+        convert(pod("a", ("data",))),
+        convert(pod("b", ("logs",))),
+        convert(pod("c", ("data",), ns="other")),
+        None,  # gone: retried, and so it leaves the queue
+    ]
+    got = claim_hint(convert(pvc("data")))(pods, None)
+    assert got.tolist() == [True, False, False, True]

@@ -24,7 +24,10 @@ from berth.core.framework import (
     Code,
     Cycle,
     Failure,
+    Hint,
     Status,
+    claim_hint,
+    each_pod,
 )
 from berth.core.model import CSINode, Pod
 from berth.core.state import ClusterState
@@ -143,11 +146,21 @@ class NodeVolumeLimits:
         return [Failure(bad, REASON)] if bad.any() else []
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        # kube: CSINode Add|Update, assigned Pod Delete and PVC Add, the last two with hints. berth sees only the
+        # new CSINode of an update, so it has no hint (kube's: a driver's count went up).
         return (
             ClusterEventWithHint(ClusterEvent("CSINode", Action.ADD | Action.UPDATE)),
-            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE)),
-            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", Action.ADD)),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE), self.pod_hint),
+            ClusterEventWithHint(
+                ClusterEvent("PersistentVolumeClaim", Action.ADD), lambda state, obj, now: claim_hint(obj)
+            ),
         )
+
+    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: a pod left its node; retry when it was on a node and had volumes that count."""
+        assert isinstance(obj, Pod)
+        frees = bool(obj.node_name) and bool(obj.volumes or obj.inline_csi)
+        return lambda pods, version: each_pod(pods, lambda p: frees)
 
 
 def new(args: Any, handle: ClusterState) -> NodeVolumeLimits:
