@@ -67,6 +67,7 @@ BUILTIN = [
     ("", "v1", "namespaces", "Namespace", False),
     ("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
     ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+    ("", "v1", "services", "Service", True),
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
     ("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
     ("storage.k8s.io", "v1", "csinodes", "CSINode", False),

@@ -18,7 +18,7 @@ from berth.core.model import PodAffinity, PodAffinityTerm, PodCondition, SpreadC
 from berth.core.selectors import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
 from tests.buffers.builders import buffer, pod_template, quota, workload
 from tests.builders import HOST, ZONE, csi_capacity, csi_driver, csi_node, node, pod, pv, pvc, storage_class
-from tests.interpod.builders import anti_affinity, namespace, spread
+from tests.interpod.builders import anti_affinity, namespace, service, spread
 from tests.loadaware.builders import node_metric
 from tests.preemption.helpers import pdb, priority_class
 
@@ -109,6 +109,8 @@ WELL_FORMED: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         namespace("db", team="a"),
         {"name": "db", "labels": {"kubernetes.io/metadata.name": "db", "team": "a"}},
     ),
+    ("service", service("web", {"app": "web"}), {"namespace": "default", "selector": {"app": "web"}}),
+    ("service without a selector", service("ext", None), {"name": "ext", "selector": None}),
     (
         "priority class",
         priority_class("batch", -10, default=True, policy="Never"),

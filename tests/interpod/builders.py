@@ -17,6 +17,19 @@ def namespace(name: str, **labels: str) -> dict[str, Any]:
     }
 
 
+def service(name: str, selector: dict[str, str] | None, ns: str = "default") -> dict[str, Any]:
+    """A Service; selector None leaves spec.selector out (selects no pod)."""
+    spec = {} if selector is None else {"selector": selector}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def controller(kind: str, name: str, selector: dict[str, Any], ns: str = "default") -> dict[str, Any]:
+    """A ReplicaSet or StatefulSet (apps/v1, a LabelSelector) or a ReplicationController (v1, a map)."""
+    api = "v1" if kind == "ReplicationController" else "apps/v1"
+    meta = {"name": name, "namespace": ns, "uid": f"uid-{name}"}
+    return {"apiVersion": api, "kind": kind, "metadata": meta, "spec": {"selector": selector}}
+
+
 def term(labels: dict[str, str] | None, key: str, **extra: Any) -> dict[str, Any]:
     """A podAffinityTerm; labels None leaves labelSelector out (matches no pod)."""
     out: dict[str, Any] = {"topologyKey": key, **extra}

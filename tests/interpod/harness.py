@@ -24,10 +24,19 @@ def knode(name: str, taints: list[dict[str, str]] | None = None, **labels: str) 
 
 
 def kpod(
-    name: str, node: str = "", ns: str = "default", labels: dict[str, str] | None = None, **spec: Any
+    name: str,
+    node: str = "",
+    ns: str = "default",
+    labels: dict[str, str] | None = None,
+    owner: tuple[str, str, str] | None = None,
+    **spec: Any,
 ) -> dict[str, Any]:
-    """A pod without requests (upstream's st.MakePod()); terminating=True sets a deletionTimestamp."""
+    """A pod without requests (upstream's st.MakePod()); terminating=True sets a deletionTimestamp;
+    owner: its controller (apiVersion, kind, name), as st.MakePod().OwnerReference."""
     meta: dict[str, Any] = {"name": name, "namespace": ns, "uid": f"uid-{ns}-{name}", "labels": labels or {}}
+    if owner is not None:
+        api, kind, owner_name = owner
+        meta["ownerReferences"] = [{"apiVersion": api, "kind": kind, "name": owner_name, "controller": True}]
     if spec.pop("terminating", False):
         meta["deletionTimestamp"] = "2026-11-01T11:00:00Z"
     body = {"containers": [{"name": "c"}], **spec}

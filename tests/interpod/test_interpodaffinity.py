@@ -208,7 +208,8 @@ def test_existing_pods_required_affinity_counts_with_hard_pod_affinity_weight() 
     pods = [kpod("e", node="a", labels={}, affinity=affinity(required=[t("region", IN_SCAN)]))]
     pod = kpod("p", labels=SCAN)
     assert scores(interpodaffinity, pod, [*nodes, *pods]) == {"a": 100, "b": 0}
-    assert scores(interpodaffinity, pod, [*nodes, *pods], args=Args(hard_pod_affinity_weight=0)) == {"a": 0, "b": 0}
+    # TestPreferredAffinityWithHardPodAffinitySymmetricWeight/"with zero weight": nothing to score, PreScore skips
+    assert scores(interpodaffinity, pod, [*nodes, *pods], args=Args(hard_pod_affinity_weight=0)) is None
     ignore = Args(ignore_preferred_terms_of_existing_pods=True)
     assert scores(interpodaffinity, pod, [*nodes, *pods], args=ignore) is None
 

@@ -200,7 +200,8 @@ def test_filter_as_upstream(
 
 
 def test_a_pod_without_constraints_is_skipped() -> None:
-    """berth does not yet deduce default constraints' selectors (no Services): no constraints, as kube with none."""
+    """No Service or controller selects the pod: its default constraints' selector is empty, so it has none
+    (TestPreFilterState/"default constraints and a service that doesn't match"; more in test_spread_defaults)."""
     assert filter_codes(podtopologyspread, kpod("p"), four()) == dict.fromkeys(
         ["node-a", "node-b", "node-x", "node-y"], OK
     )
@@ -250,65 +251,60 @@ def test_no_soft_constraints_skip_the_score() -> None:
 
 
 # (upstream TestValidatePodTopologySpreadArgs case, args, problems)
+def listed(*constraints: dict[str, Any], kind: str = "List") -> dict[str, Any]:
+    return {"defaultingType": kind, "defaultConstraints": list(constraints)}
+
+
+def dc(skew: Any, key: str, when: str, **extra: Any) -> dict[str, Any]:
+    return {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": when, **extra}
+
+
+AT0 = "defaultConstraints[0]"
 VALIDATION: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("valid config", listed(dc(1, "node", "DoNotSchedule"), dc(2, "zone", "ScheduleAnyway")), []),
     (
-        "list default constraints, no constraints",
-        {"defaultingType": "List"},
-        [],
+        "maxSkew less than zero",
+        listed(dc(-1, "node", "DoNotSchedule")),
+        [f"{AT0}.maxSkew: Invalid value: -1: not in valid range (0, inf)"],
     ),
     (
-        "wrong constraints",
-        {
-            "defaultingType": "List",
-            "defaultConstraints": [{"maxSkew": 0, "topologyKey": "", "whenUnsatisfiable": "Unknown"}],
-        },
+        "empty topology key",
+        listed(dc(1, "", "DoNotSchedule")),
+        [f"{AT0}.topologyKey: Required value: can not be empty"],
+    ),
+    (
+        "whenUnsatisfiable is empty",
+        listed(dc(1, "node", "")),
+        [f"{AT0}.whenUnsatisfiable: Required value: can not be empty"],
+    ),
+    (
+        "whenUnsatisfiable contains unsupported action",
+        listed(dc(1, "node", "unknown action")),
         [
-            "defaultConstraints[0].maxSkew: Invalid value: 0: not in valid range (0, inf)",
-            "defaultConstraints[0].topologyKey: Required value: can not be empty",
-            'defaultConstraints[0].whenUnsatisfiable: Unsupported value: "Unknown": supported values: '
-            '"DoNotSchedule", "ScheduleAnyway"',
+            f'{AT0}.whenUnsatisfiable: Unsupported value: "unknown action": supported values: '
+            '"DoNotSchedule", "ScheduleAnyway"'
         ],
     ),
     (
-        "missing whenUnsatisfiable",
-        {"defaultingType": "List", "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone"}]},
-        ["defaultConstraints[0].whenUnsatisfiable: Required value: can not be empty"],
-    ),
-    (
         "duplicated constraints",
-        {
-            "defaultingType": "List",
-            "defaultConstraints": [
-                {"maxSkew": 1, "topologyKey": "node", "whenUnsatisfiable": "DoNotSchedule"},
-                {"maxSkew": 2, "topologyKey": "node", "whenUnsatisfiable": "DoNotSchedule"},
-            ],
-        },
+        listed(dc(1, "node", "DoNotSchedule"), dc(2, "node", "DoNotSchedule")),
         ['defaultConstraints[1]: Duplicate value: "{node, DoNotSchedule}"'],
     ),
     (
         "label selector present",
-        {
-            "defaultingType": "List",
-            "defaultConstraints": [
-                {"maxSkew": 1, "topologyKey": "key", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}}
-            ],
-        },
-        [
-            "defaultConstraints[0].labelSelector: Forbidden: constraint must not define a selector, as they deduced "
-            "for each pod"
-        ],
+        listed(dc(1, "key", "DoNotSchedule", labelSelector={"matchLabels": {"a": "b"}})),
+        [f"{AT0}.labelSelector: Forbidden: constraint must not define a selector, as they deduced for each pod"],
+    ),
+    ("list default constraints, no constraints", {"defaultingType": "List"}, []),
+    ("system default constraints", {"defaultingType": "System"}, []),
+    (
+        "wrong constraints",
+        {"defaultingType": "unknown"},
+        ['defaultingType: Unsupported value: "unknown": supported values: "System", "List"'],
     ),
     (
-        "unsupported defaultingType",
-        {"defaultingType": "Unknown"},
-        ['defaultingType: Unsupported value: "Unknown": supported values: "System", "List"'],
-    ),
-    (
-        "system default constraints, but has non-empty defaultConstraints",
-        {
-            "defaultingType": "System",
-            "defaultConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}],
-        },
+        "system default constraints, but has constraints",
+        listed(dc(1, "key", "DoNotSchedule"), kind="System"),
         ['defaultingType: Invalid value: "System": when .defaultConstraints are not empty'],
     ),
 ]

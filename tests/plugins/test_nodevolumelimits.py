@@ -1,6 +1,6 @@
 """NodeVolumeLimits, as upstream's TestCSILimits says (pkg/scheduler/framework/plugins/nodevolumelimits/
-csi_test.go), for its CSI cases: berth does not translate in-tree volumes nor read VolumeAttachments
-(docs/plugins.md), so those cases are left out."""
+csi_test.go), for its CSI and in-tree migration cases: berth does not read VolumeAttachments
+(docs/plugins.md), so those cases are left out, and migration is always on (no migrationEnabled false)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from tests.builders import csi_node
 from tests.plugins.helpers import filter_run
 
 EBS, GCE = "ebs.csi.aws.com", "pd.csi.storage.gke.io"
+AWS_INTREE, HOSTPATH = "kubernetes.io/aws-ebs", "kubernetes.io/hostpath"
 EXCEED = [("node(s) exceed max volume count", Code.UNSCHEDULABLE)]
 NODE = "node-name"
 
@@ -58,21 +59,25 @@ def fixtures(drivers: tuple[str, ...], max_vols: int, limit_source: str) -> list
     ]
     for d in drivers:
         for i in range(4):
-            name = f"csi-{d}-{i}"
-            out.append(
-                {
-                    "kind": "PersistentVolume",
-                    "apiVersion": "v1",
-                    "metadata": {"name": name},
-                    "spec": {"csi": {"driver": d, "volumeHandle": f"{d}-vol-{i}"}},
-                }
-            )
+            name = f"csi-{d}-{i}"  # upstream: the volume handle is the PV's name
+            source: dict[str, Any] = {"csi": {"driver": d, "volumeHandle": name}}
+            if d == AWS_INTREE:
+                source = {"awsElasticBlockStore": {"volumeID": name}}
+            elif d == HOSTPATH:
+                source = {"hostPath": {"path": "/tmp"}}
+            out.append({"kind": "PersistentVolume", "apiVersion": "v1", "metadata": {"name": name}, "spec": source})
             out.append(claim(name, volume=name))
     if limit_source == "csinode":
         out.append(csi_node(NODE, **dict.fromkeys(drivers, max_vols)))
     elif limit_source == "csinode-with-no-limit":
         out.append(csi_node(NODE, **dict.fromkeys(drivers)))
     return out
+
+
+def inline(name: str, volume_id: str) -> dict[str, Any]:
+    raw = pod(name)
+    raw["spec"]["volumes"] = [{"name": "i", "awsElasticBlockStore": {"volumeID": volume_id}}]
+    return raw
 
 
 RUNNING = pod("running", f"csi-{EBS}-3")
@@ -83,6 +88,90 @@ NO_SC = pod("no-sc", "csi-5")
 GCE_TWO = pod("gce-two", f"csi-{GCE}-1", f"csi-{GCE}-2")
 EBS_ONE = pod("ebs-one", f"csi-{EBS}-0")
 EBS_TWO = pod("ebs-two", f"csi-{EBS}-1", f"csi-{EBS}-2")
+IN_TREE_ONE = pod("in-tree-one", f"csi-{AWS_INTREE}-0")
+IN_TREE_TWO = pod("in-tree-two", f"csi-{AWS_INTREE}-1", f"csi-{AWS_INTREE}-2")
+IN_TREE_INLINE = inline("in-tree-inline", "aws-inline1")
+SAME_AS_CSI = inline("same-as-csi", f"csi-{EBS}-1")
+NON_MIGRATABLE = pod("non-migratable", f"csi-{HOSTPATH}-0")
+MIGRATION = (AWS_INTREE, EBS)
+
+# upstream TestCSILimits' in-tree migration cases (migrationEnabled: true)
+MIGRATION_CASES = [
+    (
+        "should count in-tree volumes if migration is enabled",
+        IN_TREE_ONE,
+        [IN_TREE_TWO],
+        2,
+        MIGRATION,
+        "csinode",
+        EXCEED,
+    ),
+    ("nil csi node", IN_TREE_INLINE, [IN_TREE_TWO], 0, MIGRATION, "", []),
+    (
+        "should count unbound in-tree volumes if migration is enabled",
+        PENDING_VOLUME,
+        [IN_TREE_TWO],
+        2,
+        MIGRATION,
+        "csinode",
+        EXCEED,
+    ),
+    (
+        "should not limit pod if volume used does not report limits",
+        IN_TREE_ONE,
+        [IN_TREE_TWO],
+        2,
+        MIGRATION,
+        "csinode-with-no-limit",
+        [],
+    ),
+    ("should not count non-migratable in-tree volumes", NON_MIGRATABLE, [EBS_TWO], 2, (HOSTPATH, EBS), "csinode", []),
+    (
+        "should count in-tree inline volumes if migration is enabled",
+        IN_TREE_INLINE,
+        [IN_TREE_TWO],
+        2,
+        MIGRATION,
+        "csinode",
+        EXCEED,
+    ),
+    (
+        "should count in-tree and csi volumes if migration is enabled (when scheduling in-tree volumes)",
+        IN_TREE_ONE,
+        [EBS_TWO],
+        2,
+        MIGRATION,
+        "csinode",
+        EXCEED,
+    ),
+    (
+        "should count in-tree, inline and csi volumes if migration is enabled (when scheduling in-tree volumes)",
+        IN_TREE_INLINE,
+        [EBS_TWO, IN_TREE_ONE],
+        3,
+        MIGRATION,
+        "csinode",
+        EXCEED,
+    ),
+    (
+        "should not count in-tree, inline and csi volumes if migration is enabled (when scheduling in-tree volumes)",
+        SAME_AS_CSI,
+        [EBS_TWO, IN_TREE_ONE],
+        3,
+        MIGRATION,
+        "csinode",
+        [],
+    ),
+    (
+        "should count in-tree and csi volumes if migration is enabled (when scheduling csi volumes)",
+        EBS_ONE,
+        [IN_TREE_TWO],
+        2,
+        MIGRATION,
+        "csinode",
+        EXCEED,
+    ),
+]
 
 CASES = [
     ("fits when node volume limit >= new pods CSI volume", EBS_ONE, [RUNNING, EBS_TWO], 4, (EBS,), "csinode", []),
@@ -143,6 +232,7 @@ CASES = [
         [],
     ),
     ("no CSINode: no limit", EBS_ONE, [RUNNING, EBS_TWO], 1, (EBS,), "", []),
+    *MIGRATION_CASES,
 ]
 
 

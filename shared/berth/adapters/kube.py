@@ -74,6 +74,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("ReplicaSet", "replicasets", "apps"),
     Kind("StatefulSet", "statefulsets", "apps"),
     Kind("ReplicationController", "replicationcontrollers"),
+    Kind("Service", "services"),
     Kind("Job", "jobs", "batch"),
     Kind("CapacityBuffer", "capacitybuffers", "autoscaling.x-k8s.io", ("v1beta1", "v1alpha1"), crd=True),
     Kind("Pod", "pods"),

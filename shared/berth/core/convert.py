@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from berth.core import resources
+from berth.core import intree, resources
 from berth.core.amounts import Bad, moment, nanos, resource_list
 from berth.core.model import (
     ANN_BETA_CLASS,
@@ -28,6 +28,7 @@ from berth.core.model import (
     PodAffinityTerm,
     PodCondition,
     PodVolume,
+    Service,
     SpreadConstraint,
     StorageClass,
     Taint,
@@ -242,6 +243,7 @@ def pod(v: wc.Pod) -> Pod:
     requests, limits, nonzero = _pod_amounts(spec, "spec")
     volumes = []
     disks: list[InlineDisk] = []
+    inline: list[tuple[str, str]] = []
     for vol in spec.volumes or ():
         vname = vol.name or ""
         source = vol.persistent_volume_claim
@@ -252,6 +254,9 @@ def pod(v: wc.Pod) -> Pod:
             volumes.append(PodVolume(name=vname, claim_name=f"{name}-{vname}", ephemeral=True))
         elif vol.gce_persistent_disk or vol.aws_elastic_block_store or vol.iscsi or vol.rbd:
             disks.extend(inline_disks(vol))
+        migrated = _migrated(vol.aws_elastic_block_store, vol.gce_persistent_disk, vol.azure_disk, None)
+        if migrated is not None and not claim and vol.ephemeral is None:
+            inline.append(migrated)
     node_affinity = None if spec.affinity is None else spec.affinity.node_affinity
     required = None if node_affinity is None else node_affinity.required_during_scheduling_ignored_during_execution
     conditions = []
@@ -306,6 +311,7 @@ def pod(v: wc.Pod) -> Pod:
         preemption_policy=spec.preemption_policy or "",
         start_time=started,
         nominated_node=status.nominated_node_name or "",
+        inline_csi=tuple(inline),
     )
 
 
@@ -347,6 +353,24 @@ def _storage(v: wc.Storage | None, at: str) -> int | None:
     return nanos(v.storage, f"{at}.storage")
 
 
+def _migrated(
+    aws: wc.AWSElasticBlockStore | None,
+    gce: wc.GCEPersistentDisk | None,
+    azure: wc.AzureDisk | None,
+    labels: dict[str, str] | None,
+) -> tuple[str, str] | None:
+    """An in-tree disk's CSI driver and handle (labels: a PV's, for a GCE PD's zone; None inline)."""
+    if aws is not None and aws.volume_id:
+        handle = intree.aws_handle(aws.volume_id)
+        return None if handle is None else (intree.AWS_EBS, handle)
+    if gce is not None and gce.pd_name:
+        handle = intree.gce_handle(gce.pd_name, labels)
+        return None if handle is None else (intree.GCE_PD, handle)
+    if azure is not None and azure.disk_uri:
+        return intree.AZURE_DISK, azure.disk_uri
+    return None
+
+
 def pv(v: wc.PersistentVolume) -> PersistentVolume:
     meta = v.metadata or EMPTY_META
     name = name_of(meta)
@@ -355,6 +379,7 @@ def pv(v: wc.PersistentVolume) -> PersistentVolume:
     ref = spec.claim_ref
     required = None if spec.node_affinity is None else spec.node_affinity.required
     storage_class, volume_mode, attributes_class = _volume_texts(annotations, spec)
+    migrated = _migrated(spec.aws_elastic_block_store, spec.gce_persistent_disk, spec.azure_disk, meta.labels or {})
     return PersistentVolume(
         name=name,
         resource_version=meta.resource_version or "",
@@ -373,6 +398,8 @@ def pv(v: wc.PersistentVolume) -> PersistentVolume:
         attributes_class=attributes_class,
         csi_driver=(spec.csi.driver or "") if spec.csi is not None else "",
         csi_handle=(spec.csi.volume_handle or "") if spec.csi is not None else "",
+        migrated_driver=migrated[0] if migrated is not None else "",
+        migrated_handle=migrated[1] if migrated is not None else "",
     )
 
 
@@ -511,6 +538,17 @@ def spread_constraints(items: list[wc.TopologySpreadConstraint] | None) -> tuple
 def namespace(v: wc.Namespace) -> Namespace:
     meta = v.metadata or EMPTY_META
     return Namespace(name=name_of(meta), resource_version=meta.resource_version or "", labels=meta.labels or {})
+
+
+def service(v: wc.Service) -> Service:
+    meta = v.metadata or EMPTY_META
+    selector = v.spec.selector if v.spec is not None else None
+    return Service(
+        namespace=namespace_of(meta),
+        name=name_of(meta),
+        resource_version=meta.resource_version or "",
+        selector=None if selector is None else dict(selector),
+    )
 
 
 def csi_node(v: wc.CSINode) -> CSINode:

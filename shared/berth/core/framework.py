@@ -315,6 +315,20 @@ Hint = Callable[[list[Pod | None], int | None], Mask]
 HintFactory = Callable[["ClusterState", Any, datetime], Hint]
 
 
+def each_pod(pods: list[Pod | None], helps: Callable[[Pod], bool]) -> Mask:
+    """A hint's answer pod by pod (kube's QueueingHintFn is per pod); a pod gone is retried (and so leaves
+    the queue)."""
+    return np.fromiter((p is None or helps(p) for p in pods), dtype=bool, count=len(pods))
+
+
+def claim_hint(obj: Any) -> Hint:
+    """kube's hint for a PersistentVolumeClaim added or updated: retry a pod that uses that claim."""
+    ns, name = obj.namespace, obj.name
+    return lambda pods, version: each_pod(
+        pods, lambda p: p.namespace == ns and any(v.claim_name == name for v in p.volumes)
+    )
+
+
 @dataclass(frozen=True)
 class ClusterEventWithHint:
     event: ClusterEvent

@@ -65,6 +65,8 @@ KINDS: dict[tuple[str, str], Kind] = {
         # DefaultPreemption
         ("scheduling.k8s.io", "PriorityClass", ws.PriorityClass, preemption.priority_class),
         ("policy", "PodDisruptionBudget", ws.PodDisruptionBudget, preemption.pod_disruption_budget),
+        # PodTopologySpread's default constraints (with ReplicaSet, StatefulSet, ReplicationController above)
+        ("", "Service", wc.Service, core.service),
     )
 }
 

@@ -117,6 +117,8 @@ class Pod(msgspec.Struct, frozen=True):
     preemption_policy: str = ""
     start_time: datetime | None = None
     nominated_node: str = ""
+    # inline AWS EBS, GCE PD and Azure Disk volumes as CSI sees them: (driver, handle) (berth.core.intree)
+    inline_csi: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -174,6 +176,9 @@ class PersistentVolume(msgspec.Struct, frozen=True):
     attributes_class: str = ""
     csi_driver: str = ""  # spec.csi: the driver and the volume's handle
     csi_handle: str = ""
+    # an in-tree AWS EBS, GCE PD or Azure Disk source as CSI sees it (berth.core.intree); "" otherwise
+    migrated_driver: str = ""
+    migrated_handle: str = ""
 
 
 class PersistentVolumeClaim(msgspec.Struct, frozen=True):
@@ -285,6 +290,15 @@ class Namespace(msgspec.Struct, frozen=True):
     name: str
     resource_version: str = ""
     labels: dict[str, str] = {}
+
+
+class Service(msgspec.Struct, frozen=True):
+    """A Service's pod selector (PodTopologySpread's default constraints); None: no selector, no pod."""
+
+    namespace: str
+    name: str
+    resource_version: str = ""
+    selector: dict[str, str] | None = None
 
 
 class CSINode(msgspec.Struct, frozen=True):

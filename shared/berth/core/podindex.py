@@ -7,7 +7,8 @@ A `PodIndex` is a ClusterState extension (KeepsState). It keeps:
   node slot, built on first use and then updated as pods come, go and move and as nodes come and go;
 - per distinct term of the existing pods (required anti-affinity, required and preferred affinity,
   preferred anti-affinity), how many pods carrying it sit on each slot: pods of one workload share a term;
-- the Namespace objects' labels (InterPodAffinity's namespaceSelector).
+- the Namespace objects' labels (InterPodAffinity's namespaceSelector);
+- the Services and controllers that give a pod its default spread constraints' selector (PodTopologySpread).
 
 A decision reads the slot counts and folds them into topology domains (`domains`, one id per slot for a
 label key, cached until node labels change) with numpy.
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from berth.core.defaultselector import Owners
 from berth.core.model import Namespace, Pod, PodAffinityTerm
 from berth.core.selectors import LabelSelector
 from berth.core.state import ClusterState
@@ -45,8 +47,9 @@ def assigned(pod: Pod | None) -> bool:
 
 
 class PodIndex:
-    def __init__(self, namespaces: bool = False) -> None:
-        self.kinds: tuple[type, ...] = (Namespace,) if namespaces else ()
+    def __init__(self, namespaces: bool = False, owners: bool = False) -> None:
+        self.owners = Owners()
+        self.kinds: tuple[type, ...] = ((Namespace,) if namespaces else ()) + (Owners.kinds if owners else ())
         self.namespaces: dict[str, dict[str, str]] = {}
         self._on: dict[str, dict[str, Pod]] = {}
         self._assigned: dict[str, Pod] = {}
@@ -56,7 +59,7 @@ class PodIndex:
         self._watch: dict[Anchor, set[tuple[Matcher, bool]]] = {}
         self._groups: dict[Group, Ints] = {}
         self._size = 0
-        self._domains: dict[str, tuple[int, Ints, int]] = {}
+        self._domains: dict[str, tuple[int, Ints, dict[str, int]]] = {}
 
     # ---- Extension ----------------------------------------------------------------------------
     def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
@@ -65,6 +68,8 @@ class PodIndex:
                 self.namespaces.pop(obj.name, None)
             else:
                 self.namespaces[obj.name] = obj.labels
+        elif isinstance(obj, Owners.kinds):
+            self.owners.apply(obj, deleted)
 
     def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
         self._fit(state)
@@ -138,6 +143,14 @@ class PodIndex:
 
     def domains(self, state: ClusterState, key: str) -> tuple[Ints, int]:
         """Per slot, the id of its value of label `key` (-1: no such label or no node), and how many values."""
+        ids, values = self._values(state, key)
+        return ids, len(values)
+
+    def domain_id(self, state: ClusterState, key: str, value: str) -> int | None:
+        """The id `domains` gives nodes whose label `key` is `value`; None when no node has it."""
+        return self._values(state, key)[1].get(value)
+
+    def _values(self, state: ClusterState, key: str) -> tuple[Ints, dict[str, int]]:
         self._fit(state)
         nodes = state.nodes
         got = self._domains.get(key)
@@ -149,8 +162,8 @@ class PodIndex:
             node = None if name is None else nodes.node(s)
             if node is not None and key in node.labels:
                 ids[s] = values.setdefault(node.labels[key], len(values))
-        self._domains[key] = (nodes.label_version, ids, len(values))
-        return ids, len(values)
+        self._domains[key] = (nodes.label_version, ids, values)
+        return ids, values
 
     # ---- upkeep -------------------------------------------------------------------------------
     def _fit(self, state: ClusterState) -> None:

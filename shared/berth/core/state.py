@@ -154,11 +154,14 @@ class ClusterState:
         if apply is not None:
             apply(obj, deleted)
             return True
-        for ext in self.extensions:
+        handled = False
+        for (
+            ext
+        ) in self.extensions:  # every extension that keeps the kind (buffers and PodTopologySpread share workloads)
             if isinstance(obj, ext.kinds):
                 ext.apply(self, obj, deleted)
-                return True
-        return False
+                handled = True
+        return handled
 
     @staticmethod
     def _put(store: dict[str, Any], key: str, obj: Any, deleted: bool) -> None:

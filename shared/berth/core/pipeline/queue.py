@@ -181,15 +181,23 @@ class RetryQueue(UnschedulableQueue):
         # (resource, action) -> the plugins interested, and those of them with a hint
         self._interests: dict[tuple[str, Action], tuple[frozenset[str], tuple[Interest, ...]]] = {}
 
-    def helped(self, resource: str, action: Action, obj: Any, now: datetime, has_clock: bool) -> list[str]:
-        """Waiting pods this change can help whose backoff is over, in the order they first failed.
-        Those still backing off are marked due (see take_due)."""
+    def _interest(self, resource: str, action: Action) -> tuple[frozenset[str], tuple[Interest, ...]]:
+        """The plugins registered for this change, and those of them with a hint."""
         got = self._interests.get((resource, action))
         if got is None:
             interests = self.profile.interested(resource, action)
             got = (frozenset(i.plugin for i in interests), tuple(i for i in interests if i.hint is not None))
             self._interests[(resource, action)] = got
-        helps, hinted = got
+        return got
+
+    def registered(self, resource: str, action: Action) -> bool:
+        """Whether a plugin of the profile registered this change."""
+        return bool(self._interest(resource, action)[0])
+
+    def helped(self, resource: str, action: Action, obj: Any, now: datetime, has_clock: bool) -> list[str]:
+        """Waiting pods this change can help whose backoff is over, in the order they first failed.
+        Those still backing off are marked due (see take_due)."""
+        helps, hinted = self._interest(resource, action)
         hints: dict[str, Hint] = {}
         for i in hinted:
             assert i.hint is not None

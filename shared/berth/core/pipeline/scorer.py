@@ -43,20 +43,26 @@ def decision_id(pod: Pod, attempt: int) -> str:
     return hashlib.sha1(seed.encode(), usedforsecurity=False).hexdigest()[:16]
 
 
+# Pod fields whose change cannot move a pending pod: version and status churn, and what the scorer
+# handles before comparing (a node, a finished phase, a deletion). Every other field of the model
+# counts, so a field added to Pod is compared unless it is named here (tests/replay/test_spec_changed.py).
+STATUS_ONLY = frozenset({"resource_version", "conditions", "creation", "phase", "node_name", "deleting"})
+PLACEMENT = tuple(f for f in Pod.__struct_fields__ if f not in STATUS_ONLY)
+
+
 def _spec_changed(old: Pod, new: Pod) -> bool:
     """A pending pod's update that could change its placement (not status or version churn)."""
-    keep = ("requests", "volumes", "node_selector", "affinity", "tolerations", "priority")
-    return any(getattr(old, k) != getattr(new, k) for k in keep)
+    return any(getattr(old, k) != getattr(new, k) for k in PLACEMENT)
 
 
 _ADD_OR_UPDATE = Action.ADD | Action.UPDATE
 
 
 def _action(obj: Any, old: Any, deleted: bool) -> Action:
-    """The change's kube ActionType. A pod's relevant change is always an assigned pod leaving its
-    node (see ScorerEngine._pod_event). The applier knows the previous object of pods and nodes
-    only: other kinds' adds and updates are not told apart (a retry too many, never one too few)."""
-    if deleted or isinstance(obj, Pod):
+    """The change's kube ActionType (pods: ScorerEngine._pod_event). The applier knows the previous
+    object of pods and nodes only: other kinds' adds and updates are not told apart (a retry too
+    many, never one too few)."""
+    if deleted:
         return Action.DELETE
     if old is not None:
         return Action.UPDATE
@@ -127,11 +133,11 @@ class ScorerEngine:
         if obj is None:
             self._evict_due(ev, out)
             return out
-        relevant = True
         if isinstance(obj, Pod):
-            relevant = self._pod_event(obj, applied.old, ev, out)
-        if relevant and self.queue:
+            action = self._pod_event(obj, applied.old, ev, out)
+        else:
             action = _action(obj, applied.old, ev.deleted)
+        if action is not None and self.queue:
             now, has_clock = self.applier.now, self.applier.has_clock
             keys = self.queue.helped(type(obj).__name__, action, obj, now, has_clock)
             for pod in self.queue.to_retry(keys):
@@ -168,24 +174,32 @@ class ScorerEngine:
                 for pod in self.queue.to_retry([k for k in dict.fromkeys(helped) if k != preemptor.key]):
                     self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
 
-    def _pod_event(self, pod: Pod, old: Any, ev: Event, out: list[DecisionRecord]) -> bool:
-        """Decide a new pending pod; returns whether the change can help waiting pods (an assigned
-        pod deleted, finished or moved away from its node)."""
+    def _pod_event(self, pod: Pod, old: Any, ev: Event, out: list[DecisionRecord]) -> Action | None:
+        """Decide a new pending pod; returns what the change is to waiting pods, None when it cannot
+        help them: DELETE for a pod deleted, finished or moved away from its node (kube's
+        AssignedPodDelete), ADD for a pod newly on a node, UPDATE for an assigned pod's new labels.
+        ADD and UPDATE only where a plugin of the profile registered them (InterPodAffinity,
+        PodTopologySpread), so other profiles retry nothing more than before."""
         key = pod.key
         if ev.deleted or pod.terminated:
             self.queue.remove(key)
             self.reservations.forget(key)
-            return True
+            return Action.DELETE
+        was = old.node_name if isinstance(old, Pod) else ""
         if pod.node_name:
             self.queue.remove(key)
             self.reservations.bound(key, pod.node_name)
-            return isinstance(old, Pod) and bool(old.node_name) and old.node_name != pod.node_name
+            if was and was != pod.node_name:
+                return Action.DELETE
+            assert old is None or isinstance(old, Pod)
+            action = Action.ADD if not was else Action.UPDATE if old is not None and old.labels != pod.labels else None
+            return action if action is not None and self.queue.registered("Pod", action) else None
         if self.state.reserved(key) is not None:
-            return False  # decided already, waiting for the API server to agree
+            return None  # decided already, waiting for the API server to agree
         if key in self.queue and isinstance(old, Pod) and not _spec_changed(old, pod):
-            return False
+            return None
         self._decide(pod, ev, out, self.queue.attempts(key) + 1)
-        return False
+        return None
 
     def serve(self, scheduler_name: str) -> None:
         """Decide this scheduler's pods too: with its profile if the config has one, else with the

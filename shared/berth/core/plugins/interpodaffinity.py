@@ -26,11 +26,13 @@ from berth.core.framework import (
     Code,
     Cycle,
     Failure,
+    Hint,
     Mask,
     Scores,
     Status,
+    each_pod,
 )
-from berth.core.model import Pod, PodAffinityTerm
+from berth.core.model import Node, Pod, PodAffinityTerm
 from berth.core.podindex import Ints, Matcher, PodIndex, matches
 from berth.core.selectors import LabelSelector
 from berth.core.state import ClusterState
@@ -173,13 +175,26 @@ class InterPodAffinity:
 
     # ---- Score --------------------------------------------------------------------------------
     def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
+        """kube's PreScore: Skip with no nodes, with ignorePreferredTermsOfExistingPods and a pod without
+        preferred terms, and when no term matches a pod on a node carrying its topology key."""
         a = cycle.pod.pod_affinity
         has_constraints = a is not None and bool(a.preferred or a.preferred_anti)
-        if self.args.ignore_preferred_terms_of_existing_pods and not has_constraints:
+        if not len(cycle.state.nodes) or (self.args.ignore_preferred_terms_of_existing_pods and not has_constraints):
             return SKIP
+        raw = self._raw(cycle)
+        if raw is None:
+            return SKIP
+        cycle.data[NAME] = raw
         return OK
 
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+        raw: Scores | None = cycle.data.get(NAME)
+        if raw is None:
+            raw = self._raw(cycle)
+        return np.zeros(len(cycle.state.nodes.valid), dtype=np.int64) if raw is None else raw
+
+    def _raw(self, cycle: Cycle) -> Scores | None:
+        """Each slot's summed weights over its topology domains; None when no term matched anywhere."""
         pod, state = cycle.pod, cycle.state
         n = len(state.nodes.valid)
         raw = np.zeros(n, dtype=np.int64)
@@ -207,11 +222,10 @@ class InterPodAffinity:
             for owner_ns, term, per_slot in self.index.groups(which):
                 if existing_term_matches(term, owner_ns, pod, ns_labels):
                     add(term.topology_key, per_slot, hard if sign == 0 else sign * term.weight)
-        cycle.data[NAME] = produced
-        return raw
+        return raw if produced else None
 
     def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
-        if not cycle.data.get(NAME) or not feasible.any():
+        if cycle.data.get(NAME) is None or not feasible.any():
             scores[:] = 0
             return
         lo, hi = int(scores[feasible].min()), int(scores[feasible].max())
@@ -223,11 +237,63 @@ class InterPodAffinity:
 
     # ---- requeueing ---------------------------------------------------------------------------
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
-        # kube: Pod Add|UpdatePodLabel|Delete (assigned pods), Node Add|UpdateNodeLabel|UpdateNodeTaint
+        # kube: Pod Add|UpdatePodLabel|Delete (assigned pods), Node Add|UpdateNodeLabel, with hints. berth
+        # sees only the new pod of an update, so a label update has no hint (a retry too many, never too few).
         return (
-            ClusterEventWithHint(ClusterEvent("Pod", Action.ALL)),
-            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE)),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.ADD), self.pod_added_hint),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.UPDATE)),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE), self.pod_deleted_hint),
+            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE), self.node_hint),
         )
+
+    def _matches_all(self, pod: Pod, terms: tuple[PodAffinityTerm, ...], other: Pod) -> bool:
+        """kube's podMatchesAllAffinityTerms: `other` matches every one of the pod's terms (none: False)."""
+        if not terms:
+            return False
+        for t in terms:
+            m = self._matcher(pod, t)
+            if m is None or not matches(m, other):
+                return False
+        return True
+
+    def pod_added_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: an assigned pod was added; retry a pod whose required affinity terms it all matches."""
+        assert isinstance(obj, Pod)
+        if not obj.node_name:
+            return lambda pods, version: each_pod(pods, lambda p: False)
+        return lambda pods, version: each_pod(
+            pods, lambda p: p.pod_affinity is not None and self._matches_all(p, p.pod_affinity.required, obj)
+        )
+
+    def pod_deleted_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: an assigned pod left; retry a pod whose required anti-affinity terms it all matched. berth
+        also retries a pod the leaving pod's own required anti-affinity matched (kube's filter rejects for it,
+        and kube's hint leaves that pod to its periodic flush, which berth does not have)."""
+        assert isinstance(obj, Pod)
+        if not obj.node_name:
+            return lambda pods, version: each_pod(pods, lambda p: False)
+        anti = obj.pod_affinity.required_anti if obj.pod_affinity is not None else ()
+
+        def helps(p: Pod) -> bool:
+            mine = p.pod_affinity.required_anti if p.pod_affinity is not None else ()
+            ns_labels = self.index.namespaces.get(p.namespace, {})
+            return self._matches_all(p, mine, obj) or any(
+                existing_term_matches(t, obj.namespace, p, ns_labels) for t in anti
+            )
+
+        return lambda pods, version: each_pod(pods, helps)
+
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: a node added or updated; retry a pod one of whose required (anti-)affinity terms' topology
+        keys the node carries."""
+        assert isinstance(obj, Node)
+        labels = obj.labels
+
+        def helps(p: Pod) -> bool:
+            a = p.pod_affinity
+            return a is not None and any(t.topology_key in labels for t in (*a.required, *a.required_anti))
+
+        return lambda pods, version: each_pod(pods, helps)
 
 
 def new(args: Args | None, handle: ClusterState) -> InterPodAffinity:

@@ -20,10 +20,13 @@ from berth.core.framework import (
     Code,
     Cycle,
     Failure,
+    Hint,
     Mask,
     Scores,
     Status,
+    each_pod,
 )
+from berth.core.model import Node, Pod
 from berth.core.scoring import default_normalize
 from berth.core.selectors import NodeSelector
 from berth.core.state import ClusterState
@@ -110,7 +113,27 @@ class NodeAffinity:
         default_normalize(scores, feasible, reverse=False)
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
-        return (ClusterEventWithHint(ClusterEvent("Node", Action.ALL)),)
+        # kube: Node Add|UpdateNodeLabel with a hint (and the pod's own update, which the scorer decides
+        # again anyway). berth keeps Delete, without a hint, as it always had.
+        return (
+            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE), self.node_hint),
+            ClusterEventWithHint(ClusterEvent("Node", Action.DELETE)),
+        )
+
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: a node added or its labels changed; retry a pod whose required node affinity and
+        nodeSelector (and the args' addedAffinity) it matches now."""
+        assert isinstance(obj, Node)
+        labels, name = obj.labels, obj.name
+        if self.args.required is not None and not self.args.required.matches(labels, name):
+            return lambda pods, version: each_pod(pods, lambda p: False)
+
+        def helps(p: Pod) -> bool:
+            if any(labels.get(k) != v or k not in labels for k, v in p.node_selector.items()):
+                return False
+            return p.affinity is None or p.affinity.matches(labels, name)
+
+        return lambda pods, version: each_pod(pods, helps)
 
 
 def new(args: Any, handle: ClusterState) -> NodeAffinity:

@@ -8,7 +8,18 @@ from typing import Any
 
 import numpy as np
 
-from berth.core.framework import OK, SKIP, Action, ClusterEvent, ClusterEventWithHint, Cycle, Failure, Status
+from berth.core.framework import (
+    OK,
+    SKIP,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Cycle,
+    Failure,
+    Hint,
+    Status,
+    each_pod,
+)
 from berth.core.model import Pod
 from berth.core.state import ClusterState
 
@@ -78,10 +89,25 @@ class NodePorts:
         return [Failure(bad, REASON)] if bad.any() else []
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        # kube: Pod Delete with a hint, Node Add (and Update) without
         return (
-            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE)),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE), self.pod_hint),
             ClusterEventWithHint(ClusterEvent("Node", Action.ADD)),
         )
+
+    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: a pod left its node; retry a pod wanting one of the host ports it held there."""
+        assert isinstance(obj, Pod)
+        held = obj.host_ports
+
+        def helps(p: Pod) -> bool:
+            return any(
+                proto == o_proto and port == o_port and (ip == o_ip or ANY in (ip, o_ip))
+                for ip, proto, port in p.host_ports
+                for o_ip, o_proto, o_port in held
+            )
+
+        return lambda pods, version: each_pod(pods, helps)
 
 
 def new(args: Any, handle: ClusterState) -> NodePorts:

@@ -4,8 +4,9 @@ by a pod on the node is free; a node without a CSINode, or a driver without a co
 
 A claim counts under its PV's CSI driver and volume handle; an unbound claim (or one whose PV is
 gone) under its StorageClass's provisioner and the claim's own identity, so several pods sharing it
-count it once. Where berth departs: in-tree PVs and inline volumes are not translated to CSI (they
-count nothing), and VolumeAttachments are not read.
+count it once. In-tree AWS EBS, GCE PD and Azure Disk volumes, as PVs or inline, count under their CSI
+driver and the handle it would give them (berth.core.intree; migration is on wherever a CSINode
+exists, and only nodes with a CSINode have limits). Where berth departs: VolumeAttachments are not read.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from berth.core.framework import (
     Code,
     Cycle,
     Failure,
+    Hint,
     Status,
+    claim_hint,
+    each_pod,
 )
 from berth.core.model import CSINode, Pod
 from berth.core.state import ClusterState
@@ -67,7 +71,7 @@ class VolumeCounts:
         prev = self._placed.pop(key, None)
         if prev is not None:
             self.pods_on[prev].discard(key)
-        if new is not None and new.node_name and not new.terminated and new.volumes:
+        if new is not None and new.node_name and not new.terminated and (new.volumes or new.inline_csi):
             self._placed[key] = new.node_name
             self.pods_on.setdefault(new.node_name, set()).add(key)
 
@@ -78,7 +82,7 @@ class VolumeCounts:
 def attachable(state: ClusterState, pod: Pod, pending: bool) -> dict[str, str]:
     """The pod's volumes that attach through a CSI driver: unique name -> driver. A missing claim
     raises _NotFound for the pod being scheduled and is skipped for a pod already placed."""
-    out: dict[str, str] = {}
+    out: dict[str, str] = {f"{driver}/{handle}": driver for driver, handle in pod.inline_csi}
     for vol in pod.volumes:
         key = f"{pod.namespace}/{vol.claim_name}"
         pvc = state.pvcs.get(key)
@@ -90,7 +94,9 @@ def attachable(state: ClusterState, pod: Pod, pending: bool) -> dict[str, str]:
         if pv is not None:
             if pv.csi_driver:
                 out[f"{pv.csi_driver}/{pv.csi_handle}"] = pv.csi_driver
-            continue  # in-tree or local PVs: not counted here
+            elif pv.migrated_driver:
+                out[f"{pv.migrated_driver}/{pv.migrated_handle}"] = pv.migrated_driver
+            continue  # other in-tree or local PVs: not counted
         sc = state.classes.get(pvc.storage_class) if pvc.storage_class else None
         if sc is None or not sc.provisioner:
             continue
@@ -109,7 +115,7 @@ class NodeVolumeLimits:
         return self.counts
 
     def pre_filter(self, cycle: Cycle) -> Status:
-        return OK if cycle.pod.volumes else SKIP
+        return OK if cycle.pod.volumes or cycle.pod.inline_csi else SKIP
 
     def filter(self, cycle: Cycle) -> list[Failure]:
         state, nodes = cycle.state, cycle.state.nodes
@@ -140,11 +146,21 @@ class NodeVolumeLimits:
         return [Failure(bad, REASON)] if bad.any() else []
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        # kube: CSINode Add|Update, assigned Pod Delete and PVC Add, the last two with hints. berth sees only the
+        # new CSINode of an update, so it has no hint (kube's: a driver's count went up).
         return (
             ClusterEventWithHint(ClusterEvent("CSINode", Action.ADD | Action.UPDATE)),
-            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE)),
-            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", Action.ADD)),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE), self.pod_hint),
+            ClusterEventWithHint(
+                ClusterEvent("PersistentVolumeClaim", Action.ADD), lambda state, obj, now: claim_hint(obj)
+            ),
         )
+
+    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: a pod left its node; retry when it was on a node and had volumes that count."""
+        assert isinstance(obj, Pod)
+        frees = bool(obj.node_name) and bool(obj.volumes or obj.inline_csi)
+        return lambda pods, version: each_pod(pods, lambda p: frees)
 
 
 def new(args: Any, handle: ClusterState) -> NodeVolumeLimits:

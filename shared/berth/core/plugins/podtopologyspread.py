@@ -3,7 +3,9 @@
 Filter (PreFilter + Filter): the pod's DoNotSchedule constraints; per node the first failing
 constraint decides: a missing topology key (UnschedulableAndUnresolvable) or a skew above maxSkew
 (Unschedulable). Score (PreScore + Score + NormalizeScore): the ScheduleAnyway constraints.
-A pod without constraints gets the plugin's default constraints (args defaultingType).
+A pod without constraints gets the plugin's default constraints (args defaultingType: System's
+hostname and zone pair, or the List), with the selector kube deduces from the Services and the
+controller of the pod (berth.core.defaultselector); none when that selector is empty.
 
 Matching pods per slot come from the PodIndex (per selector, in the pod's namespace, not being
 deleted), folded into topology domains with numpy.
@@ -27,11 +29,13 @@ from berth.core.framework import (
     Code,
     Cycle,
     Failure,
+    Hint,
     Mask,
     Scores,
     Status,
+    each_pod,
 )
-from berth.core.model import Pod, SpreadConstraint
+from berth.core.model import Node, Pod, SpreadConstraint
 from berth.core.podindex import Ints, PodIndex
 from berth.core.selectors import LabelSelector, valid_label_key
 from berth.core.state import ClusterState
@@ -41,7 +45,13 @@ NAME = "PodTopologySpread"
 REASON = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING = "node(s) didn't match pod topology spread constraints (missing required label)"
 HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
 DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
+# kube's systemDefaultConstraints, in its order
+SYSTEM_DEFAULTS = (
+    SpreadConstraint(max_skew=3, topology_key=HOSTNAME, when_unsatisfiable=SCHEDULE_ANYWAY),
+    SpreadConstraint(max_skew=5, topology_key=ZONE, when_unsatisfiable=SCHEDULE_ANYWAY),
+)
 
 
 class Args(msgspec.Struct, frozen=True):
@@ -120,28 +130,34 @@ class PodTopologySpread:
 
     def __init__(self, args: Args) -> None:
         self.args = args
-        self.index = PodIndex()
+        self.system = args.defaulting_type == "System"
+        self.defaults = SYSTEM_DEFAULTS if self.system else args.default_constraints
+        self.index = PodIndex(owners=bool(self.defaults))
 
     def extension(self) -> PodIndex:
         return self.index
 
-    def _constraints(self, pod: Pod, mode: str) -> list[tuple[SpreadConstraint, LabelSelector | None]]:
+    def constraints(self, pod: Pod, mode: str) -> list[tuple[SpreadConstraint, LabelSelector | None]]:
         """The pod's constraints of one mode with their selectors (matchLabelKeys merged); the
         default constraints when it has none."""
         if pod.spread:
             own = [c for c in pod.spread if c.when_unsatisfiable == mode]
             return [(c, _selector(c, pod)) for c in own]
-        # kube deduces the default constraints' selector from the pod's Services and controller; berth
-        # reads neither yet, so that selector is empty and, as in kube, an empty one means no constraints.
-        return []
+        defaults = [c for c in self.defaults if c.when_unsatisfiable == mode]
+        sel = self.index.owners.selector(pod) if defaults else None
+        return [] if sel is None else [(c, sel) for c in defaults]
 
-    def _eligible(self, cycle: Cycle, cs: list[tuple[SpreadConstraint, LabelSelector | None]]) -> tuple[Mask, Any]:
-        """Slots with every constraint's key, and per constraint the slots its inclusion policies admit."""
+    def _eligible(
+        self, cycle: Cycle, cs: list[tuple[SpreadConstraint, LabelSelector | None]], require_all: bool = True
+    ) -> tuple[Mask, Any]:
+        """Slots with every constraint's key, and per constraint the slots its inclusion policies admit
+        (among those with every key, or among all nodes when not require_all)."""
         state, pod = cycle.state, cycle.pod
         nodes = state.nodes
         every = nodes.valid.copy()
         for c, _ in cs:
             every &= self.index.domains(state, c.topology_key)[0] >= 0
+        base = every if require_all else nodes.valid
         affinity = nodes.valid.copy()
         if pod.node_selector:
             affinity &= nodes.match_labels_mask(pod.node_selector)
@@ -150,7 +166,7 @@ class PodTopologySpread:
         taints = _tolerated(cycle)
         policies = []
         for c, _ in cs:
-            m = every.copy()
+            m = base.copy()
             if c.node_affinity_policy == "Honor":
                 m &= affinity
             if c.node_taints_policy == "Honor":
@@ -166,10 +182,10 @@ class PodTopologySpread:
 
     # ---- Filter -------------------------------------------------------------------------------
     def pre_filter(self, cycle: Cycle) -> Status:
-        return OK if self._constraints(cycle.pod, DO_NOT_SCHEDULE) else SKIP
+        return OK if self.constraints(cycle.pod, DO_NOT_SCHEDULE) else SKIP
 
     def filter(self, cycle: Cycle) -> list[Failure]:
-        cs = self._constraints(cycle.pod, DO_NOT_SCHEDULE)
+        cs = self.constraints(cycle.pod, DO_NOT_SCHEDULE)
         state, pod = cycle.state, cycle.pod
         valid = state.nodes.valid
         n = len(valid)
@@ -201,32 +217,36 @@ class PodTopologySpread:
 
     # ---- Score --------------------------------------------------------------------------------
     def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
-        return OK if self._constraints(cycle.pod, SCHEDULE_ANYWAY) and len(cycle.state.nodes) else SKIP
+        return OK if self.constraints(cycle.pod, SCHEDULE_ANYWAY) and len(cycle.state.nodes) else SKIP
 
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
-        # Only a pod's own constraints reach here (see _constraints), so kube's requireAllTopologies holds:
-        # a candidate without every key is ignored, and only nodes with every key are counted.
-        cs = self._constraints(cycle.pod, SCHEDULE_ANYWAY)
+        # kube's requireAllTopologies: with the pod's own constraints or List defaulting, a candidate without
+        # every key is ignored and only nodes with every key count. With System defaulting every node takes
+        # part: one without a key adds nothing for that constraint, and counts in the domain of value "".
+        cs = self.constraints(cycle.pod, SCHEDULE_ANYWAY)
         state = cycle.state
         n = len(state.nodes.valid)
-        every, policies = self._eligible(cycle, cs)
-        scored = feasible[:n] & every
+        require_all = bool(cycle.pod.spread) or not self.system
+        every, policies = self._eligible(cycle, cs, require_all)
+        scored = feasible[:n] & (every if require_all else state.nodes.valid)
         raw = np.zeros(n, dtype=np.float64)
         for (c, sel), admitted in zip(cs, policies, strict=True):
             ids, nd = self.index.domains(state, c.topology_key)
             ids = ids[:n]
+            has = ids >= 0
             per_slot = self._per_slot(cycle, sel)
             if c.topology_key == HOSTNAME:
                 size = int(scored.sum())
                 cnt = per_slot
             else:
-                registered = np.zeros(nd + 1, dtype=bool)  # a spare domain, as in filter
+                blank = self.index.domain_id(state, c.topology_key, "")
+                ids = np.where(has, ids, nd if blank is None else blank)  # nd: a spare domain for no label
+                registered = np.zeros(nd + 1, dtype=bool)
                 registered[ids[scored]] = True
                 size = int(registered.sum())
                 dom = np.bincount(ids[admitted], weights=per_slot[admitted], minlength=nd + 1).astype(np.int64)
-                safe = np.maximum(ids, 0)
-                cnt = np.where(registered[safe], dom[safe], 0)
-            raw += cnt * math.log(size + 2) + (c.max_skew - 1)
+                cnt = np.where(registered[ids], dom[ids], 0)
+            raw += np.where(has, cnt * math.log(size + 2) + (c.max_skew - 1), 0)
         out = np.where(scored, np.floor(raw + 0.5), 0).astype(np.int64)  # Go's math.Round; raw >= 0
         cycle.data[NAME] = scored
         return out
@@ -244,11 +264,37 @@ class PodTopologySpread:
 
     # ---- requeueing ---------------------------------------------------------------------------
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
-        # kube: Pod Add|UpdatePodLabel|Delete, Node Add|Delete|UpdateNodeLabel|UpdateNodeTaint
+        # kube: Pod Add|UpdatePodLabel|Delete, Node Add|Delete|UpdateNodeLabel|UpdateNodeTaint, with hints
+        # over the pod's hard constraints. berth sees only the new object of an update: no hint there.
         return (
-            ClusterEventWithHint(ClusterEvent("Pod", Action.ALL)),
-            ClusterEventWithHint(ClusterEvent("Node", Action.ALL)),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.ADD | Action.DELETE), self.pod_hint),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.UPDATE)),
+            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.DELETE), self.node_hint),
+            ClusterEventWithHint(ClusterEvent("Node", Action.UPDATE)),
         )
+
+    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: an assigned pod of the pod's namespace added or deleted; retry when its labels match one of
+        the pod's hard constraints' selectors."""
+        assert isinstance(obj, Pod)
+
+        def helps(p: Pod) -> bool:
+            if not obj.node_name or obj.namespace != p.namespace:
+                return False
+            return any(sel is not None and sel.matches(obj.labels) for _, sel in self.constraints(p, DO_NOT_SCHEDULE))
+
+        return lambda pods, version: each_pod(pods, helps)
+
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: a node added or deleted; retry when it carries every hard constraint's topology key."""
+        assert isinstance(obj, Node)
+        labels = obj.labels
+
+        def helps(p: Pod) -> bool:
+            cs = self.constraints(p, DO_NOT_SCHEDULE)
+            return bool(cs) and all(c.topology_key in labels for c, _ in cs)
+
+        return lambda pods, version: each_pod(pods, helps)
 
 
 def _selector(c: SpreadConstraint, pod: Pod) -> LabelSelector | None:

@@ -17,11 +17,13 @@ from berth.core.framework import (
     Code,
     Cycle,
     Failure,
+    Hint,
     Mask,
     Scores,
     Status,
+    each_pod,
 )
-from berth.core.model import Pod, Taint, Toleration
+from berth.core.model import Node, Pod, Taint, Toleration
 from berth.core.nodes import NodeTable
 from berth.core.scoring import default_normalize
 from berth.core.state import ClusterState
@@ -108,7 +110,18 @@ class TaintToleration:
         default_normalize(scores, feasible, reverse=True)
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
-        return (ClusterEventWithHint(ClusterEvent("Node", Action.ALL)),)
+        # kube: Node Add|UpdateNodeTaint with a hint (and the pod's own toleration update, which the scorer
+        # decides again anyway). berth keeps Delete, without a hint, as it always had.
+        return (
+            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE), self.node_hint),
+            ClusterEventWithHint(ClusterEvent("Node", Action.DELETE)),
+        )
+
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: a node added or its taints changed; retry a pod that tolerates its taints now."""
+        assert isinstance(obj, Node)
+        taints = tuple(t for t in obj.taints if t.effect in ("NoSchedule", "NoExecute"))
+        return lambda pods, version: each_pod(pods, lambda p: untolerated(taints, p.tolerations) is None)
 
 
 def new(args: Any, handle: ClusterState) -> TaintToleration:

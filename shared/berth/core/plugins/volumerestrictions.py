@@ -18,7 +18,10 @@ from berth.core.framework import (
     Code,
     Cycle,
     Failure,
+    Hint,
     Status,
+    claim_hint,
+    each_pod,
 )
 from berth.core.model import InlineDisk, Pod
 from berth.core.state import ClusterState
@@ -135,11 +138,28 @@ class VolumeRestrictions:
         return out
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        # kube: assigned Pod Delete, Node Add, PVC Add|Update, with hints on the pod and the claim
         return (
-            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE)),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE), self.pod_hint),
             ClusterEventWithHint(ClusterEvent("Node", Action.ADD)),
-            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", Action.ADD | Action.UPDATE)),
+            ClusterEventWithHint(
+                ClusterEvent("PersistentVolumeClaim", Action.ADD | Action.UPDATE),
+                lambda state, obj, now: claim_hint(obj),
+            ),
         )
+
+    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: a pod left its node; retry a pod that shares an inline disk with it in a conflicting way,
+        or one of its claims (ReadWriteOncePod)."""
+        assert isinstance(obj, Pod)
+        claims = {v.claim_name for v in obj.volumes}
+
+        def helps(p: Pod) -> bool:
+            if p.namespace == obj.namespace and any(v.claim_name in claims for v in p.volumes):
+                return True
+            return any(conflict(a, b) for a in p.inline_disks for b in obj.inline_disks)
+
+        return lambda pods, version: each_pod(pods, helps)
 
 
 def new(args: Any, handle: ClusterState) -> VolumeRestrictions:

@@ -19,6 +19,7 @@ from berth.core.framework import (
     Cycle,
     Failure,
     Status,
+    claim_hint,
 )
 from berth.core.state import ClusterState
 
@@ -101,7 +102,10 @@ class VolumeZone:
         return (
             ClusterEventWithHint(ClusterEvent("StorageClass", Action.ADD)),
             ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE)),
-            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", Action.ADD | Action.UPDATE)),
+            ClusterEventWithHint(
+                ClusterEvent("PersistentVolumeClaim", Action.ADD | Action.UPDATE),
+                lambda state, obj, now: claim_hint(obj),
+            ),
             ClusterEventWithHint(ClusterEvent("PersistentVolume", Action.ADD | Action.UPDATE)),
         )
 

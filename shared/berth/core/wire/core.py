@@ -1,4 +1,5 @@
-"""Core Kubernetes kinds: Pod, Node, PersistentVolume(Claim), StorageClass, CSIDriver, CSIStorageCapacity, CSINode."""
+"""Core Kubernetes kinds: Pod, Node, PersistentVolume(Claim), StorageClass, CSIDriver, CSIStorageCapacity, CSINode,
+Namespace, Service."""
 
 from __future__ import annotations
 
@@ -52,6 +53,10 @@ class AWSElasticBlockStore(Wire, frozen=True):
     read_only: bool | None = None
 
 
+class AzureDisk(Wire, frozen=True):
+    disk_uri: str | None = msgspec.field(default=None, name="diskURI")
+
+
 class ISCSIVolume(Wire, frozen=True):
     iqn: str | None = None
     read_only: bool | None = None
@@ -73,6 +78,7 @@ class Volume(Wire, frozen=True):
     aws_elastic_block_store: AWSElasticBlockStore | None = None
     iscsi: ISCSIVolume | None = None
     rbd: RBDVolume | None = None
+    azure_disk: AzureDisk | None = None  # NodeVolumeLimits counts it under its CSI driver
 
 
 class PreferredSchedulingTerm(Wire, frozen=True):
@@ -223,6 +229,10 @@ class PersistentVolumeSpec(Wire, frozen=True):
     node_affinity: VolumeNodeAffinity | None = None
     volume_attributes_class_name: str | None = None
     csi: CSIVolumeSource | None = None
+    # in-tree sources NodeVolumeLimits counts under their CSI driver
+    aws_elastic_block_store: AWSElasticBlockStore | None = None
+    gce_persistent_disk: GCEPersistentDisk | None = None
+    azure_disk: AzureDisk | None = None
 
 
 class Phase(Wire, frozen=True):
@@ -291,6 +301,17 @@ class CSIStorageCapacity(Object, frozen=True):
 
 class Namespace(Object, frozen=True):
     pass
+
+
+# ---- Service (PodTopologySpread's default constraints) ----
+
+
+class ServiceSpec(Wire, frozen=True):
+    selector: Texts | None = None
+
+
+class Service(Object, frozen=True):
+    spec: ServiceSpec | None = None
 
 
 # ---- CSINode (NodeVolumeLimits) ----

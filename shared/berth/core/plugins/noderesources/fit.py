@@ -16,9 +16,12 @@ from berth.core.framework import (
     ClusterEventWithHint,
     Cycle,
     Failure,
+    Hint,
     Mask,
     Scores,
+    each_pod,
 )
+from berth.core.model import Node, Pod
 from berth.core.plugins.noderesources.allocation import Ints, NonZeroRequested, allocatable_requested
 from berth.core.plugins.noderesources.fitargs import LEAST, MAX_CUSTOM_PRIORITY_SCORE, MOST, NodeResourcesFitArgs
 from berth.core.resources import CPU, EPHEMERAL, MEMORY, PODS
@@ -132,11 +135,25 @@ class NodeResourcesFit:
         return out
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
-        # a pod leaving its node frees its requests there
+        # kube: Node Add|Update with a hint; a pod leaving its node frees its requests there. berth keeps Node
+        # Delete, without a hint, as it always had.
         return (
-            ClusterEventWithHint(ClusterEvent("Node", Action.ALL)),
+            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE), self.node_hint),
+            ClusterEventWithHint(ClusterEvent("Node", Action.DELETE)),
             ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE)),
         )
+
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube's isFit: a node added or updated; retry a pod that would fit it were it empty."""
+        assert isinstance(obj, Node)
+        alloc = obj.allocatable
+
+        def helps(p: Pod) -> bool:
+            if alloc.get(PODS, 0) < 1:
+                return False
+            return all(v <= 0 or k == PODS or self._ignored(k) or alloc.get(k, 0) >= v for k, v in p.requests.items())
+
+        return lambda pods, version: each_pod(pods, helps)
 
 
 def new(args: Any, handle: ClusterState) -> NodeResourcesFit:
