@@ -63,7 +63,6 @@ def test_koordinators_shipped_configuration_loads_with_one_warning_per_plugin(
         "DeviceShare",
         "Coscheduling",
         "ElasticQuota",
-        "DefaultPreemption",
         "DefaultPreBind",
         "DefaultBinder",
         "ElasticQuota",  # its args

@@ -52,5 +52,5 @@ def test_kube_plugins_decide_together_in_the_default_profile() -> None:
         "NodeResourcesFit",
         "NodeResourcesBalancedAllocation",
         "ImageLocality",
-        "InterPodAffinity",
-    }  # NodeAffinity and PodTopologySpread skipped their PreScore: no preferred terms, no constraints
+    }  # NodeAffinity, PodTopologySpread and InterPodAffinity skipped their PreScore: no preferred
+    # terms, no constraints, no affinity term (kube's InterPodAffinity PreScore skips then too)
