@@ -28,6 +28,7 @@ from berth.core.framework import (
     HintFactory,
     KeepsState,
     Mask,
+    NodeFit,
     NodeStatus,
     NodeToStatus,
     NormalizeScorePlugin,
@@ -138,6 +139,7 @@ class _DryRun:
 
     scheduler: Scheduler
     node_local: bool
+    node_fit: NodeFit | None
 
     def __call__(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]:
         return self.scheduler.dry_run(cycle)
@@ -153,7 +155,8 @@ class Scheduler:
         self.observe: Callable[[str, str, float], None] | None = None
         plugins = [*profile.pre_filters, *profile.filters]
         local = not any(isinstance(p, ReadsOtherNodes) and p.reads_other_nodes for p in plugins)
-        self.dry_runner = _DryRun(self, local)  # what PostFilter plugins get
+        fit = next((p for p in profile.filters if isinstance(p, NodeFit)), None)
+        self.dry_runner = _DryRun(self, local, fit)  # what PostFilter plugins get
         self._post_filtering = True
 
     def decide(self, pod: Pod, now: datetime, on: str | None = None) -> Outcome:
