@@ -311,38 +311,36 @@ class DefaultPreemption:
         lower-priority ones, most important first; keys: their namespace/names."""
         slot = self.state.nodes.slot[node]
         names = [name for name, _ in room.wants]
-        amounts: dict[str, list[int]] = {}
+        amounts: list[list[int]] = []
         for k in keys:
             counted = self.state.usage_of(k)
             if counted is None or counted[0] != node:
                 return None
             on = counted[1]
-            amounts[k] = [on.get(name, 0) for name in names]
+            amounts.append([on.get(name, 0) for name in names])
         # slack: what is left of each checked resource with every lower-priority pod gone, beyond
         # what the pod wants; it fits while no slack is negative
         slack = [int(col[slot]) - want for col, (_, want) in zip(room.free, room.wants, strict=True)]
-        for a in amounts.values():
+        for a in amounts:
             slack = [s + x for s, x in zip(slack, a, strict=True)]
         if min(slack) < 0:
             return Rejected(
                 Code.UNSCHEDULABLE, tuple(room.reason(n) for n, s in zip(names, slack, strict=True) if s < 0)
             )
-        bad, good = split_by_pdb(pods, pdbs)
-        victims: list[Pod] = []
-        violations = 0
-        for pod, violates in [(p, True) for p in bad] + [(p, False) for p in good]:
-            after = [s - x for s, x in zip(slack, amounts[pod.key], strict=True)]
+        flags = violates_pdb(pods, pdbs)
+        order = [i for i, v in enumerate(flags) if v] + [i for i, v in enumerate(flags) if not v]
+        chosen: list[int] = []
+        for i in order:
+            after = [s - x for s, x in zip(slack, amounts[i], strict=True)]
             if min(after) >= 0:
                 slack = after
             else:
-                victims.append(pod)
-                violations += violates
-        if not victims:
+                chosen.append(i)
+        if not chosen:
             return Rejected(Code.ERROR, (f'expected at least one victim pod on node "{node}"',))
-        if bad and good:  # violating and non-violating: back in importance order
-            rank = {p.key: i for i, p in enumerate(pods)}
-            victims.sort(key=lambda p: rank[p.key])
-        return Candidate(node, tuple(victims), violations)
+        if any(flags) and not all(flags):  # violating and non-violating: back in importance order
+            chosen.sort()
+        return Candidate(node, tuple(pods[i] for i in chosen), sum(flags[i] for i in chosen))
 
     @contextmanager
     def _lifted(self, pods: list[Pod]) -> Iterator[None]:
@@ -376,12 +374,19 @@ def importance(now: datetime, priority: Callable[[Pod], int]) -> Callable[[Pod],
 
 
 def split_by_pdb(pods: list[Pod], pdbs: list[PodDisruptionBudget]) -> tuple[list[Pod], list[Pod]]:
-    """kube's filterPodsWithPDBViolation: (violating, non-violating), each in the given order. The
-    budgets (status.disruptionsAllowed) are fresh for each call; a pod named in a PDB's
-    disruptedPods does not use it up."""
+    """kube's filterPodsWithPDBViolation: (violating, non-violating), each in the given order."""
+    flags = violates_pdb(pods, pdbs)
+    return [p for p, v in zip(pods, flags, strict=True) if v], [p for p, v in zip(pods, flags, strict=True) if not v]
+
+
+def violates_pdb(pods: list[Pod], pdbs: list[PodDisruptionBudget]) -> list[bool]:
+    """Whether evicting each pod, in the given order, breaks a PDB. The budgets
+    (status.disruptionsAllowed) are fresh for each call; a pod named in a PDB's disruptedPods does
+    not use it up."""
+    if not pdbs:
+        return [False] * len(pods)
     allowed = [pdb.disruptions_allowed for pdb in pdbs]
-    violating: list[Pod] = []
-    clean: list[Pod] = []
+    out = []
     for pod in pods:
         hit = False
         for i, pdb in enumerate(pdbs):
@@ -390,8 +395,8 @@ def split_by_pdb(pods: list[Pod], pdbs: list[PodDisruptionBudget]) -> tuple[list
             allowed[i] -= 1
             if allowed[i] < 0:
                 hit = True
-        (violating if hit else clean).append(pod)
-    return violating, clean
+        out.append(hit)
+    return out
 
 
 def select(candidates: list[Candidate], now: datetime, priority: Callable[[Pod], int]) -> Candidate:
