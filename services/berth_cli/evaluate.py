@@ -19,7 +19,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "evaluate",
         help="decide pending pods in a snapshot",
-        description="Decide every pending pod in a snapshot (creation order, or --pod order). "
+        description="Decide every pending pod in a snapshot (kube's PrioritySort: higher priority first, then creation order; or --pod order). "
         "Each decision is reserved before the next pod is decided.",
     )
     p.add_argument(
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
                 )
             pods.append(pod)
     else:
-        pods = state.pending_pods()
+        pods = scheduler.queue(state.pending_pods())
     decisions = scheduler.run(pods, now_or(args.now))
     if args.output == "json":
         print_json({"decisions": decisions})

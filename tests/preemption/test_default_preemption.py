@@ -676,6 +676,9 @@ class _OneAtATime:
     def __call__(self, cycle: Cycle) -> Any:
         return self.h.scheduler.dry_run(cycle)
 
+    def nominated(self, pod: Any) -> frozenset[str]:
+        return frozenset()
+
 
 @settings(max_examples=40, deadline=None)
 @given(

@@ -216,6 +216,10 @@ class DryRun(Protocol):
     node_local: bool
     node_fit: NodeFit | None
 
+    def nominated(self, pod: Pod) -> frozenset[str]:
+        """Nodes where the pod's filters also see nominated pods (kube's addGENominatedPods)."""
+        ...
+
     def __call__(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]: ...
 
 

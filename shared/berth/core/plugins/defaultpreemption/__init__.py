@@ -229,7 +229,12 @@ class DefaultPreemption:
         nodes = self.state.nodes
         wants = fit.wants(cycle.pod)
         free = [nodes.allocatable(name) - nodes.requested(name) for name, _ in wants]
-        return Room(statuses.only(fit.name), wants, free, fit.reason)
+        judged = statuses.only(fit.name)
+        for node in dry_run.nominated(cycle.pod):  # nominated pods there: the dry run proper
+            slot = nodes.slot.get(node)
+            if slot is not None:
+                judged[slot] = False
+        return Room(judged, wants, free, fit.reason)
 
     def victims_on(
         self,
