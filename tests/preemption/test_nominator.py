@@ -12,7 +12,7 @@ from berth.core.framework import Cycle
 from berth.core.kinds import convert
 from berth.core.model import Pod
 from tests.builders import NOW
-from tests.preemption.helpers import HIGH, LOW, MID, Harness, knode, kpod
+from tests.preemption.helpers import HIGH, LOW, MID, Harness, knode, kpod, priority_class
 
 FULL = {"cpu": "1", "memory": "1Gi"}
 HALF = {"cpu": "600m", "memory": "100Mi"}
@@ -113,3 +113,14 @@ def test_unset_priority_counts_as_zero_in_the_order() -> None:
         kpod("high", priority=HIGH, metadata={"creationTimestamp": T2}),
     )
     assert [p.name for p in h.scheduler.queue(h.state.pending_pods())] == ["high", "unset", "zero"]
+
+
+def test_the_order_reads_priority_classes_and_the_global_default() -> None:
+    h = Harness().add(
+        priority_class("batch", -10, default=True),
+        priority_class("serving", 1000),
+        kpod("plain", metadata={"creationTimestamp": T1}),  # the globalDefault: -10
+        kpod("served", priorityClassName="serving", metadata={"creationTimestamp": T2}),
+        kpod("zero", priority=0, metadata={"creationTimestamp": T2}),
+    )
+    assert [p.name for p in h.scheduler.queue(h.state.pending_pods())] == ["served", "zero", "plain"]

@@ -154,11 +154,12 @@ class ClusterState:
         if apply is not None:
             apply(obj, deleted)
             return True
-        for ext in self.extensions:
+        known = False
+        for ext in self.extensions:  # every extension of the kind sees it (PriorityClasses: two)
             if isinstance(obj, ext.kinds):
                 ext.apply(self, obj, deleted)
-                return True
-        return False
+                known = True
+        return known
 
     @staticmethod
     def _put(store: dict[str, Any], key: str, obj: Any, deleted: bool) -> None:

@@ -46,6 +46,10 @@ class Nominator:
         """A nomination made in this run, kept until forget."""
         self._held[pod.key] = msgspec.structs.replace(pod, nominated_node=node)
 
+    def holds(self, pod_key: str) -> bool:
+        """Whether this run nominated the pod (and has not forgotten it)."""
+        return pod_key in self._held
+
     def forget(self, pod_key: str) -> None:
         """kube clears a nomination when PostFilter finds no node for the pod."""
         self._held.pop(pod_key, None)
