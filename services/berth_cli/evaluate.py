@@ -19,7 +19,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "evaluate",
         help="decide pending pods in a snapshot",
-        description="Decide every pending pod in a snapshot (creation order, or --pod order). "
+        description="Decide every pending pod in a snapshot (kube's PrioritySort: higher priority first, then creation order; or --pod order). "
         "Each decision is reserved before the next pod is decided.",
     )
     p.add_argument(
@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
                 )
             pods.append(pod)
     else:
-        pods = state.pending_pods()
+        # kube's PrioritySort (priority depends on the state alone: any profile's queue orders alike)
+        pods = next(iter(schedulers.values())).queue(state.pending_pods())
     now = now_or(args.now)
     decisions: list[Decision] = []
     skipped: list[dict[str, str]] = []  # pods of schedulers the config has no profile for

@@ -22,6 +22,7 @@ PRESET_HELP = {
     "small-churn": "small, with every workload living about 5 minutes: most pods leave before the end",
     "bench": "5,000 nodes, 100,000 PVs, 20,000 pending pods, about 200,000 events",
     "bench-churn": "bench, with every workload living about a minute: most pods leave before the end",
+    "preempt": "6 full nodes, PriorityClasses and PDBs, then 12 critical pods that only preemption places",
 }
 
 
@@ -122,6 +123,12 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--burst-at", type=_typed(parse_seconds), metavar="DURATION", help="when the burst comes")
     g.add_argument("--buffers", type=COUNT, metavar="N", help="CapacityBuffers (0: no buffers, quota or frontend)")
     g.add_argument("--daemonset", action=argparse.BooleanOptionalAction, help="a running DaemonSet pod per node")
+    g.add_argument(
+        "--priority-classes",
+        action=argparse.BooleanOptionalAction,
+        help="critical, serving and batch (globalDefault) PriorityClasses; pods carry theirs",
+    )
+    g.add_argument("--pdbs", type=SHARE, metavar="F", help="share of StatefulSets and Deployments with a PDB")
 
     g = p.add_argument_group("time and metrics")
     g.add_argument("--start", type=rfc3339, metavar="RFC3339", help="t0 (default 2026-11-02T08:00:00Z, a Monday)")

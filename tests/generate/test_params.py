@@ -20,7 +20,7 @@ from berth.core.generate.params import (
 
 def test_defaults_and_presets_are_valid() -> None:
     Params()
-    assert set(PRESETS) == {"small", "cold-burst", "small-churn", "bench", "bench-churn"}
+    assert set(PRESETS) == {"small", "cold-burst", "small-churn", "bench", "bench-churn", "preempt"}
 
 
 def test_every_problem_is_reported_at_once() -> None:

@@ -6,6 +6,7 @@ from collections import Counter
 
 from berth.core.config import parse_config
 from berth.core.events import WatchEvent
+from berth.core.generate import PRESETS, generate
 from berth.core.model import PersistentVolume
 from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.scorer import ScorerEngine
@@ -82,3 +83,36 @@ def test_a_burst_does_not_all_land_on_the_cold_node(cold_burst: list[WatchEvent]
     assert min(usage, key=lambda n: int(usage[n].rstrip("m"))) == coldest, "the cold node is the favourite"
     assert 10 <= count < 50
     assert len(nodes) >= 5
+
+
+def test_the_preempt_preset_replays_preemption() -> None:
+    """PriorityClasses (batch the globalDefault), PDBs on some workloads, pods carrying their class
+    as admission writes it; replayed, the critical burst preempts serving or batch pods."""
+    events = list(generate(PRESETS["preempt"], 1))
+    kinds = Counter(ev.object["kind"] for ev in events if ev.type == "ADDED")
+    classes = {ev.object["metadata"]["name"]: ev.object for ev in events if ev.object["kind"] == "PriorityClass"}
+    assert {n: (c["value"], c.get("globalDefault", False)) for n, c in classes.items()} == {
+        "critical": (1_000_000, False),
+        "serving": (1000, False),
+        "batch": (0, True),
+    }
+    assert kinds["PodDisruptionBudget"] >= 1
+    pods = [ev.object for ev in events if ev.object["kind"] == "Pod" and ev.type == "ADDED"]
+    assert all(p["spec"]["priority"] == classes[p["spec"]["priorityClassName"]]["value"] for p in pods)
+    burst = {p["metadata"]["name"] for p in pods if p["metadata"]["name"].startswith("flash-sale")}
+    assert len(burst) == 12 and all(
+        p["spec"]["priorityClassName"] == "critical" for p in pods if p["metadata"]["name"] in burst
+    )
+    engine = ScorerEngine(parse_config(None))
+    records: list[DecisionRecord] = []
+    for ev in events:
+        records += engine.handle(ev.decoded())
+    priority = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"]["priority"] for p in pods}
+    preempting = [r for r in records if isinstance(r.nominated_node, str) and isinstance(r.victims, list)]
+    assert any(r.pod.split("/")[1] in burst for r in preempting)
+    assert all(priority[v] < priority[r.pod] for r in preempting if isinstance(r.victims, list) for v in r.victims)
+
+
+def test_priorities_and_pdbs_are_off_unless_asked_for(small: list[WatchEvent]) -> None:
+    kinds = {ev.object["kind"] for ev in small}
+    assert not kinds & {"PriorityClass", "PodDisruptionBudget"}

@@ -129,4 +129,5 @@ def test_a_run_sees_the_nominated_pod_placed_and_the_victims_gone() -> None:
         ("default/web3", msgspec.UNSET, msgspec.UNSET),  # nothing lower is left
     ]
     assert "default/low1" not in s.state.pods and "default/low2" not in s.state.pods
-    assert s.state.reserved("default/web1") is not None
+    assert s.state.reserved("default/web1") is None  # nominated, not reserved: kube's nominator
+    assert [p.key for p in s.nominator.for_pod(s.state.pods["default/web3"])["n1"]] == ["default/web1"]

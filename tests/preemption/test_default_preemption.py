@@ -668,12 +668,16 @@ class _OneAtATime:
     """The profile's dry run, declared not node-local: DefaultPreemption then tries one node at a time."""
 
     node_local = False
+    node_fit = None
 
     def __init__(self, h: Harness) -> None:
         self.h = h
 
     def __call__(self, cycle: Cycle) -> Any:
         return self.h.scheduler.dry_run(cycle)
+
+    def nominated(self, pod: Any) -> frozenset[str]:
+        return frozenset()
 
 
 @settings(max_examples=40, deadline=None)
@@ -702,3 +706,58 @@ def test_node_local_batches_find_what_one_node_at_a_time_finds(
     ]
     assert rejected == rejected_single
     assert len(h.state.pods) == len(pods)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    nodes=st.lists(
+        st.tuples(st.sampled_from([SMALL, MEDIUM, LARGE]), st.integers(2, 5), st.booleans()), min_size=1, max_size=6
+    ),
+    pods=st.lists(
+        st.tuples(st.integers(0, 5), st.integers(0, 3), st.sampled_from([SMALL, MEDIUM, LARGE, {}])), max_size=16
+    ),
+    protected=st.sets(st.integers(0, 15), max_size=4),
+    allowed=st.integers(0, 2),
+    want=st.sampled_from([SMALL, MEDIUM, LARGE]),
+)
+def test_dry_run_by_amounts_finds_what_the_dry_run_finds(
+    nodes: list[tuple[dict[str, str], int, bool]],
+    pods: list[tuple[int, int, dict[str, str]]],
+    protected: set[int],
+    allowed: int,
+    want: dict[str, str],
+) -> None:
+    # the oracle: the dry run proper, one node at a time; the statuses are the real filters' (only
+    # nodes NodeResourcesFit alone rejected are judged by amounts; cordoned ones go to the dry run)
+    h = Harness(filters=("NodeUnschedulable", "NodeResourcesFit")).add(pdb(FOO, allowed=allowed))
+    for i, (cap, room, cordoned) in enumerate(nodes):
+        raw = knode(f"node{i}", {**cap, "pods": str(room)})
+        raw["spec"] = {"unschedulable": cordoned}
+        h.add(raw)
+    for i, (n, prio, req) in enumerate(pods):
+        h.add(kpod(f"p{i}", f"node{n % len(nodes)}", prio * 100, req, labels=FOO if i in protected else {}))
+    cycle = h.cycle(kpod("p", priority=HIGH, req=want))
+    _, statuses = h.scheduler.dry_run(cycle)
+    by_amounts, rejected = h.plugin.find_candidates(cycle, statuses, h.scheduler.dry_runner)
+    single, rejected_single = h.plugin.find_candidates(cycle, statuses, _OneAtATime(h))
+    assert [(c.node, [p.key for p in c.victims], c.pdb_violations) for c in by_amounts] == [
+        (c.node, [p.key for p in c.victims], c.pdb_violations) for c in single
+    ]
+    assert rejected == rejected_single
+    assert len(h.state.pods) == len(pods)
+
+
+def test_nodes_only_the_resource_fit_rejected_are_judged_without_a_dry_run() -> None:
+    h = Harness(filters=("NodeUnschedulable", "NodeResourcesFit")).add(
+        knode("node0", {"cpu": "1", "memory": "1Gi"}), kpod("low", "node0", LOW, {"cpu": "1"})
+    )
+    lifted: list[str] = []
+    lift = h.state.lift
+    h.state.lift = lambda key: lifted.append(key) or lift(key)  # type: ignore[method-assign]
+    cycle = h.cycle(kpod("p", priority=HIGH, req={"cpu": "1"}))
+    _, statuses = h.scheduler.dry_run(cycle)
+    found, _ = h.plugin.find_candidates(cycle, statuses, h.scheduler.dry_runner)
+    assert [(c.node, [p.key for p in c.victims]) for c in found] == [("node0", ["default/low"])]
+    assert lifted == []
+    found, _ = h.plugin.find_candidates(cycle, statuses, _OneAtATime(h))
+    assert lifted == ["default/low", "default/low"]

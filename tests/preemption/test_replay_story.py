@@ -81,3 +81,32 @@ def test_with_a_grace_the_preemptor_waits_for_its_victims() -> None:
     first = next(r for r in records if isinstance(r.victims, list))
     placed = next(r for r in records if r.pod == first.pod and r.status == "Scheduled")
     assert first.ts is not None and placed.ts is not None and placed.ts > first.ts
+
+
+def test_during_the_grace_the_nomination_holds_the_node_against_lower_priority_pods_only() -> None:
+    # a 2-cpu node with a 1.5-cpu batch pod; a 1-cpu serving pod preempts it and waits 10 s for it to
+    # go. A MODIFIED event of the preemptor (its status.nominatedNodeName written back) is not a new
+    # decision. Meanwhile half a cpu is free: a batch pod sees the nominated pod there and does not
+    # fit, a critical one does not see it and does (kube's nominator)
+    raws: list[dict[str, Any]] = [
+        priority_class("batch", 0, default=True),
+        priority_class("serving", 1000),
+        priority_class("critical", 100_000),
+        knode("n0", {"cpu": "2", "memory": "4Gi"}),
+        kpod("old", "n0", req={"cpu": "1500m"}),
+        kpod("web", req={"cpu": "1"}, priorityClassName="serving"),
+        kpod("web", req={"cpu": "1"}, priorityClassName="serving", status={"nominatedNodeName": "n0"}),
+        kpod("late-batch", req={"cpu": "500m"}),
+        kpod("late-critical", req={"cpu": "500m"}, priorityClassName="critical"),
+    ]
+    engine = ScorerEngine(parse_config(None), preemption_grace=10.0)
+    records: list[DecisionRecord] = []
+    for i, raw in enumerate(raws):
+        raw["metadata"]["resourceVersion"] = str(100 + i)
+        kind = "MODIFIED" if i == 6 else "ADDED"
+        records += engine.handle(WatchEvent(kind, raw, NOW + timedelta(seconds=i), i + 1).decoded())
+    by_pod = {r.pod: r for r in records}
+    assert [r.pod for r in records].count("default/web") == 1
+    assert by_pod["default/web"].victims == ["default/old"]
+    assert by_pod["default/late-batch"].status == "Unschedulable"
+    assert (by_pod["default/late-critical"].status, by_pod["default/late-critical"].node) == ("Scheduled", "n0")

@@ -167,6 +167,20 @@ class NodeToStatus:
         out: Mask = worst == int(code)
         return out
 
+    def only(self, plugin: str) -> Mask:
+        """Slots that this plugin rejected and no other did (none with one status for every node)."""
+        n = len(self._names)
+        mine: Mask = np.zeros(n, dtype=bool)
+        others: Mask = np.zeros(n, dtype=bool)
+        if self.everywhere is not None:
+            return mine
+        for name, found in self._failures:
+            for f in found:
+                hit = mine if name == plugin else others
+                hit |= f.mask[:n]
+        out: Mask = mine & ~others
+        return out
+
 
 @dataclass
 class Cycle:
@@ -212,11 +226,29 @@ class DryRun(Protocol):
     """A dry run of this profile's PreFilter and Filter for a cycle, against cycle.state as it is at
     the call (a PostFilter may change the state for the call and restore it): the feasible slots and
     why the others failed. node_local: no filter of the profile reads pods on other nodes for its
-    verdict on a node, so changes on several nodes can be tried in one run."""
+    verdict on a node, so changes on several nodes can be tried in one run. node_fit: the profile's
+    filter that judges a node by amounts alone (NodeResourcesFit), if it has one."""
 
     node_local: bool
+    node_fit: NodeFit | None
+
+    def nominated(self, pod: Pod) -> frozenset[str]:
+        """Nodes where the pod's filters also see nominated pods (kube's addGENominatedPods)."""
+        ...
 
     def __call__(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]: ...
+
+
+@runtime_checkable
+class NodeFit(Protocol):
+    """A filter that judges a node by amounts alone (NodeResourcesFit): it rejects the pod where, for
+    some (resource, wanted) of wants(pod), allocatable - requested < wanted, with reason(resource)."""
+
+    name: str
+
+    def wants(self, pod: Pod) -> list[tuple[str, int]]: ...
+
+    def reason(self, resource: str) -> str: ...
 
 
 @runtime_checkable

@@ -36,6 +36,7 @@ from berth.core.framework import (
     HintFactory,
     KeepsState,
     Mask,
+    NodeFit,
     NodeStatus,
     NodeToStatus,
     NormalizeScorePlugin,
@@ -50,6 +51,7 @@ from berth.core.framework import (
     Status,
 )
 from berth.core.model import Pod
+from berth.core.preemption.nominator import Nominator
 from berth.core.sampling import BERTH_DEFAULT_PERCENTAGE, first_feasible, num_feasible_nodes_to_find
 from berth.core.state import ClusterState, Extension, Reservation
 
@@ -166,9 +168,13 @@ class _DryRun:
 
     scheduler: Scheduler
     node_local: bool
+    node_fit: NodeFit | None
 
     def __call__(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]:
         return self.scheduler.dry_run(cycle)
+
+    def nominated(self, pod: Pod) -> frozenset[str]:
+        return frozenset(self.scheduler.nominator.for_pod(pod))
 
 
 class Scheduler:
@@ -181,7 +187,10 @@ class Scheduler:
         self.observe: Callable[[str, str, float], None] | None = None
         plugins = [*profile.pre_filters, *profile.filters]
         local = not any(isinstance(p, ReadsOtherNodes) and p.reads_other_nodes for p in plugins)
-        self.dry_runner = _DryRun(self, local)  # what PostFilter plugins get
+        fit = next((p for p in profile.filters if isinstance(p, NodeFit)), None)
+        self.dry_runner = _DryRun(self, local, fit)  # what PostFilter plugins get
+        self.nominator = Nominator()
+        self.state.attach(self.nominator)
         self._post_filtering = True
         self.next_start = 0  # kube's nextStartNodeIndex: where the next cycle's search for feasible nodes starts
 
@@ -215,6 +224,61 @@ class Scheduler:
         return out
 
     def _filter(self, cycle: Cycle, top_nodes: int | None) -> _Filtered:
+        """PreFilter, then Filter on every node at once; on nodes with nominated pods, again with them."""
+        found = self._filter_once(cycle, top_nodes)
+        nominated = self.nominator.for_pod(cycle.pod)
+        if not nominated or found.stop is not None:
+            return found
+        return self._with_nominated(cycle, found, nominated)
+
+    def _with_nominated(self, cycle: Cycle, found: _Filtered, nominated: dict[str, list[Pod]]) -> _Filtered:
+        """kube's RunFilterPluginsWithNominatedPods: a node where pods of at least this pod's priority
+        are nominated must pass with them placed there (whose failure is the node's status) as well
+        as without them. Each such node is tried with its own nominated pods only."""
+        nodes = self.state.nodes
+        n = len(found.feasible)
+        replaced = np.zeros(n, dtype=bool)
+        extra: list[tuple[str, list[Failure]]] = []
+        for node, pods in nominated.items():
+            slot = nodes.slot.get(node)
+            if slot is None:
+                continue
+            for p in pods:
+                self.state.reserve(Reservation(p, node))
+            try:
+                trial = self._filter_once(Cycle(cycle.pod, self.state, cycle.now), None)
+            finally:
+                for p in pods:
+                    self.state.release(p.key)
+            here = np.zeros(n, dtype=bool)
+            here[slot] = True
+            if trial.stop is not None:
+                status = None if trial.stop.statuses is None else trial.stop.statuses.everywhere
+                if status is None:
+                    return trial
+                failures = [Failure(here, reason, status.code) for reason in status.reasons]
+                extra.append((status.plugin, failures))
+            elif not trial.feasible[slot]:
+                for name, failing in trial.by_plugin:
+                    hits = [Failure(here, f.reason, f.code) for f in failing if f.mask[slot]]
+                    if hits:
+                        extra.append((name, hits))
+            else:
+                continue
+            replaced |= here
+        if not replaced.any():
+            return found
+        out = _Filtered(found.feasible & ~replaced)
+        for name, failing in found.by_plugin:
+            kept = [Failure(f.mask & ~replaced, f.reason, f.code) for f in failing]
+            kept = [f for f in kept if f.mask.any()]
+            if kept:
+                out.by_plugin.append((name, kept))
+        out.by_plugin.extend(extra)
+        out.failures = [f for _, failing in out.by_plugin for f in failing]
+        return out
+
+    def _filter_once(self, cycle: Cycle, top_nodes: int | None) -> _Filtered:
         """PreFilter, then Filter on every node at once."""
         pod, nodes = cycle.pod, self.state.nodes
         skipped: set[str] = set()
@@ -463,8 +527,8 @@ class Scheduler:
 
     def run(self, pods: list[Pod], now: datetime) -> list[Decision]:
         """Decide pods one after another; each Scheduled decision is reserved before the next. A
-        preemption is taken as done (kube's nominator): its victims are gone and the pod is placed
-        on its nominated node for the pods after it."""
+        preemption is taken as done (kube's nominator): its victims are gone and the pod is
+        nominated to its node, where the later pods of no higher priority see it placed."""
         decisions = []
         for pod in pods:
             outcome = self.decide(pod, now)
@@ -475,13 +539,21 @@ class Scheduler:
             decisions.append(outcome.decision)
         return decisions
 
-    def nominate(self, pod: Pod, outcome: Outcome) -> Reservation | None:
-        """Carry out a preemption on the state: evict the victims, hold the pod on its nominated node."""
+    def queue(self, pods: list[Pod]) -> list[Pod]:
+        """kube's PrioritySort: higher priority first, then the given order (pending_pods: oldest
+        first, ties by namespace/name)."""
+        return sorted(pods, key=lambda p: -self.nominator.priority(p))
+
+    def nominate(self, pod: Pod, outcome: Outcome) -> None:
+        """Carry out a PostFilter result on the state: evict the victims and nominate the pod to its
+        node; a PostFilter that found no node clears the pod's nomination (kube's Override)."""
         post = outcome.post_filter
-        if post is None or post.status.code is not Code.SUCCESS or not post.nominated_node:
-            return None
+        if post is None:
+            return
+        if post.nominated_node == "":
+            self.nominator.forget(pod.key)
+        if post.status.code is not Code.SUCCESS or not post.nominated_node:
+            return
         for victim in post.victims:
             self.state.lift(victim)
-        reservation = Reservation(pod, post.nominated_node)
-        self.state.reserve(reservation)
-        return reservation
+        self.nominator.hold(pod, post.nominated_node)

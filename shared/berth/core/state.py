@@ -9,7 +9,7 @@ stays until the API server sends a newer version or the reservation is released.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -154,14 +154,12 @@ class ClusterState:
         if apply is not None:
             apply(obj, deleted)
             return True
-        handled = False
-        for (
-            ext
-        ) in self.extensions:  # every extension that keeps the kind (buffers and PodTopologySpread share workloads)
+        known = False
+        for ext in self.extensions:  # every extension of the kind sees it (PriorityClasses: two)
             if isinstance(obj, ext.kinds):
                 ext.apply(self, obj, deleted)
-                handled = True
-        return handled
+                known = True
+        return known
 
     @staticmethod
     def _put(store: dict[str, Any], key: str, obj: Any, deleted: bool) -> None:
@@ -334,6 +332,10 @@ class ClusterState:
         for ext in self.extensions:
             ext.pod_changed(self, pod, None)
         return pod
+
+    def usage_of(self, pod_key: str) -> tuple[str, Mapping[str, int]] | None:
+        """The node a pod's requests are counted on and the amounts (lift takes exactly these off)."""
+        return self._usage.get(pod_key)
 
     def put_back(self, pod: Pod) -> None:
         """Undo lift."""

@@ -61,6 +61,8 @@ class Params:
     burst_at: int = 60  # seconds after t0
     buffers: int = 3  # CapacityBuffers (with a quota-limited namespace, a PodTemplate, a live Deployment)
     daemonset: bool = True  # a running node-exporter pod on every node
+    priority_classes: bool = False  # critical, serving and batch (globalDefault) PriorityClasses, pods in them
+    pdbs: float = 0.0  # share of StatefulSets and Deployments with a PodDisruptionBudget (maxUnavailable 1)
     # time and metrics
     start: datetime = DEFAULT_START
     duration: int = 3600  # seconds of activity after t0
@@ -119,6 +121,7 @@ def validate(p: Params) -> list[str]:
         "placement",
         "churn",
         "hot_fraction",
+        "pdbs",
     ):
         share(name, getattr(p, name))
     mix("pv_sizes", p.pv_sizes)
@@ -180,6 +183,25 @@ PRESETS: dict[str, Params] = {
     ),
 }
 PRESETS["bench-churn"] = PRESETS["bench"].replace(churn=1.0, lifetime=60)
+# Six full nodes of serving and batch pods, half the workloads under a PDB, then a burst of
+# critical pods that only preemption can place.
+PRESETS["preempt"] = Params(
+    zones=1,
+    racks_per_zone=2,
+    nodes=6,
+    node_shapes=(NodeShape(8, 32),),
+    local_pvs=36,
+    zonal_pvs=0,
+    pods=70,
+    stateful_fraction=0.3,
+    churn=0.0,
+    burst=12,
+    burst_at=600,
+    buffers=0,
+    duration=900,
+    priority_classes=True,
+    pdbs=0.5,
+)
 
 
 # ---- text forms, for the command line ---------------------------------------------

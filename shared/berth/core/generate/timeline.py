@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from berth.core.events import WatchEvent
-from berth.core.generate import buffers, cluster
+from berth.core.generate import buffers, cluster, priorities
 from berth.core.generate.buffers import QUOTA_NAMESPACE, Quota
 from berth.core.generate.cluster import LOCAL_HDD, LOCAL_SSD, ZONAL_SSD, NodeInfo
 from berth.core.generate.ids import Ids, at, rfc3339
@@ -90,6 +90,7 @@ class _Run:
         self.buffers: list[dict[str, Any]] = []
         self.nodes: list[NodeInfo] = []
         self.loads: list[NodeLoad] = []
+        self.pdbs: dict[str, dict[str, Any]] = {}  # by workload uid
         sf = p.stateful_fraction
         replicas = sf * _mean(REPLICAS[STATEFULSET]) + (1 - sf) * (
             0.7 * _mean(REPLICAS[DEPLOYMENT]) + 0.3 * _mean(REPLICAS[JOB])
@@ -126,6 +127,9 @@ class _Run:
         if p.local_pvs or p.zonal_pvs or (p.pods and p.stateful_fraction):
             for obj in [*cluster.storage_classes(p, ids, base), *cluster.csi_objects(p, ids, base)]:
                 yield self.ev("ADDED", obj, 0)
+        if p.priority_classes:
+            for obj in priorities.priority_classes(ids, base):
+                yield self.ev("ADDED", obj, 0)
         for n in self.nodes:
             yield self.ev("ADDED", cluster.node(n), 0)
         for obj in cluster.local_pvs(p, ids, self.nodes):
@@ -141,6 +145,8 @@ class _Run:
             for n in self.nodes:
                 since = n.created + timedelta(minutes=2)
                 pod = daemon_pod(n.name, ds_uid, revision, ids, since)
+                if p.priority_classes:
+                    pod = priorities.with_priority(pod, priorities.CRITICAL)
                 yield self.ev("ADDED", running(pod, n.name, n.ip, n.ip, since + timedelta(seconds=20)), 0)
         if p.buffers:
             yield from self.buffer_setup()
@@ -233,6 +239,9 @@ class _Run:
         out = [self.ev("ADDED", workload_object(w, 0), ms)]
         if w.kind == DEPLOYMENT:
             out.append(self.ev("ADDED", replicaset_object(w, 0), ms))
+        if self.p.pdbs and w.kind != JOB and w.name != "flash-sale" and self.ids.rng.random() < self.p.pdbs:
+            self.pdbs[w.uid] = priorities.pdb(w, self.ids.uid(), self.t(ms), healthy=False)
+            out.append(self.ev("ADDED", self.pdbs[w.uid], ms))
         return out
 
     def arrive(self, ms: int) -> list[WatchEvent]:
@@ -274,6 +283,9 @@ class _Run:
                     w.pvcs.append(claim)
                     out.append(self.ev("ADDED", claim, ms))
                 pod = pending_pod(w, index, self.ids, t)
+                if self.p.priority_classes:
+                    cls = priorities.CRITICAL if w.name == "flash-sale" else priorities.class_of(w)
+                    pod = priorities.with_priority(pod, cls)
                 w.pods.append(pod)
                 out.append(self.ev("ADDED", pod, ms))
                 if self.quota and self.charged(w):
@@ -291,6 +303,10 @@ class _Run:
             if w.kind == DEPLOYMENT:
                 out.append(self.ev("MODIFIED", replicaset_object(w, len(w.pods)), ms))
             out.append(self.ev("MODIFIED", workload_object(w, len(w.pods)), ms))
+            budget = self.pdbs.get(w.uid)
+            if budget is not None:  # the disruption controller once every pod is healthy
+                self.pdbs[w.uid] = priorities.pdb(w, budget["metadata"]["uid"], w.created, healthy=True)
+                out.append(self.ev("MODIFIED", self.pdbs[w.uid], ms))
             if w.name != "flash-sale" and self.ids.rng.random() < self.p.churn:
                 if self.p.lifetime:
                     # a lifetime drawn for the workload; one that would outlive the log leaves in its last second
@@ -310,6 +326,9 @@ class _Run:
             out = [self.ev("DELETED", workload_object(w, len(w.pods)), ms)]
             if w.kind == DEPLOYMENT:
                 out.append(self.ev("DELETED", replicaset_object(w, len(w.pods)), ms))
+            budget = self.pdbs.pop(w.uid, None)
+            if budget is not None:
+                out.append(self.ev("DELETED", budget, ms))
             self.push(ms + STEP_MS, delete_pods)
             return out
 

@@ -26,7 +26,7 @@ from berth.core.pipeline.stats import NodeUse, RunStats, StatsObserver
 from berth.core.plugins.defaultpreemption import PreemptionStore
 from berth.core.resources import CPU, MEMORY
 from berth.core.scheduler import Outcome, Scheduler
-from berth.core.state import ClusterState, Reservation
+from berth.core.state import ClusterState
 
 
 def _priority(state: ClusterState, pod: Pod) -> int:
@@ -167,7 +167,7 @@ class ScorerEngine:
                     priorities.append(_priority(self.state, pod))
                     helped += self.queue.helped("Pod", Action.DELETE, pod, self.applier.now, True)
                 self.observer.preempted(record, node, tuple(priorities))
-                self.state.release(preemptor.key)
+                self.scheduler.nominator.forget(preemptor.key)
                 current = self.state.pods.get(preemptor.key)
                 if current is not None and current.pending and self.state.reserved(current.key) is None:
                     self._decide(current, ev, out, self.queue.attempts(current.key) + 1)
@@ -184,11 +184,13 @@ class ScorerEngine:
         if ev.deleted or pod.terminated:
             self.queue.remove(key)
             self.reservations.forget(key)
+            self.scheduler.nominator.forget(key)
             return Action.DELETE
         was = old.node_name if isinstance(old, Pod) else ""
         if pod.node_name:
             self.queue.remove(key)
             self.reservations.bound(key, pod.node_name)
+            self.scheduler.nominator.forget(key)
             if was and was != pod.node_name:
                 return Action.DELETE
             assert old is None or isinstance(old, Pod)
@@ -196,6 +198,8 @@ class ScorerEngine:
             return action if action is not None and self.queue.registered("Pod", action) else None
         if self.state.reserved(key) is not None:
             return None  # decided already, waiting for the API server to agree
+        if self.scheduler.nominator.holds(key):
+            return None  # nominated, waiting for its victims to go
         if key in self.queue and isinstance(old, Pod) and not _spec_changed(old, pod):
             return None
         self._decide(pod, ev, out, self.queue.attempts(key) + 1)
@@ -276,9 +280,9 @@ class ScorerEngine:
         if self.preemption_grace is not None and isinstance(d.nominated_node, str) and isinstance(d.victims, list):
             due = self.applier.now.timestamp() + self.preemption_grace if self.applier.has_clock else 0.0
             self._evictions.append((due, pod, d.nominated_node, tuple(d.victims), record))
-            # kube's nominator: until then later pods see the preemptor on its node
+            # kube's nominator: until then later pods of no higher priority see the preemptor on its node
             self.queue.remove(pod.key)
-            self.state.reserve(Reservation(pod, d.nominated_node))
+            self.scheduler.nominator.hold(pod, d.nominated_node)
         point = self.observer.decided(record)
         self.overrun.decided(record, pod, point.reason, self.reservations.held(pod.key))
 

@@ -8,7 +8,9 @@ ones before the others), and pickOneNodeForPreemption's order to choose among th
 The dry run reuses this profile's PreFilter and Filter (`dry_run`), with the pods taken off the
 ClusterState for the call (`ClusterState.lift` / `put_back`): every plugin that keeps state of its
 own (InterPodAffinity, PodTopologySpread, NodePorts, ...) follows through its pod_changed, as
-kube's PreFilterExtensions RemovePod / AddPod do.
+kube's PreFilterExtensions RemovePod / AddPod do. With node-local filters, a node that only the
+node fit (NodeResourcesFit) rejected is dry-run by arithmetic on its free amounts instead: every
+other filter passed it with all the pods in place and still does with fewer (`_by_amounts`).
 
 Where kube is random berth is deterministic (docs/plugins.md, DefaultPreemption):
 - the dry run starts at offset crc32(pod's namespace/name) mod the number of potential nodes, the
@@ -26,8 +28,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from berth.core.decision import fit_error
-from berth.core.framework import Code, Cycle, DryRun, NodeToStatus, PostFilterResult, Status
+from berth.core.framework import Code, Cycle, DryRun, Mask, NodeToStatus, PostFilterResult, Status
 from berth.core.model import Pod
 from berth.core.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from berth.core.preemption.model import (
@@ -91,6 +96,17 @@ class Candidate:
     node: str
     victims: tuple[Pod, ...]  # most important first
     pdb_violations: int
+
+
+@dataclass(frozen=True)
+class Room:
+    """For the dry run by arithmetic: the slots it may judge, what the node fit checks (resource,
+    wanted) and, per checked resource, allocatable - requested on every slot now."""
+
+    judged: Mask
+    wants: list[tuple[str, int]]
+    free: list[npt.NDArray[np.int64]]
+    reason: Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -184,12 +200,13 @@ class DefaultPreemption:
         order = potential[start:] + potential[:start]
         chunk = wanted if dry_run.node_local else 1
         pdbs = list(self.store.pdbs.values())
+        room = self._room(cycle, statuses, dry_run)
         clean: list[Candidate] = []
         violating: list[Candidate] = []
         rejected: dict[str, Rejected] = {}
         for i in range(0, len(order), chunk):
             batch = order[i : i + chunk]
-            results = self.victims_on(cycle, batch, dry_run, pdbs)
+            results = self.victims_on(cycle, batch, dry_run, pdbs, room)
             for node in batch:
                 found = results[node]
                 if isinstance(found, Rejected):
@@ -202,22 +219,60 @@ class DefaultPreemption:
                     return clean + violating, rejected
         return clean + violating, rejected
 
+    def _room(self, cycle: Cycle, statuses: NodeToStatus, dry_run: DryRun) -> Room | None:
+        """Where the dry run can be done by arithmetic: with node-local filters, on the nodes that
+        only the node fit (NodeResourcesFit) rejected. Every other filter passed there with all the
+        pods in place, and a node-local filter that passes a node still passes when pods leave it."""
+        fit = dry_run.node_fit
+        if not dry_run.node_local or fit is None:
+            return None
+        nodes = self.state.nodes
+        wants = fit.wants(cycle.pod)
+        free = [nodes.allocatable(name) - nodes.requested(name) for name, _ in wants]
+        judged = statuses.only(fit.name)
+        for node in dry_run.nominated(cycle.pod):  # nominated pods there: the dry run proper
+            slot = nodes.slot.get(node)
+            if slot is not None:
+                judged[slot] = False
+        return Room(judged, wants, free, fit.reason)
+
     def victims_on(
-        self, cycle: Cycle, nodes: list[str], dry_run: DryRun, pdbs: list[PodDisruptionBudget]
+        self,
+        cycle: Cycle,
+        nodes: list[str],
+        dry_run: DryRun,
+        pdbs: list[PodDisruptionBudget],
+        room: Room | None = None,
     ) -> dict[str, Candidate | Rejected]:
-        """kube's SelectVictimsOnNode on each of these nodes, on the ClusterState with pods lifted for
-        the call. Several nodes are tried in the same dry runs (one node alone unless the filters
-        are node-local): each step puts back the next pod of every node at once."""
+        """kube's SelectVictimsOnNode on each of these nodes: by arithmetic where `room` allows, else
+        on the ClusterState with pods lifted for the call. Several nodes are tried in the same dry
+        runs (one node alone unless the filters are node-local): each step puts back the next pod of
+        every node at once."""
         key = importance(cycle.now, self.store.priority)
-        mine = self.store.priority(cycle.pod)
+        priority = self.store.priority
+        mine = priority(cycle.pod)
+        now = cycle.now.timestamp()
         out: dict[str, Candidate | Rejected] = {}
         lower: dict[str, list[Pod]] = {}
+        slot_of = self.state.nodes.slot
         for node in nodes:
-            pods = [p for p in self.store.pods_on.get(node, {}).values() if self.store.priority(p) < mine]
-            if pods:
-                lower[node] = sorted(pods, key=key)
-            else:
+            ranked = []  # importance(...) of each lower-priority pod, decorated (its namespace/name is unique)
+            for k, p in self.store.pods_on.get(node, {}).items():
+                prio = priority(p)
+                if prio < mine:
+                    ranked.append((-prio, now if p.start_time is None else p.start_time.timestamp(), k, p))
+            if not ranked:
                 out[node] = Rejected(Code.UNRESOLVABLE, (NO_VICTIMS,))
+                continue
+            ranked.sort(key=lambda r: r[:3])
+            pods = [r[3] for r in ranked]
+            judged = None
+            if room is not None and room.judged[slot_of[node]]:
+                judged = self._by_amounts(node, [r[2] for r in ranked], pods, room, pdbs)
+            if judged is None:
+                lower[node] = pods
+            else:
+                out[node] = judged
         if not lower:
             return out
         slots = {node: self.state.nodes.slot[node] for node in lower}
@@ -253,6 +308,45 @@ class DefaultPreemption:
             out[node] = Candidate(node, tuple(chosen), violations[node])
         return out
 
+    def _by_amounts(
+        self, node: str, keys: list[str], pods: list[Pod], room: Room, pdbs: list[PodDisruptionBudget]
+    ) -> Candidate | Rejected | None:
+        """The dry run on one node by its free amounts, with the same order and outcome; None when a
+        pod's requests are not counted on this node (the dry run proper decides then). pods: the
+        lower-priority ones, most important first; keys: their namespace/names."""
+        slot = self.state.nodes.slot[node]
+        names = [name for name, _ in room.wants]
+        amounts: list[list[int]] = []
+        for k in keys:
+            counted = self.state.usage_of(k)
+            if counted is None or counted[0] != node:
+                return None
+            on = counted[1]
+            amounts.append([on.get(name, 0) for name in names])
+        # slack: what is left of each checked resource with every lower-priority pod gone, beyond
+        # what the pod wants; it fits while no slack is negative
+        slack = [int(col[slot]) - want for col, (_, want) in zip(room.free, room.wants, strict=True)]
+        for a in amounts:
+            slack = [s + x for s, x in zip(slack, a, strict=True)]
+        if min(slack) < 0:
+            return Rejected(
+                Code.UNSCHEDULABLE, tuple(room.reason(n) for n, s in zip(names, slack, strict=True) if s < 0)
+            )
+        flags = violates_pdb(pods, pdbs)
+        order = [i for i, v in enumerate(flags) if v] + [i for i, v in enumerate(flags) if not v]
+        chosen: list[int] = []
+        for i in order:
+            after = [s - x for s, x in zip(slack, amounts[i], strict=True)]
+            if min(after) >= 0:
+                slack = after
+            else:
+                chosen.append(i)
+        if not chosen:
+            return Rejected(Code.ERROR, (f'expected at least one victim pod on node "{node}"',))
+        if any(flags) and not all(flags):  # violating and non-violating: back in importance order
+            chosen.sort()
+        return Candidate(node, tuple(pods[i] for i in chosen), sum(flags[i] for i in chosen))
+
     @contextmanager
     def _lifted(self, pods: list[Pod]) -> Iterator[None]:
         """The pods off the state for the call; whichever are still off come back afterwards."""
@@ -285,12 +379,19 @@ def importance(now: datetime, priority: Callable[[Pod], int]) -> Callable[[Pod],
 
 
 def split_by_pdb(pods: list[Pod], pdbs: list[PodDisruptionBudget]) -> tuple[list[Pod], list[Pod]]:
-    """kube's filterPodsWithPDBViolation: (violating, non-violating), each in the given order. The
-    budgets (status.disruptionsAllowed) are fresh for each call; a pod named in a PDB's
-    disruptedPods does not use it up."""
+    """kube's filterPodsWithPDBViolation: (violating, non-violating), each in the given order."""
+    flags = violates_pdb(pods, pdbs)
+    return [p for p, v in zip(pods, flags, strict=True) if v], [p for p, v in zip(pods, flags, strict=True) if not v]
+
+
+def violates_pdb(pods: list[Pod], pdbs: list[PodDisruptionBudget]) -> list[bool]:
+    """Whether evicting each pod, in the given order, breaks a PDB. The budgets
+    (status.disruptionsAllowed) are fresh for each call; a pod named in a PDB's disruptedPods does
+    not use it up."""
+    if not pdbs:
+        return [False] * len(pods)
     allowed = [pdb.disruptions_allowed for pdb in pdbs]
-    violating: list[Pod] = []
-    clean: list[Pod] = []
+    out = []
     for pod in pods:
         hit = False
         for i, pdb in enumerate(pdbs):
@@ -299,8 +400,8 @@ def split_by_pdb(pods: list[Pod], pdbs: list[PodDisruptionBudget]) -> tuple[list
             allowed[i] -= 1
             if allowed[i] < 0:
                 hit = True
-        (violating if hit else clean).append(pod)
-    return violating, clean
+        out.append(hit)
+    return out
 
 
 def select(candidates: list[Candidate], now: datetime, priority: Callable[[Pod], int]) -> Candidate:

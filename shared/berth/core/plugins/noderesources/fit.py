@@ -83,13 +83,11 @@ class NodeResourcesFit:
             return False
         return name in self.args.ignored_resources or name.split("/")[0] in self.args.ignored_resource_groups
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
-        nodes = cycle.state.nodes
-        out = []
-        full = nodes.valid & (nodes.requested(PODS) + 1 > nodes.allocatable(PODS))
-        if full.any():
-            out.append(Failure(full, "Too many pods"))
-        requests = cycle.pod.requests
+    def wants(self, pod: Pod) -> list[tuple[str, int]]:
+        """What the filter checks, in its order: one pod's room, then each resource the pod asks for
+        (cpu, memory, ephemeral-storage, then the scalar ones not ignored)."""
+        out = [(PODS, 1)]
+        requests = pod.requests
         if not any(v for k, v in requests.items() if k != PODS):
             return out
         order = [
@@ -98,13 +96,19 @@ class NodeResourcesFit:
             EPHEMERAL,
             *sorted(k for k in requests if k not in (CPU, MEMORY, EPHEMERAL, PODS) and not self._ignored(k)),
         ]
-        for name in order:
-            want = requests.get(name, 0)
-            if want <= 0:
-                continue
+        out.extend((name, requests[name]) for name in order if requests.get(name, 0) > 0)
+        return out
+
+    def reason(self, resource: str) -> str:
+        return "Too many pods" if resource == PODS else f"Insufficient {resource}"
+
+    def filter(self, cycle: Cycle) -> list[Failure]:
+        nodes = cycle.state.nodes
+        out = []
+        for name, want in self.wants(cycle.pod):
             short = nodes.valid & (nodes.allocatable(name) - nodes.requested(name) < want)
             if short.any():
-                out.append(Failure(short, f"Insufficient {name}"))
+                out.append(Failure(short, self.reason(name)))
         return out
 
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
