@@ -28,7 +28,9 @@ SHAPES = (NodeShape(2, 64), NodeShape(16, 4))  # lopsided nodes: some capacity i
 def churn(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], list[dict], dict, str]:
     d = tmp_path_factory.mktemp("churn")
     log = d / "churn.jsonl"
-    params = PRESETS["small-churn"].replace(buffers=0, daemonset=False, pods=60, duration=900, nodes=6, node_shapes=SHAPES)
+    params = PRESETS["small-churn"].replace(
+        buffers=0, daemonset=False, pods=60, duration=900, nodes=6, node_shapes=SHAPES
+    )
     with EventWriter(str(log)) as w:
         for ev in generate(params, 3):
             w.write(ev)

@@ -8,9 +8,10 @@ after any event.
 Stranded capacity: the median pod is the median request (the lower median) of the pods live on
 nodes at that moment, cpu and memory each on their own. Stranded cpu is the free cpu (allocatable −
 requested, not below 0) of the live nodes whose free memory is less than the median pod's memory,
-over Σ allocatable cpu; stranded memory the reverse. It is worked out over every node's free
-capacity at once (numpy), and only when log time moves on after something changed; its peak is
-its largest value held for any log time, or at the end.
+over Σ allocatable cpu; stranded memory the reverse. The sums are kept as nodes change, against
+the median they were added up for, and added up again over every node (numpy) only when the median
+pod changes, which with a workload's few request sizes is rare; its peak is its largest value held
+for any log time, or at the end.
 """
 
 from __future__ import annotations
@@ -134,6 +135,8 @@ class OverRunObserver:
         self._cpus: list[int] = []
         self._mems: list[int] = []
         self._dirty = False
+        self._median = (0, 0)  # the median pod's (cpu, memory) that _stuck was added up for
+        self._stuck = [0, 0]  # Σ free cpu on nodes with free memory < the median's, and the reverse
         self._stranded = (0.0, 0.0)
         self._stranded_area = [0.0, 0.0]
         self._stranded_peak = [0.0, 0.0]
@@ -169,21 +172,20 @@ class OverRunObserver:
             held.append(v)
 
     def _stranded_now(self) -> tuple[float, float]:
-        """(stranded cpu, stranded memory) as shares of Σ allocatable, worked out again only after a change."""
+        """(stranded cpu, stranded memory) as shares of Σ allocatable. The sums are kept per change
+        against the median they were taken for; only a new median makes them add every node up again."""
         if not self._dirty:
             return self._stranded
         self._dirty = False
         n = len(self._cpus)
-        s = self._sum
-        if not n:
-            self._stranded = (0.0, 0.0)
-        else:
-            median = (n + 1) // 2 - 1
-            cpu, mem = self._cpus[median], self._mems[median]
+        median = (self._cpus[(n + 1) // 2 - 1], self._mems[(n + 1) // 2 - 1]) if n else (0, 0)
+        if median != self._median:
+            self._median = median
             free = self._free[:, : len(self._slot)]
-            stuck_cpu = int(free[0][free[1] < mem].sum()) if mem > 0 else 0
-            stuck_mem = int(free[1][free[0] < cpu].sum()) if cpu > 0 else 0
-            self._stranded = (stuck_cpu / s[2] if s[2] > 0 else 0.0), (stuck_mem / s[3] if s[3] > 0 else 0.0)
+            self._stuck = [int(free[0][free[1] < median[1]].sum()), int(free[1][free[0] < median[0]].sum())]
+        s = self._sum
+        stuck = self._stuck
+        self._stranded = (stuck[0] / s[2] if s[2] > 0 else 0.0), (stuck[1] / s[3] if s[3] > 0 else 0.0)
         peak = self._stranded_peak
         peak[0] = max(peak[0], self._stranded[0])
         peak[1] = max(peak[1], self._stranded[1])
@@ -307,8 +309,14 @@ class OverRunObserver:
                 self._free = np.concatenate((self._free, np.zeros_like(self._free)), axis=1)
         alloc = self._alloc.get(node, (0, 0))
         req = self._req.get(node, (0, 0))
-        self._free[0, slot] = max(0, alloc[0] - req[0])
-        self._free[1, slot] = max(0, alloc[1] - req[1])
+        free = self._free
+        cpu, mem = max(0, alloc[0] - req[0]), max(0, alloc[1] - req[1])
+        was_cpu, was_mem = int(free[0, slot]), int(free[1, slot])
+        free[0, slot] = cpu
+        free[1, slot] = mem
+        median, stuck = self._median, self._stuck
+        stuck[0] += (cpu if mem < median[1] else 0) - (was_cpu if was_mem < median[1] else 0)
+        stuck[1] += (mem if cpu < median[0] else 0) - (was_mem if was_cpu < median[0] else 0)
         self._dirty = True
 
     # ---- the result ---------------------------------------------------------------------------
