@@ -66,12 +66,7 @@ def add_parser(sub: Any) -> None:
         metavar="CONFIG",
         help="replay the same logs under these configs too, each in its own process, side by side",
     )
-    p.add_argument(
-        "--jobs",
-        type=int,
-        metavar="N",
-        help="replays run at once with --compare (default: all of them, up to twice the CPUs)",
-    )
+    p.add_argument("--jobs", type=int, metavar="N", help="replays run at once with --compare (default: the CPUs)")
     p.add_argument("--diff", metavar="OUT.jsonl", help="the pods the first two runs placed differently")
     p.add_argument(
         "--rejects",
@@ -182,19 +177,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _replay_all(args: argparse.Namespace, configs: list[str | None]) -> list[RunResult]:
-    """One replay per config. With several, the first runs in this process and the others each in
-    their own, all at once unless --jobs says fewer (default: every run, up to twice the CPUs).
-    Running more replays than CPUs at once is what keeps N runs near N/CPUs times one: in rounds of
-    one per CPU, 3 runs on 2 CPUs would take 2 rounds, twice one replay."""
+    """One replay per config. With several, up to --jobs at once (default: the CPUs): the first
+    here, in this process, the others each in its own (one interpreter fewer to start). More
+    replays than CPUs at once was measured slower, not faster (docs/replay.md, Performance)."""
     if len(configs) == 1:
         return [replay_one(args, configs[0], 0)]
-    jobs = max(1, args.jobs or min(len(configs), 2 * (os.cpu_count() or 1)))
+    jobs = max(1, args.jobs or os.cpu_count() or 1)
     if jobs == 1:
         return [replay_one(args, c, i, progress=False) for i, c in enumerate(configs)]
     ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited threads or event loop
     with ProcessPoolExecutor(max_workers=min(jobs, len(configs)) - 1, mp_context=ctx) as pool:
         futures = [pool.submit(replay_one, args, c, i, False) for i, c in enumerate(configs) if i]
-        first = replay_one(args, configs[0], 0, progress=False)  # meanwhile, here: one interpreter fewer
+        first = replay_one(args, configs[0], 0, progress=False)  # meanwhile, here
         return [first, *(f.result() for f in futures)]
 
 
