@@ -197,6 +197,13 @@ def test_n_way_compare_in_processes_gives_what_one_process_gives(
     assert diff[0]["runs"][0]["label"] == "default"
     page = (three / "report" / "index.html").read_text()
     assert "Pods placed differently" in page and differ[0] in page
+    # each run in its own process gives what a replay of that config alone gives
+    alone = tmp_path / "alone"
+    code, _, _ = replay(capsys, LOCAL, "--config", most_free, "--decisions", str(alone / "d.jsonl"),
+                        "--summary", str(alone / "s.json"))  # fmt: skip
+    assert code == 0
+    assert (alone / "d.jsonl").read_bytes() == (three / "d.compare2.jsonl").read_bytes()
+    assert {**json.loads((alone / "s.json").read_text())["runs"][0], "label": ""} == {**runs[2], "label": ""}
 
 
 def _placed(r: dict | None) -> tuple[str, list[str]] | None:

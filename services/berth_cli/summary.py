@@ -77,6 +77,8 @@ def summary_json(runs: list[RunStats]) -> dict[str, Any]:
                 "memoryRequested": {"mean": round(o.memory.mean, 6), "peak": round(o.memory.peak, 6)},
                 "cpuSpread": round(o.cpu_spread, 6),
                 "memorySpread": round(o.memory_spread, 6),
+                "cpuStranded": {"mean": round(o.cpu_stranded.mean, 6), "peak": round(o.cpu_stranded.peak, 6)},
+                "memoryStranded": {"mean": round(o.memory_stranded.mean, 6), "peak": round(o.memory_stranded.peak, 6)},
                 "buffersFullyReady": {k: round(v, 6) for k, v in o.buffers_ready.items()},
                 "logSeconds": o.seconds,
                 "preemptions": len(r.preemptions),

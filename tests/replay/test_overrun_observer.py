@@ -72,3 +72,43 @@ def test_a_buffers_share_of_log_time_fully_ready() -> None:
         BufferPoint("2026-11-01T10:00:00Z", 1, "ns/b", 1, 0),
     ]
     assert o.result(points).buffers_ready == {"ns/a": pytest.approx(0.5), "ns/b": 0.0}
+
+
+def test_stranded_capacity_against_the_median_live_pod() -> None:
+    """Two 4-core 8Gi nodes. The median pod is the lower median of the live pods' requests."""
+    o = OverRunObserver()
+    n1, n2 = model(node("n1", cpu="4", memory="8Gi")), model(node("n2", cpu="4", memory="8Gi"))
+    a = model(pod("a", cpu="1", memory="7Gi", node_name="n1"))
+    b = model(pod("b", cpu="1", memory="1Gi", node_name="n2"))
+    c = model(pod("c", cpu="500m", memory="512Mi", node_name="n1"))
+    d = model(pod("d", cpu="3500m", memory="1Gi", node_name="n2"))
+    o.advance(at(0))
+    o.node(n1, False)
+    o.node(n2, False)
+    o.advance(at(10))
+    o.pod(a, False)
+    o.pod(b, False)  # median 1 core, 1Gi: n1 has exactly 1Gi free, room enough, so nothing stranded
+    o.advance(at(20))
+    o.pod(c, False)  # median 1 core, 1Gi: n1 has 512Mi free, so its 2.5 free cores are stranded
+    o.advance(at(40))
+    o.pod(c, True)
+    o.pod(d, False)  # median 1 core, 1Gi: n2 has no free cpu (overcommitted), so its 6Gi free are stranded
+    o.advance(at(50))
+    r = o.result([])
+    assert r.cpu_stranded.mean == pytest.approx(2.5 / 8 * 20 / 50) and r.cpu_stranded.peak == pytest.approx(2.5 / 8)
+    assert r.memory_stranded.mean == pytest.approx(6 / 16 * 10 / 50)
+    assert r.memory_stranded.peak == pytest.approx(6 / 16)
+    # the plots' buckets are equally wide: their mean is the mean over the run
+    s = r.series
+    assert len(s.cpu_stranded) == len(s.seconds) > 0
+    assert sum(s.cpu_stranded) / len(s.cpu_stranded) == pytest.approx(r.cpu_stranded.mean)
+    assert sum(s.cpu) / len(s.cpu) == pytest.approx(r.cpu.mean)
+    assert max(s.memory_stranded) == pytest.approx(6 / 16)
+
+
+def test_time_to_schedule_quantiles_for_the_plot() -> None:
+    assert OverRunObserver().result([]).wait_quantiles == []
+    from berth.core.pipeline.overrun import quantiles
+
+    q = quantiles([float(v) for v in range(1, 201)])
+    assert len(q) == 101 and (q[0], q[50], q[100]) == (1.0, 100.0, 200.0)

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from berth.core.pipeline.stats import Binding, BufferPoint, DecisionPoint, NodeUse, RunStats
+from berth.core.pipeline.stats import (
+    Binding,
+    BufferPoint,
+    DecisionPoint,
+    NodeUse,
+    OverRun,
+    Percentiles,
+    RunStats,
+    Series,
+)
 
 GI = 2**30
 TI = 2**40
@@ -69,4 +78,30 @@ def sample(label: str = "capacity-on.yaml") -> RunStats:
             buffer("ns/db", 3, 2, 2),
             buffer("ns/web", 8, 4, 3),
         ],
+    )
+
+
+def over_run(scale: float = 1.0) -> OverRun:
+    """What a run measured over its whole log: enough for every over-the-run plot to draw."""
+    ten = [0.1 * scale * i for i in range(10)]
+    return OverRun(
+        seconds=600.0,
+        pods_scheduled=10,
+        time_to_schedule=Percentiles(1.0, 9.0, 10.0, 10.0),
+        wait_quantiles=[float(1 + i // 10) for i in range(101)],
+        pvs_chosen=3,
+        pv_bytes_requested=115 * GI,
+        pv_bytes_capacity=3 * TI + 10 * GI,
+        large_pvs_taken_by_small_claims=1,
+        large_pvs_chosen=2,
+        series=Series(
+            seconds=[60.0 * i + 30 for i in range(10)],
+            cpu=ten,
+            memory=ten,
+            cpu_spread=ten,
+            memory_spread=ten,
+            cpu_stranded=ten,
+            memory_stranded=ten,
+        ),
+        buffers_ready={"ns/web": 0.5 * scale, "ns/db": 1.0},
     )

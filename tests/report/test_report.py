@@ -11,10 +11,10 @@ import pytest
 
 from berth.adapters.report import _totals, _XAxis, write_report
 from berth.core.pipeline.stats import Binding, DecisionPoint, NodeUse, RunStats
-from tests.report.builders import GI, buffer, decisions, node, sample
+from tests.report.builders import GI, buffer, decisions, node, over_run, sample
 
 PLOTS = ("decisions", "pv-fit", "node-utilization", "buffers")
-DATA_URI = re.compile(r'<img alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)">')
+DATA_URI = re.compile(r'<img alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)"[^>]*>')
 
 
 def images(page: str) -> list[bytes]:
@@ -199,3 +199,31 @@ def test_axis_spans_decisions_and_buffers() -> None:
     assert (axis.lo, axis.hi) == (0.0, 4.0)  # minutes: the decision at 0 s, the buffer at 240 s
     alone = _XAxis([RunStats(decisions=decisions(("Scheduled", "", 1)))])
     assert (alone.lo, alone.hi) == (-0.5, 0.5)  # one instant still gets a width
+
+
+OVER_RUN_PLOTS = ("time-to-schedule", "requested", "spread", "stranded", "buffers-ready", "volumes")
+SHOWS = re.compile(r'<h2 id="([^"]+)">.*?\n<p>.*?</p>\n<img alt="[^"]*" src="[^"]*" data-shows="([^"]*)">')
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_every_over_the_run_plot_shows_every_run(n: int, tmp_path: Path) -> None:
+    """Each plot of a figure over the run is drawn, and its legend or titles name every run."""
+    import html
+
+    import msgspec
+
+    runs = [msgspec.structs.replace(sample(f"config-{i}.yaml"), over_run=over_run(1.0 - 0.2 * i)) for i in range(n)]
+    page = Path(write_report(runs, str(tmp_path))).read_text(encoding="utf-8")
+    shows = {name: html.unescape(texts).split(" | ") for name, texts in SHOWS.findall(page)}
+    for plot in OVER_RUN_PLOTS:
+        assert plot in shows, plot
+        assert (tmp_path / f"{plot}.png").is_file()
+        for i in range(n):
+            assert any(t.startswith(f"config-{i}") for t in shows[plot]), (plot, i, shows[plot])
+
+
+def test_over_the_run_plots_say_when_there_is_nothing(one: Path) -> None:
+    page = one.read_text(encoding="utf-8")
+    for plot in OVER_RUN_PLOTS:
+        assert f'<h2 id="{plot}">' in page
+        assert not (one.parent / f"{plot}.png").exists()

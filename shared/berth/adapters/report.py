@@ -52,6 +52,7 @@ class Plot:
     title: str
     caption: str
     png: bytes | None  # None: nothing to draw; the caption says why
+    texts: tuple[str, ...] = ()  # the legends' entries and the axes' titles drawn, for the page and its tests
 
 
 def write_report(runs: list[RunStats], directory: str, diff: list[dict[str, Any]] | None = None) -> str:
@@ -68,6 +69,10 @@ def write_report(runs: list[RunStats], directory: str, diff: list[dict[str, Any]
         _utilization_plot(runs, labels),
         _buffers_plot(runs, labels, axis),
         _preemptions_plot(runs, labels, axis),
+        _waits_plot(runs, labels),
+        *(_series_plot(runs, labels, *spec) for spec in SERIES_PLOTS),
+        _ready_plot(runs, labels),
+        _volumes_plot(runs, labels),
     ]
     for plot in plots:
         path = os.path.join(directory, f"{plot.name}.png")
@@ -126,7 +131,8 @@ def render_html(
             continue
         out.append(f"<p>{e(plot.caption)}</p>")
         data = base64.b64encode(plot.png).decode("ascii")
-        out.append(f'<img alt="{e(plot.title)}" src="data:image/png;base64,{data}">')
+        shows = f' data-shows="{e(" | ".join(plot.texts))}"' if plot.texts else ""
+        out.append(f'<img alt="{e(plot.title)}" src="data:image/png;base64,{data}"{shows}>')
     if len(runs) > 1:
         out.append(_diff_table(diff or [], labels[:2]))
     out += ["</body>", "</html>", ""]
@@ -252,7 +258,7 @@ def _decisions_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Pl
     axes[-1].set_xlim(lo, hi)
     width = (hi - lo) / buckets
     caption = f"Decisions per bucket by status, stacked: {buckets} buckets of {width:,.3g} {axis.unit} each."
-    return Plot(name, title, caption, _png(fig))
+    return _plot(name, title, caption, fig)
 
 
 def _preemptions_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Plot:
@@ -342,7 +348,7 @@ def _fit_plot(runs: list[RunStats], labels: list[str]) -> Plot:
         + "; ".join(f"{label} {human_bytes(r.pv_waste())}" for r, label in zip(runs, labels, strict=True))
         + "."
     )
-    return Plot(name, title, caption, _png(fig))
+    return _plot(name, title, caption, fig)
 
 
 def _waste_by_class(run: RunStats) -> dict[str, int]:
@@ -356,7 +362,7 @@ def _utilization_plot(runs: list[RunStats], labels: list[str]) -> Plot:
     name, title = "node-utilization", "Node utilization"
     if not any(r.nodes for r in runs):
         return Plot(name, title, "No nodes at the end of this log.", None)
-    fig = _figure(11.0, 4.2)
+    fig = _figure(11.0, 4.2 + 0.2 * len(runs))
     axes = fig.subplots(1, 2, sharey=True)
     top = 1.0
     for ax, resource in zip(axes, ("cpu", "memory"), strict=True):
@@ -378,8 +384,8 @@ def _utilization_plot(runs: list[RunStats], labels: list[str]) -> Plot:
         ax.set_xlabel("nodes, most used first")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8, loc="upper right")
+        if ax.get_legend_handles_labels()[0]:  # under the axes, so it never hides a curve
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.16), frameon=False)
         else:
             _empty(ax, f"no node has {resource} allocatable")
     axes[0].set_ylim(0.0, top * 1.08)
@@ -387,7 +393,7 @@ def _utilization_plot(runs: list[RunStats], labels: list[str]) -> Plot:
         "Requests (berth's reservations included) against allocatable on every node at the end of the log, "
         "nodes sorted from most to least used; dotted lines are the means. A flat curve is an even spread."
     )
-    return Plot(name, title, caption, _png(fig))
+    return _plot(name, title, caption, fig)
 
 
 def _buffers_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Plot:
@@ -439,7 +445,7 @@ def _buffers_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Plot
             f"{len(names):,} buffers, so their totals: Σ replicas (solid) and Σ readyReplicas (dashed), "
             "each buffer counted at its latest status."
         )
-    return Plot(name, title, caption, _png(fig))
+    return _plot(name, title, caption, fig)
 
 
 def _steps(points: list[BufferPoint], axis: _XAxis) -> tuple[list[float], list[int], list[int]]:
@@ -468,6 +474,140 @@ def _totals(points: list[BufferPoint], axis: _XAxis) -> tuple[list[float], list[
     return xs, reps, rdys
 
 
+# --- plots over the whole run (berth.core.pipeline.overrun) ----------------------------------------------
+
+SERIES_PLOTS = (
+    ("requested", "Requested / allocatable over the run", ("cpu", "memory"),
+     "Σ requests of the live pods on nodes over Σ allocatable of the live nodes, time-weighted means per bucket."),
+    ("spread", "Per-node spread over the run", ("cpu_spread", "memory_spread"),
+     "The standard deviation across nodes of each node's requested / allocatable: low is an even spread."),
+    ("stranded", "Stranded capacity over the run", ("cpu_stranded", "memory_stranded"),
+     "Free cpu on nodes without room for the median live pod's memory, and free memory on nodes without room "
+     "for its cpu, as shares of Σ allocatable."),
+)  # fmt: skip
+MAX_READY_BARS = 20  # buffers with their own bar in the fully-ready plot (the least ready)
+
+
+def _series_plot(runs: list[RunStats], labels: list[str], name: str, title: str, fields: tuple[str, str],
+                 caption: str) -> Plot:  # fmt: skip
+    if not any(r.over_run.series.seconds for r in runs):
+        return Plot(name, title, "The log has no log time to draw this over.", None)
+    span = max(max(r.over_run.series.seconds, default=0.0) for r in runs)
+    unit, scale = _time_unit(span * 1.01)
+    fig = _figure(11.0, 3.8)
+    axes = fig.subplots(1, 2, sharey=True)
+    top = 0.0
+    for ax, field in zip(axes, fields, strict=True):
+        for i, (run, label) in enumerate(zip(runs, labels, strict=True)):
+            series = run.over_run.series
+            ys = getattr(series, field)
+            if not ys:
+                continue
+            top = max(top, *ys)
+            ax.plot([x / scale for x in series.seconds], ys, color=_run_color(i), lw=1.5, label=label)
+        ax.set_title(field.replace("_", " "), fontsize=10, loc="left")
+        ax.set_xlabel(f"{unit} since the first event")
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    axes[0].set_ylim(0.0, max(top * 1.1, 0.01))
+    handles, texts = axes[0].get_legend_handles_labels()
+    fig.legend(handles, texts, loc="outside upper right", ncols=min(len(runs), 4), fontsize=8, frameon=False)
+    return _plot(name, title, caption, fig)
+
+
+def _time_unit(span: float) -> tuple[str, float]:
+    return ("s", 1.0) if span <= 180 else ("min", 60.0) if span <= 3 * 3600 else ("h", 3600.0)
+
+
+def _waits_plot(runs: list[RunStats], labels: list[str]) -> Plot:
+    name, title = "time-to-schedule", "Pods: time to schedule over the run"
+    if not any(r.over_run.wait_quantiles for r in runs):
+        return Plot(name, title, "No pod was scheduled with a creation time and a log clock.", None)
+    fig = _figure(10.0, 3.8)
+    ax = fig.subplots()
+    top = 0.0
+    for i, (run, label) in enumerate(zip(runs, labels, strict=True)):
+        q = run.over_run.wait_quantiles
+        if not q:
+            continue
+        top = max(top, q[-1])
+        p = run.over_run.time_to_schedule
+        text = f"{label} ({run.over_run.pods_scheduled:,} pods; p50 {p.p50:,.1f} s, p99 {p.p99:,.1f} s)"
+        ax.step(np.linspace(0.0, 1.0, len(q)), q, where="post", color=_run_color(i), lw=1.5, label=text)
+    if top > 60:
+        ax.set_yscale("symlog", linthresh=1.0)
+    ax.set_xlim(0.0, 1.0)
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel("share of the scheduled pods")
+    ax.set_ylabel("seconds from creation to Scheduled")
+    fig.legend(loc="outside upper left", ncols=1 if len(runs) > 2 else len(runs), fontsize=8, frameon=False)
+    caption = (
+        "The time each scheduled pod waited, in log time from its creation to its first Scheduled decision, "
+        "pods sorted from quickest to slowest (nearest-rank percentiles)."
+    )
+    return _plot(name, title, caption, fig)
+
+
+def _ready_plot(runs: list[RunStats], labels: list[str]) -> Plot:
+    name, title = "buffers-ready", "CapacityBuffers: share of log time fully ready"
+    shares = [r.over_run.buffers_ready for r in runs]
+    names = sorted({b for by in shares for b in by}, key=lambda b: (min(by.get(b, 1.0) for by in shares), b))
+    if not names:
+        return Plot(name, title, "No CapacityBuffers in this log.", None)
+    shown = names[:MAX_READY_BARS]
+    fig = _figure(10.0, 1.4 + 0.3 * len(shown) * max(1, len(runs) / 2))
+    ax = fig.subplots()
+    height = 0.8 / len(runs)
+    y = np.arange(len(shown), dtype=np.float64)
+    for i, (by, label) in enumerate(zip(shares, labels, strict=True)):
+        mean = sum(by.values()) / len(by) if by else 0.0
+        ax.barh(y + i * height, [by.get(b, 0.0) for b in shown], height=height, color=_run_color(i),
+                label=f"{label} (mean {mean:.0%})")  # fmt: skip
+    ax.set_yticks(y + height * (len(runs) - 1) / 2, shown, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0.0, 1.0)
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel("share of log time with readyReplicas ≥ replicas")
+    fig.legend(loc="outside upper right", ncols=min(len(runs), 3), fontsize=8, frameon=False)
+    more = f" The {len(shown)} least ready of {len(names):,} buffers." if len(names) > len(shown) else ""
+    caption = "Per buffer, the share of the log time during which its last status was fully ready." + more
+    return _plot(name, title, caption, fig)
+
+
+def _volumes_plot(runs: list[RunStats], labels: list[str]) -> Plot:
+    name, title = "volumes", "Volumes over the run: PVs chosen and capacity wasted"
+    over = [r.over_run for r in runs]
+    if not any(o.pvs_chosen for o in over):
+        return Plot(name, title, "No PVs were chosen over this log.", None)
+    fig = _figure(11.0, 1.6 + 0.5 * len(runs))
+    ax_bytes, ax_count = fig.subplots(1, 2)
+    unit, size = byte_unit(max(o.pv_bytes_capacity for o in over))
+    y = np.arange(len(runs), dtype=np.float64)
+    for i, (o, label) in enumerate(zip(over, labels, strict=True)):
+        color = _run_color(i)
+        ax_bytes.barh(y[i], o.pv_bytes_requested / size, color=color, label=label)
+        ax_bytes.barh(y[i], o.pv_bytes_wasted / size, left=o.pv_bytes_requested / size, color=color, alpha=0.35,
+                      hatch="//", edgecolor="white")  # fmt: skip
+    ax_bytes.set_yticks(y, labels, fontsize=8)
+    ax_bytes.invert_yaxis()
+    ax_bytes.set_xlabel(f"capacity of the PVs chosen ({unit}): requested, then wasted (hatched)")
+    counts = ("PVs chosen", "large PVs", "large PVs, small claims")
+    height = 0.8 / len(runs)
+    yc = np.arange(len(counts), dtype=np.float64)
+    for i, o in enumerate(over):
+        values = (o.pvs_chosen, o.large_pvs_chosen, o.large_pvs_taken_by_small_claims)
+        ax_count.barh(yc + i * height, values, height=height, color=_run_color(i))
+    ax_count.set_yticks(yc + height * (len(runs) - 1) / 2, counts, fontsize=8)
+    ax_count.invert_yaxis()
+    ax_count.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_count.set_xlabel("bindings over the run")
+    fig.legend(loc="outside upper right", ncols=min(len(runs), 4), fontsize=8, frameon=False)
+    caption = (
+        "Every binding to an existing PV made over the run: the claims' requests and the capacity left "
+        "unrequested; how many PVs, how many large (≥1 TiB), and how many large ones went to small claims (≤10 GiB)."
+    )
+    return _plot(name, title, caption, fig)
+
+
 # --- drawing helpers --------------------------------------------------------------------------------------
 
 
@@ -484,6 +624,18 @@ def _column(fig: Figure, n: int) -> list[Axes]:
 
 def _empty(ax: Axes, text: str) -> None:
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="#888")
+
+
+def _texts(fig: Figure) -> tuple[str, ...]:
+    """Every legend entry and axes title the figure draws, in order, once each."""
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes)]
+    texts = [ax.get_title(loc="left") for ax in fig.axes]
+    texts += [t.get_text() for legend in legends if legend is not None for t in legend.get_texts()]
+    return tuple(dict.fromkeys(t for t in texts if t))
+
+
+def _plot(name: str, title: str, caption: str, fig: Figure) -> Plot:
+    return Plot(name, title, caption, _png(fig), _texts(fig))
 
 
 def _png(fig: Figure) -> bytes:

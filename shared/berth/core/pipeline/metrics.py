@@ -195,6 +195,10 @@ def _nodes_over_run(runs: list[RunStats]) -> Section:
             Row("memory requested / allocatable mean", [pct(o.memory.mean) for o in over]),
             Row("peak", [pct(o.memory.peak) for o in over], indent=1),
             Row("per-node stddev", [pct(o.memory_spread) for o in over], indent=1),
+            Row("cpu stranded (no room for the median pod's memory) mean", [pct(o.cpu_stranded.mean) for o in over]),
+            Row("peak", [pct(o.cpu_stranded.peak) for o in over], indent=1),
+            Row("memory stranded (no room for the median pod's cpu) mean", [pct(o.memory_stranded.mean) for o in over]),
+            Row("peak", [pct(o.memory_stranded.peak) for o in over], indent=1),
         ],
     )
 

@@ -4,17 +4,38 @@ decisions, each step O(1), so the figures cost next to nothing beside the replay
 Log time runs from the first event with a clock to the last. A ratio is held from one event to
 the next and weighted by the time it held (a left Riemann sum); its peak is its largest value
 after any event.
+
+Stranded capacity: the median pod is the median request (the lower median) of the pods live on
+nodes at that moment, cpu and memory each on their own. Stranded cpu is the free cpu (allocatable −
+requested, not below 0) of the live nodes whose free memory is less than the median pod's memory,
+over Σ allocatable cpu; stranded memory the reverse. The sums are kept as nodes change, against
+the median they were added up for, and added up again over every node (numpy) only when the median
+pod changes, which with a workload's few request sizes is rare; its peak is its largest value held
+for any log time, or at the end.
 """
 
 from __future__ import annotations
 
 import math
+from array import array
+from bisect import bisect_left, insort
 from datetime import datetime
+
+import numpy as np
 
 from berth.core.amounts import parse_time
 from berth.core.model import Node, Pod
 from berth.core.pipeline.records import DecisionRecord
-from berth.core.pipeline.stats import LARGE_PV, SMALL_CLAIM, Binding, BufferPoint, OverRun, Percentiles, Usage
+from berth.core.pipeline.stats import (
+    LARGE_PV,
+    SMALL_CLAIM,
+    Binding,
+    BufferPoint,
+    OverRun,
+    Percentiles,
+    Series,
+    Usage,
+)
 from berth.core.resources import CPU, MEMORY
 
 
@@ -28,6 +49,39 @@ def percentiles(values: list[float]) -> Percentiles:
         return v[max(0, math.ceil(p * len(v) / 100) - 1)]
 
     return Percentiles(rank(50), rank(90), rank(99), v[-1])
+
+
+def quantiles(values: list[float]) -> list[float]:
+    """The nearest-rank percentiles 0, 1, ..., 100 of `values` (none when there are no values)."""
+    v = sorted(values)
+    return [v[max(0, math.ceil(p * len(v) / 100) - 1)] for p in range(101)] if v else []
+
+
+SERIES_BUCKETS = 120  # the plots' time series: at most this many buckets
+
+
+def buckets(starts: array[float], end: float, values: list[array[float]], n: int = SERIES_BUCKETS) -> Series:
+    """Values each held from its start to the next start (the last to `end`), as `n` time-weighted
+    bucket means from the first start to `end`. Times in seconds; the series' are since the first start."""
+    if not starts or end <= starts[0]:
+        return Series()
+    t = np.append(np.frombuffer(starts, dtype=np.float64), end)
+    edges = np.linspace(t[0], end, n + 1)
+    width = np.diff(edges)
+    means = []
+    for v in values:
+        area = np.concatenate(([0.0], np.cumsum(np.frombuffer(v, dtype=np.float64) * np.diff(t))))
+        means.append((np.diff(np.interp(edges, t, area)) / width).tolist())
+    middle = ((edges[:-1] + edges[1:]) / 2 - t[0]).tolist()
+    return Series(
+        seconds=middle,
+        cpu=means[0],
+        memory=means[1],
+        cpu_spread=means[2],
+        memory_spread=means[3],
+        cpu_stranded=means[4],
+        memory_stranded=means[5],
+    )
 
 
 class _Spread:
@@ -75,6 +129,20 @@ class OverRunObserver:
         self._waits: list[float] = []
         self._waiting: dict[str, str] = {}  # pod whose last decision was Unschedulable -> reason
         self._pv = [0, 0, 0, 0, 0]  # count, requested, capacity, large taken by small, large
+        # stranded capacity: every node's free cpu and memory by slot, the live pods' requests sorted
+        self._slot: dict[str, int] = {}
+        self._free = np.zeros((2, 64), dtype=np.int64)
+        self._cpus: list[int] = []
+        self._mems: list[int] = []
+        self._dirty = False
+        self._median = (0, 0)  # the median pod's (cpu, memory) that _stuck was added up for
+        self._stuck = [0, 0]  # Σ free cpu on nodes with free memory < the median's, and the reverse
+        self._stranded = (0.0, 0.0)
+        self._stranded_area = [0.0, 0.0]
+        self._stranded_peak = [0.0, 0.0]
+        # the ratios as held from each time on, for the plots
+        self._starts: array[float] = array("d")
+        self._held: list[array[float]] = [array("d") for _ in range(6)]
 
     # ---- the clock ----------------------------------------------------------------------------
     def advance(self, now: datetime | None) -> None:
@@ -93,8 +161,35 @@ class OverRunObserver:
         area = self._area
         area[0] += cpu * dt
         area[1] += mem * dt
-        area[2] += self._spread[0].stddev() * dt
-        area[3] += self._spread[1].stddev() * dt
+        spread = self._spread[0].stddev(), self._spread[1].stddev()
+        area[2] += spread[0] * dt
+        area[3] += spread[1] * dt
+        stranded = self._stranded_now()
+        self._stranded_area[0] += stranded[0] * dt
+        self._stranded_area[1] += stranded[1] * dt
+        self._starts.append(t - dt)
+        for held, v in zip(self._held, (cpu, mem, *spread, *stranded), strict=True):
+            held.append(v)
+
+    def _stranded_now(self) -> tuple[float, float]:
+        """(stranded cpu, stranded memory) as shares of Σ allocatable. The sums are kept per change
+        against the median they were taken for; only a new median makes them add every node up again."""
+        if not self._dirty:
+            return self._stranded
+        self._dirty = False
+        n = len(self._cpus)
+        median = (self._cpus[(n + 1) // 2 - 1], self._mems[(n + 1) // 2 - 1]) if n else (0, 0)
+        if median != self._median:
+            self._median = median
+            free = self._free[:, : len(self._slot)]
+            self._stuck = [int(free[0][free[1] < median[1]].sum()), int(free[1][free[0] < median[0]].sum())]
+        s = self._sum
+        stuck = self._stuck
+        self._stranded = (stuck[0] / s[2] if s[2] > 0 else 0.0), (stuck[1] / s[3] if s[3] > 0 else 0.0)
+        peak = self._stranded_peak
+        peak[0] = max(peak[0], self._stranded[0])
+        peak[1] = max(peak[1], self._stranded[1])
+        return self._stranded
 
     def _ratios(self) -> tuple[float, float]:
         s = self._sum
@@ -172,6 +267,8 @@ class OverRunObserver:
         cpu, mem = pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)
         before = self._node_ratios(node)
         self._on[key] = (node, cpu, mem)
+        insort(self._cpus, cpu)
+        insort(self._mems, mem)
         req = self._req.setdefault(node, [0, 0])
         req[0] += cpu
         req[1] += mem
@@ -184,6 +281,8 @@ class OverRunObserver:
         if held is None:
             return
         node, cpu, mem = held
+        del self._cpus[bisect_left(self._cpus, cpu)]
+        del self._mems[bisect_left(self._mems, mem)]
         before = self._node_ratios(node)
         req = self._req[node]
         req[0] -= cpu
@@ -203,15 +302,35 @@ class OverRunObserver:
         after = self._node_ratios(node)
         self._spread[0].change(before[0], after[0])
         self._spread[1].change(before[1], after[1])
+        slot = self._slot.get(node)
+        if slot is None:
+            slot = self._slot[node] = len(self._slot)
+            if slot == self._free.shape[1]:
+                self._free = np.concatenate((self._free, np.zeros_like(self._free)), axis=1)
+        alloc = self._alloc.get(node, (0, 0))
+        req = self._req.get(node, (0, 0))
+        free = self._free
+        cpu, mem = max(0, alloc[0] - req[0]), max(0, alloc[1] - req[1])
+        was_cpu, was_mem = int(free[0, slot]), int(free[1, slot])
+        free[0, slot] = cpu
+        free[1, slot] = mem
+        median, stuck = self._median, self._stuck
+        stuck[0] += (cpu if mem < median[1] else 0) - (was_cpu if was_mem < median[1] else 0)
+        stuck[1] += (mem if cpu < median[0] else 0) - (was_mem if was_cpu < median[0] else 0)
+        self._dirty = True
 
     # ---- the result ---------------------------------------------------------------------------
     def result(self, buffers: list[BufferPoint]) -> OverRun:
         span = (self._now - self._first) if self._now is not None and self._first is not None else 0.0
         area = self._area
         cpu, mem = self._ratios()
+        stranded = self._stranded_now()
 
         def mean(i: int, last: float) -> float:
             return area[i] / span if span > 0 else last
+
+        def stranded_mean(i: int) -> float:
+            return self._stranded_area[i] / span if span > 0 else stranded[i]
 
         counts: dict[str, int] = {}
         for reason in self._waiting.values():
@@ -225,6 +344,7 @@ class OverRunObserver:
             pods_unschedulable_at_end=len(self._waiting),
             unschedulable_at_end=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
             time_to_schedule=percentiles(self._waits),
+            wait_quantiles=quantiles(self._waits),
             pvs_chosen=pv[0],
             pv_bytes_requested=pv[1],
             pv_bytes_capacity=pv[2],
@@ -234,6 +354,9 @@ class OverRunObserver:
             memory=Usage(mean(1, mem), self._peak[1]),
             cpu_spread=mean(2, self._spread[0].stddev()),
             memory_spread=mean(3, self._spread[1].stddev()),
+            cpu_stranded=Usage(stranded_mean(0), self._stranded_peak[0]),
+            memory_stranded=Usage(stranded_mean(1), self._stranded_peak[1]),
+            series=buckets(self._starts, self._now, self._held) if self._now is not None else Series(),
             buffers_ready=self._buffers_ready(buffers, span),
         )
 

@@ -69,6 +69,18 @@ class Percentiles(msgspec.Struct, frozen=True):
     max: float = 0.0
 
 
+class Series(msgspec.Struct, frozen=True, kw_only=True):
+    """The over-the-run ratios in time buckets, each the time-weighted mean over its bucket, for plots."""
+
+    seconds: list[float] = []  # each bucket's middle, in seconds since the first event
+    cpu: list[float] = []  # Σ requested / Σ allocatable
+    memory: list[float] = []
+    cpu_spread: list[float] = []  # per-node stddev of requested / allocatable
+    memory_spread: list[float] = []
+    cpu_stranded: list[float] = []  # share of Σ allocatable cpu stranded (berth.core.pipeline.overrun)
+    memory_stranded: list[float] = []
+
+
 class OverRun(msgspec.Struct, frozen=True, kw_only=True):
     """What one run measured from its first event to its last."""
 
@@ -79,6 +91,7 @@ class OverRun(msgspec.Struct, frozen=True, kw_only=True):
     pods_unschedulable_at_end: int = 0
     unschedulable_at_end: dict[str, int] = {}  # by reason
     time_to_schedule: Percentiles = Percentiles()
+    wait_quantiles: list[float] = []  # time to schedule at 0%, 1%, ..., 100% (nearest rank), for the plot
     pvs_chosen: int = 0
     pv_bytes_requested: int = 0
     pv_bytes_capacity: int = 0
@@ -88,6 +101,9 @@ class OverRun(msgspec.Struct, frozen=True, kw_only=True):
     memory: Usage = Usage()
     cpu_spread: float = 0.0  # per-node stddev of requested/allocatable, mean over log time
     memory_spread: float = 0.0
+    cpu_stranded: Usage = Usage()  # free cpu on nodes without room for the median pod's memory, / Σ allocatable
+    memory_stranded: Usage = Usage()  # free memory on nodes without room for the median pod's cpu, / Σ allocatable
+    series: Series = Series()
     buffers_ready: dict[str, float] = {}  # per buffer, the share of log time it was fully ready
 
     @property
