@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from berth.core.loadaware.args import LoadAwareSchedulingArgs
+from berth.core.loadaware.convert import aggregated
 from berth.core.loadaware.estimator import PROD, Estimator, node_allocatable, priority_class
 from berth.core.loadaware.model import ANN_RESERVE_POD, ANN_USAGE_THRESHOLDS, NodeMetric
 from berth.core.loadaware.profile import Profile, global_profile, node_profile
@@ -166,7 +167,7 @@ def _aggregated(m: NodeMetric | None) -> dict[tuple[str, int], dict[str, int]]:
     if m is None or not m.has_node_metric:
         return agg
     longest: dict[str, int] = {}
-    for a in m.aggregated:
+    for a in aggregated(m):
         duration = a.duration
         for kind, rl in a.usage.items():
             if rl:
