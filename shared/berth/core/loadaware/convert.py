@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec.structs import astuple
+
 from berth.core.amounts import Bad, moment, plain, resource_list
 from berth.core.convert import EMPTY_META, name_of
 from berth.core.loadaware.durations import DurationError, parse_duration
@@ -46,15 +48,18 @@ def _checked(items: list[wl.AggregatedNodeUsage | None]) -> tuple[wl.AggregatedN
     here, which names the field of the first problem."""
     kept = tuple(a for a in items if a is not None)
     values: list[object] = []
+    extend = values.extend
     try:
         for a in kept:
             if a.duration:
                 _duration(a.duration)
             u = a.usage
             if u is not None:
-                for x in (u.avg, u.p50, u.p90, u.p95, u.p99):
-                    if x is not None and x.resources:
-                        values.extend(x.resources.values())
+                for x in astuple(u):  # avg, p50, p90, p95, p99
+                    if x is not None:
+                        resources = x.resources
+                        if resources:
+                            extend(resources.values())
     except Bad:
         values = [None]  # normalised below, which names the field
     if values and not plain(values):
@@ -84,6 +89,8 @@ def _aggregated(items: Sequence[wl.AggregatedNodeUsage | None]) -> tuple[Aggrega
 
 
 def _pods(items: list[wl.PodMetricInfo | None] | None) -> tuple[PodMetric, ...]:
+    if not items:
+        return ()
     return tuple(
         PodMetric(
             namespace=p.namespace or "",
