@@ -61,6 +61,9 @@ class OverRunObserver:
     def __init__(self) -> None:
         self._first: float | None = None
         self._now: float | None = None
+        self._at: datetime | None = None  # the time `_now` was read from
+        # the four ratios held (cpu, memory, their spreads), until a node or a pod on one changes
+        self._held: tuple[float, float, float, float] | None = None
         self._alloc: dict[str, tuple[int, int]] = {}  # live node -> (cpu, memory) allocatable
         self._req: dict[str, list[int]] = {}  # node -> [cpu, memory] requested by live pods
         self._on: dict[str, tuple[str, int, int]] = {}  # live pod -> (node, cpu, memory)
@@ -79,8 +82,9 @@ class OverRunObserver:
     # ---- the clock ----------------------------------------------------------------------------
     def advance(self, now: datetime | None) -> None:
         """Called once per event, before its changes: the current ratios held until `now`."""
-        if now is None:
+        if now is None or now is self._at:
             return
+        self._at = now
         t = now.timestamp()
         if self._now is None:
             self._first = self._now = t
@@ -89,12 +93,15 @@ class OverRunObserver:
         if dt <= 0:
             return
         self._now = t
-        cpu, mem = self._ratios()
+        held = self._held
+        if held is None:
+            cpu, mem = self._ratios()
+            held = self._held = (cpu, mem, self._spread[0].stddev(), self._spread[1].stddev())
         area = self._area
-        area[0] += cpu * dt
-        area[1] += mem * dt
-        area[2] += self._spread[0].stddev() * dt
-        area[3] += self._spread[1].stddev() * dt
+        area[0] += held[0] * dt
+        area[1] += held[1] * dt
+        area[2] += held[2] * dt
+        area[3] += held[3] * dt
 
     def _ratios(self) -> tuple[float, float]:
         s = self._sum
@@ -201,6 +208,7 @@ class OverRunObserver:
 
     def _node_changed(self, node: str, before: tuple[float | None, float | None]) -> None:
         after = self._node_ratios(node)
+        self._held = None
         self._spread[0].change(before[0], after[0])
         self._spread[1].change(before[1], after[1])
 
