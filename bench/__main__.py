@@ -6,7 +6,7 @@ import importlib
 import os
 import sys
 
-BENCHES = ["volume_binding", "loadaware", "combined", "replay", "steady", "streaming", "interpod"]
+BENCHES = ["volume_binding", "loadaware", "combined", "replay", "steady", "streaming", "interpod", "memory"]
 
 
 def main() -> None:
