@@ -6,7 +6,17 @@ import importlib
 import os
 import sys
 
-BENCHES = ["volume_binding", "loadaware", "combined", "replay", "streaming", "interpod", "preemption"]
+BENCHES = [
+    "volume_binding",
+    "loadaware",
+    "combined",
+    "replay",
+    "steady",
+    "streaming",
+    "interpod",
+    "preemption",
+    "memory",
+]
 
 
 def main() -> None:

@@ -23,6 +23,8 @@ PRESET_HELP = {
     "bench": "5,000 nodes, 100,000 PVs, 20,000 pending pods, about 200,000 events",
     "bench-churn": "bench, with every workload living about a minute: most pods leave before the end",
     "preempt": "6 full nodes, PriorityClasses and PDBs, then 12 critical pods that only preemption places",
+    "steady": "5,000 nodes reporting NodeMetrics every minute for an hour, 20,000 bound pods coming and going",
+    "scale": "50,000 nodes, 1,000,000 PVs, 500,000 bound pods (for memory)",
 }
 
 
@@ -62,7 +64,8 @@ def add_parser(sub: Any) -> None:
         help="write a synthetic event log",
         description="Write a realistic synthetic event log: a cluster snapshot at t0 (nodes in zones and racks, "
         "local and zonal PVs, StorageClasses, NodeMetrics, CapacityBuffers), then workloads arriving over time "
-        "with pending pods and their claims, churn, NodeMetric reports and buffer edits. Pods are never bound. "
+        "with pending pods and their claims, churn, NodeMetric reports and buffer edits. Pods are pending "
+        "unless --bound. "
         "Start from a preset and override any parameter; the same flags and seed give the same bytes.",
         epilog="presets:\n" + "\n".join(f"  {k:<12} {v}" for k, v in PRESET_HELP.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -129,6 +132,9 @@ def add_parser(sub: Any) -> None:
         help="critical, serving and batch (globalDefault) PriorityClasses; pods carry theirs",
     )
     g.add_argument("--pdbs", type=SHARE, metavar="F", help="share of StatefulSets and Deployments with a PDB")
+    g.add_argument(
+        "--bound", action=argparse.BooleanOptionalAction, help="pods arrive running on a random node, not pending"
+    )
 
     g = p.add_argument_group("time and metrics")
     g.add_argument("--start", type=rfc3339, metavar="RFC3339", help="t0 (default 2026-11-02T08:00:00Z, a Monday)")

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from berth.core import amounts
-from berth.core.amounts import Bad, moment, parse_time, resource_list
+from berth.core.amounts import Bad, moment, parse_time, plain, resource_list
 from berth.core.quantity import _parse_text, ceil_milli, ceil_units
 
 SUFFIXES = ["", "m", "Ki", "Mi", "Gi", "Ei", "k", "M", "G", "E", "n", "u", "e3", ".5", "i", "K"]
@@ -48,6 +48,34 @@ def test_resource_list_is_the_exact_parser(name: str, q: str, warm: bool) -> Non
             assert e.path == name
             got = e.problem
         assert got == want
+
+
+@settings(max_examples=500)
+@given(st.lists(st.one_of(texts, st.integers(), st.just("1\x002")), max_size=6))
+def test_plain_amounts_are_those_the_exact_parser_takes(values: list[object]) -> None:
+    """What `plain` passes, the exact parser takes (its answer is not asked for then: only that it has one)."""
+    if plain(values):
+        assert values and all(isinstance(_exact("cpu", q), int) for q in values)  # type: ignore[arg-type]
+    if any(not isinstance(q, str) or not isinstance(_exact("memory", q), int) for q in values):
+        assert not plain(values)
+
+
+@pytest.mark.parametrize(
+    ("values", "want"),
+    [
+        (["5762m", "44904318Ki", "7", "0"], True),
+        (["999999999999", "999999999999Ki", "999999999999m"], True),
+        (["1000000000000"], False),  # 13 digits: left to the exact parser
+        (["1.5"], False),
+        (["47Gi"], False),
+        (["1\x002"], False),  # two plain amounts once joined: still one value
+        ([5], False),
+        (["\u0663"], False),
+        ([], False),
+    ],
+)
+def test_plain_examples(values: list[object], want: bool) -> None:
+    assert plain(values) is want
 
 
 @pytest.mark.parametrize(

@@ -249,3 +249,18 @@ def test_workloads_keep_their_replicas_apart(small: list[WatchEvent]) -> None:
         ref = pod["metadata"]["ownerReferences"][0]
         template = templates[f"StatefulSet {pod['metadata']['namespace']}/{ref['name']}"]
         assert template["affinity"] == pod["spec"]["affinity"]
+
+
+def test_bound_pods_arrive_running_and_leave_gracefully() -> None:
+    params = PRESETS["steady"].replace(nodes=12, zones=1, racks_per_zone=2, pods=40, duration=600, lifetime=60)
+    events = list(generate(params, 1))
+    nodes = {ev.object["metadata"]["name"] for ev in events if ev.object["kind"] == "Node"}
+    arrived = [ev for ev in events if ev.type == "ADDED" and ev.object["kind"] == "Pod" and ev.ts != params.start]
+    assert len(arrived) == 40
+    assert all(ev.object["spec"]["nodeName"] in nodes and ev.object["status"]["phase"] == "Running" for ev in arrived)
+    # every arrival is marked for deletion, then deleted
+    for kind in ("MODIFIED", "DELETED"):
+        gone = [ev for ev in events if ev.type == kind and ev.object["kind"] == "Pod"]
+        assert len(gone) == 40 and all("deletionTimestamp" in ev.object["metadata"] for ev in gone)
+    reports = sum(1 for ev in events if ev.object["kind"] == "NodeMetric")
+    assert reports == 12 * 11  # one at t0 and one a minute per node until the end

@@ -20,7 +20,7 @@ from berth.core.generate.params import (
 
 def test_defaults_and_presets_are_valid() -> None:
     Params()
-    assert set(PRESETS) == {"small", "cold-burst", "small-churn", "bench", "bench-churn", "preempt"}
+    assert set(PRESETS) == {"small", "cold-burst", "small-churn", "bench", "bench-churn", "preempt", "steady", "scale"}
 
 
 def test_every_problem_is_reported_at_once() -> None:
@@ -47,6 +47,7 @@ def test_every_problem_is_reported_at_once() -> None:
         ({"node_shapes": ()}, "node_shapes: needs at least one shape"),
         ({"node_shapes": (NodeShape(0, 64),)}, "node_shapes: cores, memory and weight must be positive, got 0x64:1"),
         ({"start": datetime(2026, 11, 2, 8, 0)}, "start: must carry a time zone"),
+        ({"bound": True}, "bound: bound pods have no claims; set stateful_fraction to 0"),
     ],
 )
 def test_invalid_parameters(changes: dict[str, object], problem: str) -> None:

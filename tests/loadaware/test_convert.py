@@ -7,7 +7,7 @@ import pytest
 from berth.core.errors import InputError
 from berth.core.kinds import KINDS, kind_key
 from berth.core.kinds import convert as nodemetric_from_raw
-from berth.core.loadaware.convert import nodemetric
+from berth.core.loadaware.convert import aggregated, nodemetric
 from berth.core.loadaware.durations import DurationError, format_duration, parse_duration
 from berth.core.loadaware.model import AggregatedUsage, PodMetric
 
@@ -70,7 +70,7 @@ def test_reference_example() -> None:
     assert m.has_node_metric
     assert m.node_usage == {"cpu": 12500, "memory": 48 * GI}
     assert m.system_usage == {"cpu": 1200, "memory": 6 * GI}
-    assert m.aggregated == (
+    assert aggregated(m) == (
         AggregatedUsage(300 * S, {"avg": {"cpu": 11000, "memory": 47 * GI}, "p95": {"cpu": 15000, "memory": 49 * GI}}),
         AggregatedUsage(1800 * S, {"p95": {"cpu": 16000, "memory": 50 * GI}}),
     )
@@ -90,7 +90,7 @@ def test_null_entries_are_skipped() -> None:
     raw["status"]["podsMetric"].append(None)
     raw["status"]["nodeMetric"]["aggregatedNodeUsages"] = [None]
     m = nodemetric_from_raw(raw)
-    assert len(m.pods) == 1 and m.aggregated == ()
+    assert len(m.pods) == 1 and m.aggregated == () and aggregated(m) == ()
 
 
 @pytest.mark.parametrize(
@@ -106,6 +106,22 @@ def test_null_entries_are_skipped() -> None:
             {"status": {"nodeMetric": {"aggregatedNodeUsages": [{"duration": "5 min"}]}}},
             "status.nodeMetric.aggregatedNodeUsages[0].duration",
         ),
+        (
+            {
+                "status": {
+                    "nodeMetric": {"aggregatedNodeUsages": [None, {"usage": {"p90": {"resources": {"cpu": "1x"}}}}]}
+                }
+            },
+            "status.nodeMetric.aggregatedNodeUsages[1].usage.p90.resources.cpu",
+        ),
+        (
+            {
+                "status": {
+                    "nodeMetric": {"aggregatedNodeUsages": [{"usage": {"avg": {"resources": {"cpu": "1\x002"}}}}]}
+                }
+            },
+            "status.nodeMetric.aggregatedNodeUsages[0].usage.avg.resources.cpu",
+        ),
         ({"status": {"podsMetric": [{"name": 5}]}}, "status.podsMetric[0].name"),
         (
             {"spec": {"metricCollectPolicy": {"reportIntervalSeconds": "60"}}},
@@ -120,3 +136,16 @@ def test_errors_name_the_field(patch: dict[str, Any], field: str) -> None:
     with pytest.raises(InputError) as e:
         nodemetric_from_raw(raw)
     assert e.value.field == field
+
+
+def test_aggregated_usages_are_normalised_when_read() -> None:
+    """Plain amounts are checked all at once and normalised only when read; others are normalised
+    (and checked) as the metric is read. Either way the usages read the same."""
+    plain = {"5m0s": {"avg": ("5762m", "44904318Ki"), "p99": ("7", "46873574Ki")}}
+    first = AggregatedUsage(
+        300 * S, {"avg": {"cpu": 5762, "memory": 44904318 * 1024}, "p99": {"cpu": 7000, "memory": 46873574 * 1024}}
+    )
+    assert aggregated(nodemetric_from_raw(node_metric("n", agg=plain))) == (first,)
+    mixed = {**plain, "10m0s": {"p50": ("1.5", "47Gi")}}
+    second = AggregatedUsage(600 * S, {"p50": {"cpu": 1500, "memory": 47 * GI}})
+    assert aggregated(nodemetric_from_raw(node_metric("n", agg=mixed))) == (first, second)

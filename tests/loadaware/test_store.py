@@ -1,10 +1,12 @@
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from berth.core.loadaware.store import NodeLoad
 
@@ -268,3 +270,49 @@ def test_attach_to_a_state_that_already_has_pods() -> None:
     plugin.store.attach(state)  # idempotent
     state.apply(obj(node_metric("n", cpu="1")))
     assert sums(plugin.store.records["n"])["node_est"] == [70_000, 2 * G]
+
+
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("pod"), st.sampled_from("pqr"), st.sampled_from([30, 3600]), st.sampled_from(["1", "2"])),
+        st.tuples(st.just("gone"), st.sampled_from("pqr")),
+        st.tuples(
+            st.just("metric"),
+            st.sampled_from([0, 30, 120]),
+            st.lists(st.tuples(st.sampled_from("pqr"), st.sampled_from(["koord-prod", "koord-batch"])), max_size=2),
+        ),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_STEPS, st.booleans())
+def test_sums_are_a_full_recount(steps: list[tuple[Any, ...]], include_sys: bool) -> None:
+    """However pods and metrics (with pods reported or not) come and go, each node's sums and rows
+    are those of a store that sees only the pods left and the last metric."""
+    args = {**BASE, "prodUsageIncludeSys": include_sys}
+    w = World(args, node("n"))
+    alive: dict[str, dict[str, Any]] = {}
+    last: dict[str, Any] | None = None
+    for rv, step in enumerate(steps, start=1):
+        if step[0] == "pod":
+            alive[step[1]] = pod(step[1], "n", cpu=step[3], scheduled=ago(step[2]), rv=str(rv))
+            w.apply(alive[step[1]])
+        elif step[0] == "gone":
+            alive.pop(step[1], None)
+            w.apply(pod(step[1], "n", rv=str(rv)), deleted=True)
+        else:
+            usage = [pod_usage(name, "500m", "1Gi", priority=prio) for name, prio in step[2]]
+            last = node_metric("n", update=T0 - timedelta(seconds=step[1]), pods=usage, system=("1", "1Gi"), rv=str(rv))
+            w.apply(last)
+    fresh = World(args, node("n"), *alive.values(), *([last] if last is not None else []))
+    got, want = w.plugin.store.records.get("n"), fresh.plugin.store.records.get("n")
+    assert (got is None) == (want is None)
+    if got is None or want is None:
+        return
+    assert sums(got) == sums(want)
+    for store, world in ((w.plugin.store, w), (fresh.plugin.store, fresh)):
+        s = world.state.nodes.slot["n"]
+        assert store.delta[s].tolist() == want.node_delta.tolist() and store.est[s].tolist() == want.node_est.tolist()
+        assert store.prod[s].tolist() == (want.prod_usage + want.prod_delta).tolist()

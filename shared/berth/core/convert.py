@@ -215,6 +215,23 @@ def inline_disks(vol: wc.Volume) -> list[InlineDisk]:
     return out
 
 
+_TOLERATIONS: dict[tuple[wc.Toleration, ...], tuple[Toleration, ...]] = {}  # most pods have admission's defaults
+
+
+def tolerations(v: tuple[wc.Toleration, ...]) -> tuple[Toleration, ...]:
+    """A pod's tolerations; one tuple shared by the pods that list the same ones (a workload's pods)."""
+    out = _TOLERATIONS.get(v)
+    if out is None:
+        out = tuple(
+            Toleration(key=t.key or "", operator=t.operator or "Equal", value=t.value or "", effect=t.effect or "")
+            for t in v
+        )
+        if len(_TOLERATIONS) >= 4096:
+            _TOLERATIONS.clear()
+        _TOLERATIONS[v] = out
+    return out
+
+
 def image_name(name: str) -> str:
     """kube's normalizedImageName: `:latest` for an image without a tag or digest."""
     out = _IMAGES.get(name)
@@ -293,10 +310,7 @@ def pod(v: wc.Pod) -> Pod:
         priority_class_name=spec.priority_class_name or "",
         node_selector=spec.node_selector or {},
         affinity=None if required is None else node_selector(required),
-        tolerations=tuple(
-            Toleration(key=t.key or "", operator=t.operator or "Equal", value=t.value or "", effect=t.effect or "")
-            for t in spec.tolerations or ()
-        ),
+        tolerations=tolerations(spec.tolerations) if spec.tolerations else (),
         volumes=tuple(volumes),
         requests=requests,
         limits=limits,

@@ -63,6 +63,7 @@ class Params:
     daemonset: bool = True  # a running node-exporter pod on every node
     priority_classes: bool = False  # critical, serving and batch (globalDefault) PriorityClasses, pods in them
     pdbs: float = 0.0  # share of StatefulSets and Deployments with a PodDisruptionBudget (maxUnavailable 1)
+    bound: bool = False  # pods arrive running on a node drawn at random (placed by the cluster's scheduler)
     # time and metrics
     start: datetime = DEFAULT_START
     duration: int = 3600  # seconds of activity after t0
@@ -138,6 +139,8 @@ def validate(p: Params) -> list[str]:
             problems.append(f"nodes: {p.nodes} nodes cannot fill {p.zones} zones x {p.racks_per_zone} racks")
         if p.cold_nodes > p.nodes:
             problems.append(f"cold_nodes: {p.cold_nodes} is more than the {p.nodes} nodes")
+        if p.bound and p.stateful_fraction:
+            problems.append("bound: bound pods have no claims; set stateful_fraction to 0")
         if p.burst and p.burst_at >= p.duration:
             problems.append(f"burst_at: {p.burst_at}s is not before the end of the run ({p.duration}s)")
     if p.start.tzinfo is None:
@@ -201,6 +204,37 @@ PRESETS["preempt"] = Params(
     duration=900,
     priority_classes=True,
     pdbs=0.5,
+)
+# A cluster followed for an hour: 5,000 nodes each reporting a NodeMetric every minute (300,000
+# reports), 20,000 pods arriving already bound and leaving again (lifetimes of about 10 minutes).
+PRESETS["steady"] = Params(
+    zones=3,
+    racks_per_zone=40,
+    nodes=5000,
+    local_pvs=0,
+    zonal_pvs=0,
+    pods=20_000,
+    stateful_fraction=0.0,
+    churn=1.0,
+    lifetime=600,
+    buffers=0,
+    bound=True,
+    duration=3600,
+)
+# 50,000 nodes, 1,000,000 PVs and 500,000 bound pods: the memory a state that large takes.
+PRESETS["scale"] = Params(
+    zones=3,
+    racks_per_zone=100,
+    nodes=50_000,
+    local_pvs=950_000,
+    zonal_pvs=50_000,
+    pods=500_000,
+    stateful_fraction=0.0,
+    churn=0.0,
+    buffers=0,
+    daemonset=False,
+    bound=True,
+    duration=120,
 )
 
 

@@ -286,6 +286,9 @@ class _Run:
                 if self.p.priority_classes:
                     cls = priorities.CRITICAL if w.name == "flash-sale" else priorities.class_of(w)
                     pod = priorities.with_priority(pod, cls)
+                if self.p.bound:  # placed by the cluster's own scheduler, and started, as it arrives
+                    n = self.ids.rng.choice(self.nodes)
+                    pod = running(pod, n.name, n.ip, self.ids.ip(f"10.{64 + (n.index >> 8)}"), t)
                 w.pods.append(pod)
                 out.append(self.ev("ADDED", pod, ms))
                 if self.quota and self.charged(w):
@@ -334,20 +337,22 @@ class _Run:
 
         def delete_pods(ms: int) -> list[WatchEvent]:
             out = []
+            graceful = w.kind == JOB or self.p.bound
             for pod in w.pods:
-                # a pod without a node goes at once; a Job's pod waits for its tracking finalizer
-                out.append(self.ev("MODIFIED" if w.kind == JOB else "DELETED", _deleting(pod, self.t(ms)), ms))
+                # a pod without a node goes at once; a Job's pod waits for its tracking finalizer, a
+                # running pod for its containers to stop
+                out.append(self.ev("MODIFIED" if graceful else "DELETED", _deleting(pod, self.t(ms)), ms))
                 if self.quota and self.charged(w):
                     self.quota.charge(w.cpu_milli, w.mem_mib, -1)
             if self.quota and self.charged(w) and w.pods:
                 out.append(self.ev("MODIFIED", self.quota.object(), ms))
-            if w.kind == JOB or w.pvcs:
+            if graceful or w.pvcs:
                 self.push(ms + STEP_MS, release)
             return out
 
         def release(ms: int) -> list[WatchEvent]:
             out = []
-            if w.kind == JOB:
+            if w.kind == JOB or self.p.bound:
                 deleted = self.t(ms - STEP_MS)
                 out += [self.ev("DELETED", _deleting(pod, deleted, keep_finalizers=False), ms) for pod in w.pods]
             out += [self.ev("MODIFIED", _deleting(c, self.t(ms)), ms) for c in w.pvcs]

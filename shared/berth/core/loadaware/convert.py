@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from berth.core.amounts import Bad, moment, resource_list
+from collections.abc import Sequence
+
+from msgspec.structs import astuple
+
+from berth.core.amounts import Bad, moment, plain, resource_list
 from berth.core.convert import EMPTY_META, name_of
 from berth.core.loadaware.durations import DurationError, parse_duration
 from berth.core.loadaware.model import AggregatedUsage, NodeMetric, PodMetric
@@ -33,9 +37,39 @@ def _usage(v: wl.Usage | None, at: str) -> dict[str, int]:
         raise e.under(f"{at}.resources") from None
 
 
-def _aggregated(items: list[wl.AggregatedNodeUsage | None] | None) -> tuple[AggregatedUsage, ...]:
+def aggregated(m: NodeMetric) -> tuple[AggregatedUsage, ...]:
+    """A NodeMetric's aggregated usages, normalised (checked when the metric was read: they normalise)."""
+    return _aggregated(m.aggregated)
+
+
+def _checked(items: list[wl.AggregatedNodeUsage | None]) -> tuple[wl.AggregatedNodeUsage, ...]:
+    """The aggregated usages, left as they arrived once they are known to normalise. Most are plain
+    amounts ("5762m", "44904318Ki") and are checked all at once (`plain`); anything else is normalised
+    here, which names the field of the first problem."""
+    kept = tuple(a for a in items if a is not None)
+    values: list[object] = []
+    extend = values.extend
+    try:
+        for a in kept:
+            if a.duration:
+                _duration(a.duration)
+            u = a.usage
+            if u is not None:
+                for x in astuple(u):  # avg, p50, p90, p95, p99
+                    if x is not None:
+                        resources = x.resources
+                        if resources:
+                            extend(resources.values())
+    except Bad:
+        values = [None]  # normalised below, which names the field
+    if values and not plain(values):
+        _aggregated(items)
+    return kept
+
+
+def _aggregated(items: Sequence[wl.AggregatedNodeUsage | None]) -> tuple[AggregatedUsage, ...]:
     out = []
-    for i, a in enumerate(items or ()):
+    for i, a in enumerate(items):
         if a is None:
             continue
         part = "duration"  # where a problem is: paths are spelt out only then
@@ -55,6 +89,8 @@ def _aggregated(items: list[wl.AggregatedNodeUsage | None] | None) -> tuple[Aggr
 
 
 def _pods(items: list[wl.PodMetricInfo | None] | None) -> tuple[PodMetric, ...]:
+    if not items:
+        return ()
     return tuple(
         PodMetric(
             namespace=p.namespace or "",
@@ -85,6 +121,6 @@ def nodemetric(v: wl.NodeMetric) -> NodeMetric:
         has_node_metric=nm is not None,
         node_usage={} if nm is None else _usage(nm.node_usage, "status.nodeMetric.nodeUsage"),
         system_usage={} if nm is None else _usage(nm.system_usage, "status.nodeMetric.systemUsage"),
-        aggregated=() if nm is None else _aggregated(nm.aggregated_node_usages),
+        aggregated=() if nm is None or not nm.aggregated_node_usages else _checked(nm.aggregated_node_usages),
         pods=_pods(status.pods_metric),
     )

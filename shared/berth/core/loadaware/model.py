@@ -11,6 +11,7 @@ from datetime import datetime
 import msgspec
 
 from berth.core.model import ResourceList
+from berth.core.wire.loadaware import AggregatedNodeUsage
 
 AGGREGATION_TYPES = ("avg", "p50", "p90", "p95", "p99")
 
@@ -53,5 +54,7 @@ class NodeMetric(msgspec.Struct, frozen=True):
     has_node_metric: bool = False  # status.nodeMetric is set
     node_usage: ResourceList = {}
     system_usage: ResourceList = {}
-    aggregated: tuple[AggregatedUsage, ...] = ()
+    # status.nodeMetric.aggregatedNodeUsages as they arrived (null entries left out), checked when the
+    # metric was read; made AggregatedUsages by `loadaware.convert.aggregated` only when a profile reads them
+    aggregated: tuple[AggregatedNodeUsage, ...] = ()
     pods: tuple[PodMetric, ...] = ()

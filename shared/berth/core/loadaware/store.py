@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from berth.core.loadaware.args import LoadAwareSchedulingArgs
+from berth.core.loadaware.convert import aggregated
 from berth.core.loadaware.estimator import PROD, Estimator, node_allocatable, priority_class
 from berth.core.loadaware.model import ANN_RESERVE_POD, ANN_USAGE_THRESHOLDS, NodeMetric
 from berth.core.loadaware.profile import Profile, global_profile, node_profile
@@ -43,7 +44,8 @@ def to_us(t: datetime) -> int:
     """Microseconds since the epoch, exactly (naive times are taken as UTC)."""
     if t.tzinfo is None:
         t = t.replace(tzinfo=UTC)
-    return (t - _EPOCH) // timedelta(microseconds=1)
+    d = t - _EPOCH
+    return (d.days * 86400 + d.seconds) * US + d.microseconds
 
 
 def _condition_time(pod: Pod, kind: str) -> datetime | None:
@@ -169,7 +171,7 @@ def _aggregated(m: NodeMetric | None) -> dict[tuple[str, int], dict[str, int]]:
     if m is None or not m.has_node_metric:
         return agg
     longest: dict[str, int] = {}
-    for a in m.aggregated:
+    for a in aggregated(m):
         duration = a.duration
         for kind, rl in a.usage.items():
             if rl:
@@ -292,7 +294,8 @@ class NodeMetricStore:
         self.agg_key[s] = (p.agg_type, p.agg_duration)
         self._write_metric(s, self.records.get(node.name))
 
-    def _write_metric(self, s: int, rec: NodeLoad | None) -> None:
+    def _write_metric(self, s: int, rec: NodeLoad | None, pods: bool = True) -> None:
+        """The metric's rows of slot s; pods=False: the pods' sums have not changed since written."""
         m = None if rec is None else rec.metric
         timed = m is not None and m.update_time is not None
         self.has_metric[s] = m is not None
@@ -300,17 +303,24 @@ class NodeMetricStore:
         self.has_time[s] = timed
         self.time_us[s] = rec.window if rec is not None and timed else 0  # the metric's updateTime, in us
         if rec is None or rec.node_usage is None:
-            self.usage[s] = self.agg_f[s] = self.agg_s[s] = 0
+            self.usage[s] = 0
             self.agg_f_ok[s] = self.agg_s_ok[s] = False
         else:
             self.usage[s] = rec.node_usage
+            # agg_f and agg_s are read only where agg_f_ok and agg_s_ok say so
             f = rec.agg_base(*self.agg_key[s], self.res.vec) if self.agg_on[s] else None
             self.agg_f_ok[s] = f is not None
-            self.agg_f[s] = 0 if f is None else f
-            g = None if self.score_agg is None else rec.agg_base(*self.score_agg, self.res.vec)
-            self.agg_s_ok[s] = g is not None
-            self.agg_s[s] = 0 if g is None else g
-        self._write_pods(s, rec)
+            if f is not None:
+                self.agg_f[s] = f
+            if self.score_agg is not None:
+                g = rec.agg_base(*self.score_agg, self.res.vec)
+                self.agg_s_ok[s] = g is not None
+                if g is not None:
+                    self.agg_s[s] = g
+        if pods:
+            self._write_pods(s, rec)
+        else:
+            self._dirty.add(s)
 
     def _write_pods(self, s: int, rec: NodeLoad | None) -> None:
         if rec is None:
@@ -379,6 +389,7 @@ class NodeMetricStore:
         if not isinstance(obj, NodeMetric):
             return
         rec = self.records.get(obj.name)
+        resummed = True
         if deleted:
             if rec is None:
                 return
@@ -393,12 +404,13 @@ class NodeMetricStore:
         else:
             if rec is None:
                 rec = self.records[obj.name] = NodeLoad(self.res.zeros())
-            self._load_metric(rec, obj)
+            resummed = self._load_metric(rec, obj)
         s = self._slot(state, obj.name)
         if s is not None:
-            self._write_metric(s, rec)
+            self._write_metric(s, rec, resummed)
 
-    def _load_metric(self, rec: NodeLoad, m: NodeMetric) -> None:
+    def _load_metric(self, rec: NodeLoad, m: NodeMetric) -> bool:
+        """Take in a metric; returns whether the pods' sums were computed again."""
         vec = self.res.vec
         rec.metric = m
         if m.update_time is not None:
@@ -407,15 +419,18 @@ class NodeMetricStore:
         rec.interval = (60 if interval is None else interval) * US
         rec.node_usage = vec(m.node_usage) if m.has_node_metric else None
         rec.built_agg = None  # built from rec.metric when read
-        if m.pods:
-            rec.usage = {p.key: vec(p.usage) for p in m.pods if p.usage}
-            rec.prod_pods = {p.key for p in m.pods if p.usage and p.priority == PROD}
-        else:
-            rec.usage, rec.prod_pods = {}, set()
+        usage = {p.key: vec(p.usage) for p in m.pods if p.usage} if m.pods else {}
+        if not usage and not rec.usage and not self.args.prod_usage_include_sys:
+            # no pod reported, now or before: each pod counts its whole estimate whatever the
+            # metric's time, and prodUsage starts from zero, so the sums stand as they are
+            return False
+        rec.usage = usage
+        rec.prod_pods = {p.key for p in m.pods if p.usage and p.priority == PROD}
         include_sys = self.args.prod_usage_include_sys and m.has_node_metric
         rec.reset(vec(m.system_usage) if include_sys else rec.zero)
         for e in rec.pods.values():
             rec.add(e)
+        return True
 
     def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
         pod = new if new is not None else old

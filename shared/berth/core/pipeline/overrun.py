@@ -115,6 +115,9 @@ class OverRunObserver:
     def __init__(self) -> None:
         self._first: float | None = None
         self._now: float | None = None
+        self._at: datetime | None = None  # the time `_now` was read from
+        # the four ratios now (cpu, memory, their spreads), kept until a node or a pod on one changes
+        self._current: tuple[float, float, float, float] | None = None
         self._alloc: dict[str, tuple[int, int]] = {}  # live node -> (cpu, memory) allocatable
         self._req: dict[str, list[int]] = {}  # node -> [cpu, memory] requested by live pods
         self._on: dict[str, tuple[str, int, int]] = {}  # live pod -> (node, cpu, memory)
@@ -147,8 +150,9 @@ class OverRunObserver:
     # ---- the clock ----------------------------------------------------------------------------
     def advance(self, now: datetime | None) -> None:
         """Called once per event, before its changes: the current ratios held until `now`."""
-        if now is None:
+        if now is None or now is self._at:
             return
+        self._at = now
         t = now.timestamp()
         if self._now is None:
             self._first = self._now = t
@@ -157,18 +161,20 @@ class OverRunObserver:
         if dt <= 0:
             return
         self._now = t
-        cpu, mem = self._ratios()
+        ratios = self._current
+        if ratios is None:
+            cpu, mem = self._ratios()
+            ratios = self._current = (cpu, mem, self._spread[0].stddev(), self._spread[1].stddev())
         area = self._area
-        area[0] += cpu * dt
-        area[1] += mem * dt
-        spread = self._spread[0].stddev(), self._spread[1].stddev()
-        area[2] += spread[0] * dt
-        area[3] += spread[1] * dt
+        area[0] += ratios[0] * dt
+        area[1] += ratios[1] * dt
+        area[2] += ratios[2] * dt
+        area[3] += ratios[3] * dt
         stranded = self._stranded_now()
         self._stranded_area[0] += stranded[0] * dt
         self._stranded_area[1] += stranded[1] * dt
         self._starts.append(t - dt)
-        for held, v in zip(self._held, (cpu, mem, *spread, *stranded), strict=True):
+        for held, v in zip(self._held, (*ratios, *stranded), strict=True):
             held.append(v)
 
     def _stranded_now(self) -> tuple[float, float]:
@@ -300,6 +306,7 @@ class OverRunObserver:
 
     def _node_changed(self, node: str, before: tuple[float | None, float | None]) -> None:
         after = self._node_ratios(node)
+        self._current = None
         self._spread[0].change(before[0], after[0])
         self._spread[1].change(before[1], after[1])
         slot = self._slot.get(node)
