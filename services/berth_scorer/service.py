@@ -33,6 +33,7 @@ class Scorer:
         self.store = store
         self.topic = topic
         self.metrics = metrics
+        self._sent: dict[str, None] = {}  # decision ids sent, marked as emitted once the broker has them
 
     async def handle(self, ev: Event) -> None:
         records = self.engine.handle(ev)
@@ -50,13 +51,21 @@ class Scorer:
                     except BindError:
                         await self.store.release(r.pod)  # revoked: the pod is decided again later
                         continue
-            if await self.store.first_time(r.decision_id):
+            if r.decision_id not in self._sent and not await self.store.decided(r.decision_id):
                 await self.bus.send(self.topic, encode_record(r), r.pod.encode())
+                self._sent[r.decision_id] = None
                 if self.metrics is not None:
                     self.metrics.decisions.labels(r.status).inc()
                 log.info(
                     r.message, extra={"decision_id": r.decision_id, "pod": r.pod, "status": r.status, "node": r.node}
                 )
+
+    async def flushed(self) -> None:
+        """The broker acknowledged every record sent so far: mark their decisions as emitted. A crash
+        before this repeats those decisions (their batch is redelivered), it never loses one."""
+        if self._sent:
+            await self.store.mark_decided(list(self._sent))
+            self._sent.clear()
 
     async def _reserve(self, key: str, node: str, held: Reservation | None) -> bool:
         """Take the reservation in the store too; revoked in the engine if another replica was first."""

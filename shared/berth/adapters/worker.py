@@ -1,6 +1,7 @@
 """The loop every stream service runs: take a batch, handle each event, produce, then commit.
 
-Order of side effects per batch: store updates and produced records first, then the commit, so a
+Order of side effects per batch: store updates and produced records first, then what waits for the
+broker's acknowledgement (on_flushed: the scorer's dedup marks), then the commit, so a
 crash redelivers a batch rather than losing it (at-least-once); handlers are idempotent.
 A message that cannot be read, or that makes the handler raise an error of its data (POISON), goes to
 the dead-letter topic with the reason, its position and its bytes, and the loop goes on.
@@ -55,12 +56,14 @@ async def run(
     drain: bool = True,
     metrics: Metrics | None = None,
     on_assign: Callable[[], Awaitable[None]] | None = None,
+    on_flushed: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Consume until `done` is set: then, with drain, until nothing is left (the embedded pipeline);
     without, at once after the batch in hand (a service shutting down).
 
     on_assign runs before the first batch after this member's partitions change (a standby taking
     over): the service rebuilds its state from what the group committed, then goes on from there.
+    on_flushed runs once the broker has acknowledged a batch's records, before the commit.
     A message is decoded here, once, unless it carries its decoded event (the in-memory bus)."""
     consumer = bus.consumer([topic], group)
     await consumer.start()
@@ -100,6 +103,8 @@ async def run(
                     await bus.send(dead_letter_topic, dead_letter(service or group, msg, reason, at), msg.key)
                 progress.events += 1
             await bus.flush()
+            if on_flushed is not None:
+                await on_flushed()
             await consumer.commit()
             COLLECTOR.handled(len(messages))
             progress.lag = await consumer.lag()
