@@ -11,6 +11,7 @@ from redis.exceptions import RedisError
 
 from berth.adapters.kafka import KafkaBus
 from berth.adapters.redisstore import RedisStore
+from berth.adapters.worker import POISON
 from berth.core.errors import InputError
 from berth.core.events import Event, decode_message
 from berth.core.ports import Bus
@@ -72,8 +73,8 @@ async def rebuild(bus: Bus, topic: str, group: str, handle: Callable[[Event], An
     for msg in await bus.history(topic, group):
         try:
             ev = decode_message(msg)
-        except InputError:
-            continue  # it went to the dead-letter topic the first time
-        handle(ev)
+            handle(ev)
+        except (InputError, *POISON):
+            continue  # it went to the dead-letter topic the first time (as it does again if handled again)
         count += 1
     return count

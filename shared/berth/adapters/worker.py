@@ -43,6 +43,11 @@ def dead_letter(service: str, msg: Message, reason: str, position: int | None = 
     return encode_record(RejectRecord(source=source, position=at, reason=reason, text=text))
 
 
+def cannot_handle(e: BaseException) -> str:
+    """The dead-letter reason for an error a message made its handler raise: one line."""
+    return f"cannot handle: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
 async def run(
     bus: Bus,
     topic: str,
@@ -99,8 +104,7 @@ async def run(
                     if metrics is not None:
                         metrics.dead_letters.labels(metrics.service).inc()
                     at = ev.position or msg.offset + 1
-                    reason = f"cannot handle: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                    await bus.send(dead_letter_topic, dead_letter(service or group, msg, reason, at), msg.key)
+                    await bus.send(dead_letter_topic, dead_letter(service or group, msg, cannot_handle(e), at), msg.key)
                 progress.events += 1
             await bus.flush()
             if on_flushed is not None:
