@@ -157,6 +157,14 @@ SNAPSHOTS = [
     ("a quantity of nan", "s.yaml", _TEXT.replace("storage: 1Ti", "storage: .nan", 1), "finite numbers"),
     ("a cpu of 1e30", "s.yaml", _TEXT.replace("cpu: '8'", "cpu: 1e30", 1), "kube's int64 milli-value"),
     (
+        "a priority past int32",
+        "s.yaml",
+        _TEXT.replace(
+            "    schedulerName: default-scheduler", "    schedulerName: default-scheduler\n    priority: 2147483648", 1
+        ),
+        "Pod db/small-0: spec.priority: 2147483648 is out of range: kube's int32 is at most 2147483647",
+    ),
+    (
         "a time before year 1 in UTC",
         "s.yaml",
         _TEXT.replace("2026-11-01T10:00:00Z", "0001-01-01T00:00:00+01:00", 1),
