@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from berth_cli.main import main
 
@@ -183,3 +184,40 @@ def test_bounded_snapshots(
     assert (code, out) == (2, "")
     assert err.startswith(f"berth evaluate: error: {path}: ") and problem in err, err
     assert err.count("\n") == 1
+
+
+def _big(n: int) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{n}", "annotations": {"a": "x" * n}}}
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+    for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "what"),
+    [
+        ("s.json", json.dumps({"kind": "List", "items": [_big(10), _big(3 << 20)]}), "Pod p3145728"),
+        ("s.yaml", yaml.safe_dump({"kind": "List", "items": [_big(10), _big(3 << 20)]}), "Pod p3145728"),
+        ("s.yaml", "kind: ConfigMap\nmetadata: {name: bomb}\ndata:\n  " + BOMB.replace("\n", "\n  "), "ConfigMap bomb"),
+    ],
+    ids=["JSON List", "YAML List", "YAML aliases"],
+)
+def test_an_object_over_the_size_limit_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, text: str, what: str
+) -> None:
+    """As for a log line: one object is at most 3 MiB as JSON, however the file spells it."""
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run(capsys, "evaluate", "--snapshot", str(path))
+    assert (code, out) == (2, "")
+    assert err == f"berth evaluate: error: {path}: {what}: larger than 3145728 bytes as JSON\n"
+
+
+def test_an_object_just_within_the_size_limit_is_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"kind": "List", "items": [_big((3 << 20) - 200)]}))  # its JSON is under the limit
+    code, _, err = run(capsys, "evaluate", "--snapshot", str(path))
+    assert code == 0, err
