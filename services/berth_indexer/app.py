@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import sys
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -30,7 +32,7 @@ from faust.streams import _current_event
 
 from berth.adapters import worker
 from berth.adapters.collector import COLLECTOR
-from berth.adapters.connect import kafka_bus, redis_client
+from berth.adapters.connect import kafka_bus, redis_client, unreachable
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import RedisIndex
 from berth.core.pipeline.indexer import IndexerEngine, Op
@@ -209,14 +211,24 @@ def build(
         indexer.steps.append("table")
         for event in held:
             event.ack()  # the batch's offsets may be committed now
+        settled.update(event.message.tp for event in held)
 
     crashing: set[asyncio.Future[None]] = set()
+    settled: set[Any] = set()  # partitions (faust TPs) with a batch written by this process
 
     def failed(done: asyncio.Future[None]) -> None:
         exc = None if done.cancelled() else done.exception()
-        if exc is not None:  # its events stay unacknowledged: the worker stops, nothing is committed
-            log.error("indexer write failed", exc_info=exc)
-            crashing.add(asyncio.ensure_future(app.crash(exc)))
+        if exc is None:
+            return
+        # Its events stay unacknowledged: nothing of the batch is committed, whatever ends the worker.
+        gone = unreachable(exc)
+        if gone is not None:  # Redis (past its client's backoff) or the broker: one line and exit 1, as
+            # every service ends; faust's own shutdown would log the error again and again, with tracebacks
+            logging.shutdown()
+            print(f"berth indexer: cannot go on: {gone}", file=sys.stderr, flush=True)
+            os._exit(1)
+        log.error("indexer write failed", exc_info=exc)
+        crashing.add(asyncio.ensure_future(app.crash(exc)))
 
     @app.agent(events)
     async def index(stream: faust.StreamT[bytes]) -> None:
@@ -226,7 +238,12 @@ def build(
                 n = await rebuild(settings, indexer.engine)
                 rebuilt = True
                 log.info("state rebuilt", extra={"events": n})
-            held = list({e.message.tp: e for e in reversed(batch)}.values())  # first per partition
+            # The first event per partition holds back the commit: faust commits up to the first
+            # unacknowledged offset. But before its first commit of a partition (a fresh group)
+            # faust skips a gap at the head, so until a batch of a partition is written here,
+            # every event of it is held.
+            first = {e.message.tp: e for e in reversed(batch)}
+            held = [e for e in batch if e.message.tp not in settled or first[e.message.tp] is e]
             for event in held:
                 event.message.incref()  # take_events' own ack leaves it unacknowledged
             prepared = indexer.prepare(

@@ -225,7 +225,9 @@ async def test_a_failed_write_leaves_the_batch_uncommittable_and_stops_the_worke
     assert [str(e) for e in crashed] == ["redis is down"]
     assert rec.watermarks == [] and indexer.batches == 0
     assert await index.watermark(WATERMARKS, 0) == 0
-    assert [e.message.acked for e in rec.events] == [False, True]  # the first one holds the batch back
+    # No batch of the partition written yet: every event holds the batch back, not only the first
+    # (before its first commit of a partition faust would commit past a gap at the head)
+    assert [e.message.acked for e in rec.events] == [False, False]
 
 
 @pytest.mark.asyncio
