@@ -166,6 +166,18 @@ SNAPSHOTS = [
         "Pod db/small-0: spec.priority: 2147483648 is out of range: kube's int32 is at most 2147483647",
     ),
     (
+        "a quantity of 4,301 digits",
+        "s.yaml",
+        _TEXT.replace("storage: 1Ti", "storage: '1" + "0" * 4300 + "'", 1),
+        "quantities are at most 100 characters",
+    ),
+    (
+        "a creationTimestamp at year 9999 less an offset",
+        "s.yaml",
+        _TEXT.replace("2026-11-01T10:00:00Z", "9999-12-31T23:59:59-23:59", 1),
+        "outside years 0001..9999",
+    ),
+    (
         "a time before year 1 in UTC",
         "s.yaml",
         _TEXT.replace("2026-11-01T10:00:00Z", "0001-01-01T00:00:00+01:00", 1),

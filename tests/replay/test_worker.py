@@ -74,3 +74,11 @@ def test_a_restart_rebuilds_past_a_message_that_made_the_handler_raise() -> None
         return seen
 
     assert asyncio.run(rebuilt()) == ["n1", "n1"]
+
+
+def test_a_resource_version_of_unicode_digits_is_handled_not_a_crash() -> None:
+    """issue 20: a resourceVersion of `²` crash-looped the scorer; kube's resourceVersion is opaque."""
+    odd = GOOD.replace(b'"name": "n1"', '"name": "n1", "resourceVersion": "\u00b2"'.encode(), 1)
+    assert odd != GOOD
+    handled, dead = asyncio.run(_run([GOOD, odd, GOOD]))
+    assert handled == ["n1", "n1", "n1"] and dead == []
