@@ -78,11 +78,24 @@ def start_broker() -> Server:
     return server
 
 
-def start_redis() -> Server:
+def start_redis(persist: bool = False, port: int = 0, workdir: str = "") -> Server:
+    """persist: keep the data across a restart (an append-only file in workdir), see restart_redis."""
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="berth-redis-")
-    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir]
+    port = port or free_port()
+    workdir = workdir or tempfile.mkdtemp(prefix="berth-redis-")
+    aof = ["--appendonly", "yes", "--appendfsync", "always"] if persist else ["--appendonly", "no"]
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", *aof, "--dir", workdir]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for_port(port, proc)
     return Server(proc, port, workdir)
+
+
+def stop_only(server: Server) -> None:
+    """Stop a server and keep its working directory (its data), to start it again later."""
+    server.proc.terminate()
+    server.proc.wait(10)
+
+
+def restart_redis(server: Server) -> Server:
+    """A persistent redis-server stopped with stop_only, started again with its data, on its port."""
+    return start_redis(persist=True, port=server.port, workdir=server.workdir)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from berth.core.config import parse_config
 from berth_cli.main import main
@@ -155,6 +156,26 @@ SNAPSHOTS = [
     ("a quantity of nan", "s.yaml", _TEXT.replace("storage: 1Ti", "storage: .nan", 1), "finite numbers"),
     ("a cpu of 1e30", "s.yaml", _TEXT.replace("cpu: '8'", "cpu: 1e30", 1), "kube's int64 milli-value"),
     (
+        "a priority past int32",
+        "s.yaml",
+        _TEXT.replace(
+            "    schedulerName: default-scheduler", "    schedulerName: default-scheduler\n    priority: 2147483648", 1
+        ),
+        "Pod db/small-0: spec.priority: 2147483648 is out of range: kube's int32 is at most 2147483647",
+    ),
+    (
+        "a quantity of 4,301 digits",
+        "s.yaml",
+        _TEXT.replace("storage: 1Ti", "storage: '1" + "0" * 4300 + "'", 1),
+        "quantities are at most 100 characters",
+    ),
+    (
+        "a creationTimestamp at year 9999 less an offset",
+        "s.yaml",
+        _TEXT.replace("2026-11-01T10:00:00Z", "9999-12-31T23:59:59-23:59", 1),
+        "outside years 0001..9999",
+    ),
+    (
         "a time before year 1 in UTC",
         "s.yaml",
         _TEXT.replace("2026-11-01T10:00:00Z", "0001-01-01T00:00:00+01:00", 1),
@@ -185,3 +206,40 @@ def test_no_nodes_is_kubes_no_nodes_available(capsys: pytest.CaptureFixture[str]
     assert code == 0
     (d,) = json.loads(out)["decisions"]
     assert (d["status"], d["message"]) == ("Unschedulable", "no nodes available to schedule pods")
+
+
+def _big(n: int) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{n}", "annotations": {"a": "x" * n}}}
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+    for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "what"),
+    [
+        ("s.json", json.dumps({"kind": "List", "items": [_big(10), _big(3 << 20)]}), "Pod p3145728"),
+        ("s.yaml", yaml.safe_dump({"kind": "List", "items": [_big(10), _big(3 << 20)]}), "Pod p3145728"),
+        ("s.yaml", "kind: ConfigMap\nmetadata: {name: bomb}\ndata:\n  " + BOMB.replace("\n", "\n  "), "ConfigMap bomb"),
+    ],
+    ids=["JSON List", "YAML List", "YAML aliases"],
+)
+def test_an_object_over_the_size_limit_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, text: str, what: str
+) -> None:
+    """As for a log line: one object is at most 3 MiB as JSON, however the file spells it."""
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run(capsys, "evaluate", "--snapshot", str(path))
+    assert (code, out) == (2, "")
+    assert err == f"berth evaluate: error: {path}: {what}: larger than 3145728 bytes as JSON\n"
+
+
+def test_an_object_just_within_the_size_limit_is_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"kind": "List", "items": [_big((3 << 20) - 200)]}))  # its JSON is under the limit
+    code, _, err = run(capsys, "evaluate", "--snapshot", str(path))
+    assert code == 0, err

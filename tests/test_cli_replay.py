@@ -279,3 +279,15 @@ def test_an_event_the_engine_cannot_handle_is_rejected_and_fatal_when_strict(
     code, out, err = replay(capsys, str(log), "--strict", "--decisions", str(tmp_path / "s.jsonl"))
     assert (code, out) == (2, "")
     assert err == f"berth replay: error: {log}: line 17: cannot handle: OverflowError: boom\n"
+
+
+def test_a_resource_version_of_unicode_digits_is_opaque(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """issue 20: `int()` took some Unicode digits and not others; kube's resourceVersion is opaque."""
+    lines = Path(LOCAL).read_text().splitlines()
+    odd = [line.replace('"resourceVersion":"', '"resourceVersion":"\u00b2', 1) for line in lines]
+    assert odd != lines
+    path = tmp_path / "odd.jsonl"
+    path.write_text("\n".join(odd) + "\n")
+    code, _, err = replay(capsys, str(path), "--decisions", str(tmp_path / "d.jsonl"))
+    assert code == 0, err
+    assert (tmp_path / "d.jsonl").read_text().count("Scheduled") > 0

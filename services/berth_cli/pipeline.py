@@ -86,7 +86,7 @@ class Pipeline:
             tasks.append(
                 asyncio.create_task(
                     worker.run(self.bus, CLUSTER_EVENTS, f"berth-scorer{lane.suffix}", scorer.handle, self.done,
-                               lane.progress, dead_letter_topic=DEAD_LETTER + lane.suffix)
+                               lane.progress, dead_letter_topic=DEAD_LETTER + lane.suffix, on_flushed=scorer.flushed)
                 )
             )  # fmt: skip
             tasks.append(

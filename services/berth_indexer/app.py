@@ -16,7 +16,10 @@ core); writes stay in order, one batch at a time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import sys
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -27,12 +30,13 @@ import faust
 import msgspec
 from faust.streams import _current_event
 
+from berth.adapters import worker
 from berth.adapters.collector import COLLECTOR
-from berth.adapters.connect import kafka_bus, redis_client
+from berth.adapters.connect import kafka_bus, redis_client, unreachable
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import RedisIndex
 from berth.core.pipeline.indexer import IndexerEngine, Op
-from berth.core.pipeline.records import RejectRecord, encode_record
+from berth.core.ports import CLUSTER_EVENTS, Message
 from berth.settings import Settings
 from berth_indexer.tuning import LeanMonitor, RawBytes, transport_for
 
@@ -53,7 +57,8 @@ class Indexer:
     index: RedisIndex
     metrics: Metrics
     send_watermark: Callable[[bytes], Awaitable[None]]
-    dead_letter: Callable[[bytes, str], Awaitable[None]]
+    dead_letter: Callable[[bytes], Awaitable[None]]  # sends a dead-letter record
+    topic: str = CLUSTER_EVENTS  # where the events come from, for the dead-letter records
     caught_up: bool = False
     batches: int = 0
     steps: deque[str] = field(default_factory=lambda: deque(maxlen=60))  # the latest side effects, in order
@@ -65,14 +70,18 @@ class Indexer:
     def prepare(self, values: list[tuple[bytes, int, int]], full: bool) -> Prepared:
         """The engine's part of a batch: no I/O, so it can run while the previous batch is written."""
         ops: list[Op] = []
-        rejected: list[tuple[bytes, str]] = []
+        rejected: list[bytes] = []
         marks: dict[int, int] = {}  # partition -> offset after its last event
         handle = self.engine.handle_raw
         self.engine.take_touched()
         for value, partition, offset in values:
-            found, reason = handle(value, offset + 1)
-            if reason is not None:
-                rejected.append((value, reason))
+            try:
+                found, reject = handle(value, offset + 1)
+            except worker.POISON as e:  # the message, not a dependency: dead-lettered, and the indexer goes on
+                found, reject = [], (worker.cannot_handle(e), offset + 1)
+            if reject is not None:
+                msg = Message(self.topic, partition, offset, None, value)
+                rejected.append(worker.dead_letter("indexer", msg, *reject))
             if found:
                 ops += found
             marks[partition] = offset + 1
@@ -83,8 +92,8 @@ class Indexer:
 
     async def write(self, batch: Prepared) -> dict[str, dict[str, int]]:
         """Dead letters, Redis, then the watermark record. Returns the usage of nodes the batch changed."""
-        for value, reason in batch.rejected:
-            await self.dead_letter(value, reason)
+        for record in batch.rejected:
+            await self.dead_letter(record)
         await self.index.apply(batch.ops, {(WATERMARKS, p): offset for p, offset in batch.watermarks.items()})
         self.steps.append("redis")
         for partition, offset in batch.watermarks.items():
@@ -101,17 +110,11 @@ class Prepared:
     """One batch as the engine worked it out, waiting to be written."""
 
     ops: list[Op]
-    rejected: list[tuple[bytes, str]]  # (message, reason) for the dead-letter topic
+    rejected: list[bytes]  # dead-letter records
     watermarks: dict[int, int]  # per partition in the batch, the offset after its last event
     size: int
     full: bool
     usage: dict[str, dict[str, int]]
-
-
-def dead_letter_record(topic: str, value: bytes, reason: str) -> bytes:
-    """The dead-letter record of a message the indexer could not read (no position: none is known)."""
-    text = value.decode("utf-8", "replace")
-    return encode_record(RejectRecord(source=f"indexer:{topic}", position=0, reason=reason, text=text))
 
 
 def credentials(settings: Settings) -> Any:
@@ -159,7 +162,7 @@ def build(
     data_dir: str = "/tmp/berth-indexer",
     from_history: bool = True,
     send_watermark: Callable[[bytes], Awaitable[None]] | None = None,
-    dead_letter: Callable[[bytes, str], Awaitable[None]] | None = None,
+    dead_letter: Callable[[bytes], Awaitable[None]] | None = None,
 ) -> tuple[faust.App, Indexer]:
     """The app and its Indexer. For faust's test_context, which has no broker: from_history=False
     skips the start-up rebuild, and send_watermark and dead_letter replace the producers."""
@@ -181,8 +184,8 @@ def build(
             await sent.pop()
         sent.append(await watermarks.send(value=value))
 
-    async def produce_dead_letter(value: bytes, reason: str) -> None:
-        await dead.send(value=dead_letter_record(t.cluster_events, value, reason))
+    async def produce_dead_letter(record: bytes) -> None:
+        await dead.send(value=record)
         metrics.dead_letters.labels("indexer").inc()
 
     indexer = Indexer(
@@ -191,6 +194,7 @@ def build(
         metrics,
         send_watermark or produce_watermark,
         dead_letter or produce_dead_letter,
+        t.cluster_events,
     )
     rebuilt = not from_history
     # The batch being written. Kept out here: faust restarts the agent on a rebalance, and the new
@@ -207,14 +211,24 @@ def build(
         indexer.steps.append("table")
         for event in held:
             event.ack()  # the batch's offsets may be committed now
+        settled.update(event.message.tp for event in held)
 
     crashing: set[asyncio.Future[None]] = set()
+    settled: set[Any] = set()  # partitions (faust TPs) with a batch written by this process
 
     def failed(done: asyncio.Future[None]) -> None:
         exc = None if done.cancelled() else done.exception()
-        if exc is not None:  # its events stay unacknowledged: the worker stops, nothing is committed
-            log.error("indexer write failed", exc_info=exc)
-            crashing.add(asyncio.ensure_future(app.crash(exc)))
+        if exc is None:
+            return
+        # Its events stay unacknowledged: nothing of the batch is committed, whatever ends the worker.
+        gone = unreachable(exc)
+        if gone is not None:  # Redis (past its client's backoff) or the broker: one line and exit 1, as
+            # every service ends; faust's own shutdown would log the error again and again, with tracebacks
+            logging.shutdown()
+            print(f"berth indexer: cannot go on: {gone}", file=sys.stderr, flush=True)
+            os._exit(1)
+        log.error("indexer write failed", exc_info=exc)
+        crashing.add(asyncio.ensure_future(app.crash(exc)))
 
     @app.agent(events)
     async def index(stream: faust.StreamT[bytes]) -> None:
@@ -224,7 +238,12 @@ def build(
                 n = await rebuild(settings, indexer.engine)
                 rebuilt = True
                 log.info("state rebuilt", extra={"events": n})
-            held = list({e.message.tp: e for e in reversed(batch)}.values())  # first per partition
+            # The first event per partition holds back the commit: faust commits up to the first
+            # unacknowledged offset. But before its first commit of a partition (a fresh group)
+            # faust skips a gap at the head, so until a batch of a partition is written here,
+            # every event of it is held.
+            first = {e.message.tp: e for e in reversed(batch)}
+            held = [e for e in batch if e.message.tp not in settled or first[e.message.tp] is e]
             for event in held:
                 event.message.incref()  # take_events' own ack leaves it unacknowledged
             prepared = indexer.prepare(
@@ -248,6 +267,7 @@ async def rebuild(settings: Settings, engine: IndexerEngine) -> int:
     finally:
         await bus.stop()
     for msg in history:
-        engine.handle_raw(msg.value, msg.offset + 1)
+        with contextlib.suppress(*worker.POISON):  # it went to the dead-letter topic the first time
+            engine.handle_raw(msg.value, msg.offset + 1)
     engine.end_batch()
     return len(history)

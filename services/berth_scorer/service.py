@@ -35,6 +35,7 @@ class Scorer:
         self.store = store
         self.topic = topic
         self.metrics = metrics
+        self._sent: dict[str, None] = {}  # decision ids sent, marked as emitted once the broker has them
 
     async def handle(self, ev: Event) -> None:
         records = self.engine.handle(ev)
@@ -52,9 +53,10 @@ class Scorer:
                     except BindError:
                         await self.store.release(r.pod)  # revoked: the pod is decided again later
                         continue
-            if await self.store.first_time(r.decision_id):
+            if r.decision_id not in self._sent and not await self.store.decided(r.decision_id):
                 await self._preempt(r)
                 await self.bus.send(self.topic, encode_record(r), r.pod.encode())
+                self._sent[r.decision_id] = None
                 if self.metrics is not None:
                     self.metrics.decisions.labels(r.status).inc()
                 log.info(
@@ -68,6 +70,13 @@ class Scorer:
             return
         if self.binder.ours(self.engine, r.pod):
             await self.binder.preempt(self.engine, r.pod, node, victims)
+
+    async def flushed(self) -> None:
+        """The broker acknowledged every record sent so far: mark their decisions as emitted. A crash
+        before this repeats those decisions (their batch is redelivered), it never loses one."""
+        if self._sent:
+            await self.store.mark_decided(list(self._sent))
+            self._sent.clear()
 
     async def _reserve(self, key: str, node: str, held: Reservation | None) -> bool:
         """Take the reservation in the store too; revoked in the engine if another replica was first."""

@@ -1,4 +1,4 @@
-"""What berth needs from a store: first-time decisions and atomic reservations."""
+"""What berth needs from a store: decisions marked as emitted, and atomic reservations."""
 
 from __future__ import annotations
 
@@ -14,11 +14,14 @@ def name(prefix: str) -> str:
 
 
 @pytest.mark.asyncio
-async def test_first_time(store: Store) -> None:
-    d = name("d")
-    assert await store.first_time(d)
-    assert not await store.first_time(d)
-    assert await store.first_time(name("d"))
+async def test_decided_once_marked(store: Store) -> None:
+    d, e = name("d"), name("d")
+    assert not await store.decided(d)
+    await store.mark_decided([d, e])
+    assert await store.decided(d) and await store.decided(e)
+    await store.mark_decided([d])  # marked again: no change
+    assert await store.decided(d)
+    assert not await store.decided(name("d"))
 
 
 @pytest.mark.asyncio

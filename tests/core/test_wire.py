@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from berth.core.buffers.model import BufferStatus
 from berth.core.errors import InputError
 from berth.core.events import WatchEvent, encode_event, parse_event
 from berth.core.kinds import KINDS, convert, convert_as, decode, kind_key
@@ -337,3 +338,81 @@ def test_a_kind_not_asked_for_is_passed_over_with_the_same_envelope(raw: dict[st
         9,
         full.raw,
     )
+
+
+# ---- integer fields: kube's int32 and int64, checked where the object is decoded ----
+
+I32, I64 = 2**31 - 1, 2**63 - 1
+_AFFINITY = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+_POD_AFFINITY = "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+_SPREAD = {"topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule", "maxSkew": 1}
+# (object with the field at `value`, the field's path in the message, bits)
+INTEGERS: list[tuple[Any, str, int]] = [
+    (lambda v: _set(pod("p"), "spec.priority", v), "spec.priority", 32),
+    (
+        lambda v: _set(pod("p"), "spec.containers.0.ports", [{"hostPort": v}]),
+        "spec.containers[0].ports[0].hostPort",
+        32,
+    ),
+    (lambda v: _set(pod("p"), _AFFINITY, [{"weight": v, "preference": {}}]), f"{_AFFINITY}[0].weight", 32),
+    (
+        lambda v: _set(pod("p"), _POD_AFFINITY, [{"weight": v, "podAffinityTerm": {"topologyKey": ZONE}}]),
+        f"{_POD_AFFINITY}[0].weight",
+        32,
+    ),
+    (
+        lambda v: _set(pod("p"), "spec.topologySpreadConstraints", [{**_SPREAD, "maxSkew": v}]),
+        "spec.topologySpreadConstraints[0].maxSkew",
+        32,
+    ),
+    (
+        lambda v: _set(pod("p"), "spec.topologySpreadConstraints", [{**_SPREAD, "minDomains": v}]),
+        "spec.topologySpreadConstraints[0].minDomains",
+        32,
+    ),
+    (lambda v: _set(pod("p"), "metadata.generation", v), "metadata.generation", 64),
+    (lambda v: _set(node("n1"), "status.images", [{"names": ["a"], "sizeBytes": v}]), "status.images[0].sizeBytes", 64),
+    (lambda v: csi_node("n1", **{"ebs.csi.aws.com": v}), "spec.drivers[0].allocatable.count", 32),
+    (lambda v: workload("web", replicas=v), "spec.replicas", 32),
+    (lambda v: _set(workload("j", kind="Job"), "spec.parallelism", v), "spec.parallelism", 32),
+    (lambda v: _set(workload("web"), "status.replicas", v), "status.replicas", 32),
+    (
+        lambda v: _set(node_metric("n1"), "spec.metricCollectPolicy.reportIntervalSeconds", v),
+        "spec.metricCollectPolicy.reportIntervalSeconds",
+        64,
+    ),
+]
+
+
+def _names(raw: dict[str, Any]) -> str:
+    meta = raw["metadata"]
+    return f"{raw['kind']} {meta['namespace'] + '/' if 'namespace' in meta else ''}{meta['name']}"
+
+
+@pytest.mark.parametrize(("make", "path", "bits"), INTEGERS, ids=[f"{c[1]} (int{c[2]})" for c in INTEGERS])
+def test_integer_fields_past_kubes_range_are_one_line_naming_object_and_field(make: Any, path: str, bits: int) -> None:
+    """From JSON bytes (a log line, a bus message) and from Python objects (a snapshot) alike;
+    the limits themselves are accepted."""
+    top = I32 if bits == 32 else I64
+    for ok in (top, -top - 1):
+        raw = make(ok)
+        from_bytes(raw)
+        convert_as(KINDS[kind_key(raw)], raw)
+    for bad, limit in ((top + 1, f"at most {top}"), (-top - 2, f"at least {-top - 1}"), (10**30, f"at most {top}")):
+        raw = make(bad)
+        want = f"{_names(raw)}: {path}: {bad} is out of range: kube's int{bits} is {limit}"
+        line = encode_event(WatchEvent("ADDED", raw))
+        for read in (from_bytes, lambda r: convert_as(KINDS[kind_key(r)], r)):
+            with pytest.raises(InputError) as e:
+                read(raw)
+            assert str(e.value) == want
+        with pytest.raises(InputError) as e:
+            parse_event(line, 3)
+        assert str(e.value) == want
+
+
+@pytest.mark.parametrize(("field", "top"), [("replicas", I32), ("podTemplateGeneration", I64)])
+def test_a_buffer_status_integer_past_kubes_range_is_a_malformed_status(field: str, top: int) -> None:
+    """A CapacityBuffer's old status that does not read is replaced, never fatal (as for any other problem)."""
+    assert from_bytes(buffer("b", status={field: top})).status != BufferStatus()
+    assert from_bytes(buffer("b", status={field: top + 1})).status == BufferStatus()

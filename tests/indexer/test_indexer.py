@@ -15,10 +15,12 @@ from redis.asyncio import Redis
 
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import RedisIndex
+from berth.adapters.worker import dead_letter
 from berth.core.errors import InputError
 from berth.core.events import Event, WatchEvent, encode_event, parse_event
 from berth.core.pipeline.indexer import IndexerEngine
-from berth_indexer.app import Indexer, dead_letter_record
+from berth.core.ports import Message
+from berth_indexer.app import Indexer
 from tests.builders import node, pod, pv, pvc, zone_affinity
 from tests.servers import Server
 
@@ -41,18 +43,19 @@ def actions(engine: IndexerEngine, *events: Event) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("value", [b'{"type": "ADDED"}', b"not json \xff", "ünïcode \u2028".encode()])
-def test_the_dead_letter_record_keeps_its_bytes(value: bytes) -> None:
-    """The record as the indexer wrote it when it was built as a dict: field order and all."""
-    want = msgspec.json.encode(
-        {
-            "kind": "Reject",
-            "source": "indexer:berth.cluster-events",
-            "position": 0,
-            "reason": "line 1: bad",
-            "text": value.decode("utf-8", "replace"),
-        }
-    )
-    assert dead_letter_record("berth.cluster-events", value, "line 1: bad") == want
+def test_the_dead_letter_record_keeps_its_bytes_and_says_where(value: bytes) -> None:
+    """The record has the message's topic, partition and offset, and the position it was at."""
+    _, reject = IndexerEngine().handle_raw(value, 8)
+    assert reject is not None
+    record = dead_letter("indexer", Message("berth.cluster-events", 2, 7, None, value), *reject)
+    want = {
+        "kind": "Reject",
+        "source": "indexer:berth.cluster-events/2@7",
+        "position": 8,
+        "reason": reject[0],
+        "text": value.decode("utf-8", "replace"),
+    }
+    assert msgspec.json.decode(record) == want
 
 
 def test_local_and_zonal_pvs_are_indexed_where_they_fit() -> None:
@@ -125,10 +128,26 @@ BAD = [
 def test_a_rejected_event_has_the_reason_every_service_gives(line: bytes) -> None:
     engine = IndexerEngine()
     actions(engine, ev(node("n1")))
-    ops, reason = engine.handle_raw(line, 7)
+    ops, reject = engine.handle_raw(line, 7)
     with pytest.raises(InputError) as e:
         parse_event(line, 7)
-    assert ops == [] and reason == e.value.line()
+    assert ops == [] and reject == (e.value.line(), 7)
+
+
+def test_a_rejected_event_is_at_the_position_it_carries() -> None:
+    """As in every service: an event that can be read is at its log position, one that cannot at
+    the message's offset + 1."""
+    engine = IndexerEngine()
+    line = json.loads(raw(pv("a", "lots", on="n1")))
+    assert engine.handle_raw(json.dumps({**line, "position": 41}).encode(), 7)[1] == (
+        "PersistentVolume a: spec.capacity.storage: quantities must match the regular expression "
+        "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': got 'lots'",
+        41,
+    )
+    assert engine.handle_raw(b'{"position": 41, "type": "nope"}', 7)[1] == (
+        "line 7: type: want one of ADDED, MODIFIED, DELETED, BOOKMARK, got 'nope'",
+        7,
+    )
 
 
 def test_other_kinds_are_not_decoded() -> None:
@@ -194,13 +213,13 @@ async def test_a_batch_of_several_lua_calls_applies_in_order_and_once(index: Red
 class Recorder:
     def __init__(self) -> None:
         self.sent: list[bytes] = []
-        self.dead: list[tuple[bytes, str]] = []
+        self.dead: list[dict[str, Any]] = []
 
     async def send(self, value: bytes) -> None:
         self.sent.append(value)
 
-    async def dead_letter(self, value: bytes, reason: str) -> None:
-        self.dead.append((value, reason))
+    async def dead_letter(self, record: bytes) -> None:
+        self.dead.append(json.loads(record))
 
 
 @pytest.mark.asyncio
@@ -212,7 +231,32 @@ async def test_side_effects_redis_then_produce(index: RedisIndex) -> None:
     assert list(indexer.steps) == ["redis", "produce"]
     assert json.loads(rec.sent[0]) == {"partition": 0, "offset": 3}
     assert await index.watermark("berth.index-watermarks", 0) == 3
-    assert [reason.split(":")[0] for _, reason in rec.dead] == ["line 2"]
+    assert [(d["reason"].split(":")[0], d["position"], d["source"]) for d in rec.dead] == [
+        ("line 2", 2, "indexer:berth.cluster-events/0@1")
+    ]
+
+
+class Raising(IndexerEngine):
+    """An engine with a bug that a PV named "boom" sets off."""
+
+    def handle(self, ev: Event) -> tuple[list[Any], str | None]:
+        if ev.model.name == "boom":
+            raise ZeroDivisionError("division by zero")
+        return super().handle(ev)
+
+
+@pytest.mark.asyncio
+async def test_a_message_that_makes_the_engine_raise_is_dead_lettered_and_the_batch_goes_on(
+    index: RedisIndex,
+) -> None:
+    rec = Recorder()
+    indexer = Indexer(Raising(), index, Metrics("indexer"), rec.send, rec.dead_letter, "events")
+    values = [(raw(node("n1")), 0, 0), (raw(pv("boom", "1Gi", on="n1")), 0, 1), (raw(pv("a", "1Gi", on="n1")), 0, 2)]
+    await indexer.handle(values, full=False)
+    assert [(d["reason"], d["position"], d["source"]) for d in rec.dead] == [
+        ("cannot handle: ZeroDivisionError: division by zero", 2, "indexer:events/0@1")
+    ]
+    assert await index.node_pvs("n1", "local") == [("a", GI)]
 
 
 @pytest.mark.asyncio

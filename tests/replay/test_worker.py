@@ -8,6 +8,7 @@ import json
 import msgspec
 import pytest
 
+from berth.adapters.connect import rebuild
 from berth.adapters.memory import MemoryBus
 from berth.adapters.worker import run
 from berth.core.events import Event
@@ -51,3 +52,33 @@ def test_poison_is_dead_lettered_at_its_position_and_the_loop_goes_on(value: byt
     assert handled == ["n1", "n1"]
     assert len(dead) == 1 and reason in str(dead[0]["reason"])
     assert dead[0]["position"] == 2
+
+
+def test_a_restart_rebuilds_past_a_message_that_made_the_handler_raise() -> None:
+    """The rebuild replays what the group committed, poison included: skipped again, no crash loop."""
+
+    async def rebuilt() -> list[str]:
+        bus = MemoryBus()
+        await bus.create_topics({"events": 1})
+        for v in [GOOD, POISON[-1][1], b"junk", GOOD]:
+            await bus.send("events", v)
+        bus.committed[("g", "events", 0)] = 4
+        seen: list[str] = []
+
+        def handle(ev: Event) -> None:
+            if ev.model.name == "boom":
+                raise OverflowError("boom")
+            seen.append(ev.model.name)
+
+        assert await rebuild(bus, "events", "g", handle) == 2
+        return seen
+
+    assert asyncio.run(rebuilt()) == ["n1", "n1"]
+
+
+def test_a_resource_version_of_unicode_digits_is_handled_not_a_crash() -> None:
+    """issue 20: a resourceVersion of `²` crash-looped the scorer; kube's resourceVersion is opaque."""
+    odd = GOOD.replace(b'"name": "n1"', '"name": "n1", "resourceVersion": "\u00b2"'.encode(), 1)
+    assert odd != GOOD
+    handled, dead = asyncio.run(_run([GOOD, odd, GOOD]))
+    assert handled == ["n1", "n1", "n1"] and dead == []

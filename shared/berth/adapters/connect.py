@@ -7,10 +7,13 @@ from typing import Any
 
 from aiokafka.errors import KafkaError
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 
 from berth.adapters.kafka import KafkaBus
 from berth.adapters.redisstore import RedisStore
+from berth.adapters.worker import POISON
 from berth.core.errors import InputError
 from berth.core.events import Event, decode_message
 from berth.core.ports import Bus
@@ -31,19 +34,26 @@ def kafka_bus(settings: Settings, service: str) -> KafkaBus:
     )
 
 
+def patient() -> dict[str, Any]:
+    """A running service's Redis client rides out a Redis restart or failover: a command that fails
+    to connect, or loses its connection, is retried with backoff for about 20 s before the error
+    ends the service (its commands are idempotent, so a retried one that had gone through is harmless)."""
+    return {"retry": Retry(ExponentialBackoff(cap=2.0, base=0.1), retries=15)}
+
+
 def redis_store(settings: Settings) -> RedisStore:
     r = settings.redis
-    return RedisStore.from_url(r.url, prefix=r.prefix, **r.client_kwargs())
+    return RedisStore.from_url(r.url, prefix=r.prefix, **r.client_kwargs(), **patient())
 
 
 def redis_client(settings: Settings) -> Redis:
     r = settings.redis
-    return Redis.from_url(r.url, **r.client_kwargs())
+    return Redis.from_url(r.url, **r.client_kwargs(), **patient())
 
 
 async def check_redis(settings: Settings) -> None:
     """Fail fast, before a service starts its workers, when Redis cannot be reached."""
-    client = redis_client(settings)
+    client = Redis.from_url(settings.redis.url, **settings.redis.client_kwargs())
     try:
         await client.ping()
     finally:
@@ -72,8 +82,8 @@ async def rebuild(bus: Bus, topic: str, group: str, handle: Callable[[Event], An
     for msg in await bus.history(topic, group):
         try:
             ev = decode_message(msg)
-        except InputError:
-            continue  # it went to the dead-letter topic the first time
-        handle(ev)
+            handle(ev)
+        except (InputError, *POISON):
+            continue  # it went to the dead-letter topic the first time (as it does again if handled again)
         count += 1
     return count

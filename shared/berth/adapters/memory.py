@@ -126,11 +126,11 @@ class MemoryStore:
         self.held: dict[str, tuple[str, list[str], dict[str, int]]] = {}
         self.pv_owner: dict[str, str] = {}
 
-    async def first_time(self, decision_id: str) -> bool:
-        if decision_id in self.seen:
-            return False
-        self.seen.add(decision_id)
-        return True
+    async def decided(self, decision_id: str) -> bool:
+        return decision_id in self.seen
+
+    async def mark_decided(self, decision_ids: list[str]) -> None:
+        self.seen.update(decision_ids)
 
     def _add(self, node: str, amounts: Mapping[str, int], sign: int) -> None:
         resv = self.resv.setdefault(node, {})

@@ -1,7 +1,7 @@
 """The store on Redis. Reservations are Lua scripts, so they are atomic across scorer replicas.
 
 Keys (all under a configurable prefix, see docs/redis-layout.md):
-  {p}decided:{id}      decision ids already emitted (SET NX, with a TTL)
+  {p}decided:{id}      decision ids emitted, set once the broker acknowledged them (with a TTL)
   {p}resv:{node}       hash: resource -> requests reserved on the node by all scorer replicas
   {p}held:{pod}        hash: node, pvs (JSON), requests (JSON) of a reservation
   {p}pvowner:{pv}      the pod a PV is reserved for
@@ -77,8 +77,16 @@ class RedisStore:
     def from_url(cls, url: str, prefix: str = "berth:", **kwargs: Any) -> RedisStore:
         return cls(Redis.from_url(url, **kwargs), prefix)
 
-    async def first_time(self, decision_id: str) -> bool:
-        return bool(await self.r.set(f"{self.p}decided:{decision_id}", 1, nx=True, ex=self.ttl))
+    async def decided(self, decision_id: str) -> bool:
+        return bool(await self.r.exists(f"{self.p}decided:{decision_id}"))
+
+    async def mark_decided(self, decision_ids: list[str]) -> None:
+        if not decision_ids:
+            return
+        async with self.r.pipeline(transaction=False) as pipe:
+            for d in decision_ids:
+                pipe.set(f"{self.p}decided:{d}", 1, ex=self.ttl)
+            await pipe.execute()
 
     async def reserve(
         self, pod: str, node: str, pvs: list[str], requests: Mapping[str, int], budget: Mapping[str, int] | None = None

@@ -1,7 +1,8 @@
 """Read Kubernetes objects from a file or stdin, as `kubectl get -o yaml|json` prints them.
 
 Accepts a single object, a List (or a typed list such as PodList from the API
-server, whose items carry no kind), JSON, or multi-document YAML.
+server, whose items carry no kind), JSON, or multi-document YAML. Each object is at most
+MAX_OBJECT_BYTES as JSON, as a log line is.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from typing import Any
 import yaml
 
 from berth.core.errors import InputError
+from berth.core.events import MAX_LINE_BYTES
+from berth.core.kinds import describe
+
+MAX_OBJECT_BYTES = MAX_LINE_BYTES  # one object: the API server's own request-body limit
 
 MERGE = "tag:yaml.org,2002:merge"
 
@@ -108,7 +113,36 @@ def flatten(doc: Any, source: str) -> Iterator[Mapping[str, Any]]:
 def load_objects(path: str) -> list[Mapping[str, Any]]:
     """All raw objects in a snapshot file ('-' is stdin)."""
     source = "<stdin>" if path == "-" else path
+    text = read_text(path)
     out: list[Mapping[str, Any]] = []
-    for doc in parse_documents(read_text(path), source):
+    for doc in parse_documents(text, source):
         out.extend(flatten(doc, source))
+    # A text within the limit holds no object over it, unless YAML aliases repeat parts of it.
+    if len(text) > MAX_OBJECT_BYTES or "&" in text:
+        for obj in out:
+            if json_size(obj, MAX_OBJECT_BYTES) > MAX_OBJECT_BYTES:
+                what = describe(obj.get("kind"), obj.get("metadata"))
+                raise InputError(source, what, f"larger than {MAX_OBJECT_BYTES} bytes as JSON")
     return out
+
+
+def json_size(value: Any, limit: int) -> int:
+    """About how many bytes `value` takes as JSON; counting stops once past `limit`, so YAML aliases
+    that repeat a part many times cost no more than the limit."""
+    size = 0
+    stack = [value]
+    while stack and size <= limit:
+        v = stack.pop()
+        if isinstance(v, str):
+            size += len(v) + 3
+        elif isinstance(v, Mapping):
+            size += 2
+            for k, item in v.items():
+                size += len(k) + 4 if isinstance(k, str) else 8
+                stack.append(item)
+        elif isinstance(v, list):
+            size += 2
+            stack.extend(v)
+        else:
+            size += 8  # numbers, true, false, null
+    return size

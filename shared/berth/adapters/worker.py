@@ -1,6 +1,7 @@
 """The loop every stream service runs: take a batch, handle each event, produce, then commit.
 
-Order of side effects per batch: store updates and produced records first, then the commit, so a
+Order of side effects per batch: store updates and produced records first, then what waits for the
+broker's acknowledgement (on_flushed: the scorer's dedup marks), then the commit, so a
 crash redelivers a batch rather than losing it (at-least-once); handlers are idempotent.
 A message that cannot be read, or that makes the handler raise an error of its data (POISON), goes to
 the dead-letter topic with the reason, its position and its bytes, and the loop goes on.
@@ -42,6 +43,11 @@ def dead_letter(service: str, msg: Message, reason: str, position: int | None = 
     return encode_record(RejectRecord(source=source, position=at, reason=reason, text=text))
 
 
+def cannot_handle(e: BaseException) -> str:
+    """The dead-letter reason for an error a message made its handler raise: one line."""
+    return f"cannot handle: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
 async def run(
     bus: Bus,
     topic: str,
@@ -55,12 +61,14 @@ async def run(
     drain: bool = True,
     metrics: Metrics | None = None,
     on_assign: Callable[[], Awaitable[None]] | None = None,
+    on_flushed: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Consume until `done` is set: then, with drain, until nothing is left (the embedded pipeline);
     without, at once after the batch in hand (a service shutting down).
 
     on_assign runs before the first batch after this member's partitions change (a standby taking
     over): the service rebuilds its state from what the group committed, then goes on from there.
+    on_flushed runs once the broker has acknowledged a batch's records, before the commit.
     A message is decoded here, once, unless it carries its decoded event (the in-memory bus)."""
     consumer = bus.consumer([topic], group)
     await consumer.start()
@@ -96,10 +104,11 @@ async def run(
                     if metrics is not None:
                         metrics.dead_letters.labels(metrics.service).inc()
                     at = ev.position or msg.offset + 1
-                    reason = f"cannot handle: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                    await bus.send(dead_letter_topic, dead_letter(service or group, msg, reason, at), msg.key)
+                    await bus.send(dead_letter_topic, dead_letter(service or group, msg, cannot_handle(e), at), msg.key)
                 progress.events += 1
             await bus.flush()
+            if on_flushed is not None:
+                await on_flushed()
             await consumer.commit()
             COLLECTOR.handled(len(messages))
             progress.lag = await consumer.lag()

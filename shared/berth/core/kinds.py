@@ -172,10 +172,39 @@ def invalid(what: str, e: msgspec.ValidationError, value: Callable[[], Any]) -> 
         if path and path.endswith("[...]"):
             path = _name_key(value(), path, got)
         return InputError(what, path or "", f"expected {_NOUNS.get(want, want)}, got {_GOT.get(got, got)}")
+    m = _RANGE.match(text)
+    if m is not None:
+        op, bound, path = m.groups()
+        return InputError(what, path or "", _out_of_range(value, path or "", op == "<=", int(bound)))
     m = _AT.match(text)
     assert m is not None  # the pattern matches any text
     problem, path = m.groups()
     return InputError(what, path or "", problem[:1].lower() + problem[1:])
+
+
+_RANGE = re.compile(r"^Expected `int` (<=|>=) (-?\d+)(?: - at `\$\.?(.*)`)?$")
+_BITS = {2**31 - 1: 32, -(2**31): 32, 2**63 - 1: 64, -(2**63): 64}
+
+
+def _out_of_range(value: Callable[[], Any], path: str, above: bool, bound: int) -> str:
+    """'3000000000 is out of range: kube's int32 is at most 2147483647' (the value when it is found)."""
+    got = _walk(value(), path)
+    bits = f"kube's int{_BITS[bound]}" if bound in _BITS else "it"
+    limit = f"{bits} is at most {bound}" if above else f"{bits} is at least {bound}"
+    return f"{got} is out of range: {limit}" if isinstance(got, int) else f"out of range: {limit}"
+
+
+def _walk(node: Any, path: str) -> Any:
+    """The value at a msgspec path (`spec.containers[0].ports[1].hostPort`), or None."""
+    for step in _STEP.finditer(path):
+        name, index = step.groups()
+        if name is not None and isinstance(node, Mapping):
+            node = node.get(name)
+        elif index is not None and isinstance(node, list) and int(index) < len(node):
+            node = node[int(index)]
+        else:
+            return None
+    return node
 
 
 _STEP = re.compile(r"\.?([^.\[]+)|\[(\d+)\]")

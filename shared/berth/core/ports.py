@@ -74,8 +74,13 @@ class Store(Protocol):
     sees the cluster at that event) less what every replica has reserved on the node.
     """
 
-    async def first_time(self, decision_id: str) -> bool:
-        """True the first time an id is seen (and records it); False on every later call."""
+    async def decided(self, decision_id: str) -> bool:
+        """Whether a decision id was marked as emitted."""
+        ...
+
+    async def mark_decided(self, decision_ids: list[str]) -> None:
+        """Mark decision ids as emitted: only once the broker has acknowledged their records, so
+        that a crash in between repeats a decision rather than losing it."""
         ...
 
     async def reserve(

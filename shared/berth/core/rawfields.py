@@ -55,12 +55,18 @@ class Fields:
             raise self.error(at or path, f"expected a string, got {type(v).__name__}")
         return v
 
-    def int(self, path: builtins.str, base: Any = None, at: builtins.str = "") -> builtins.int | None:
+    def int(
+        self, path: builtins.str, base: Any = None, at: builtins.str = "", bits: builtins.int = 0
+    ) -> builtins.int | None:
+        """bits: kube's int32 or int64 field, checked for range (0: not checked here)."""
         v = self.get(path, base)
         if v is None:
             return None
         if isinstance(v, builtins.bool) or not isinstance(v, builtins.int):
             raise self.error(at or path, f"expected an integer, got {v!r}")
+        if bits and not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1):
+            limit = f"at most {2 ** (bits - 1) - 1}" if v > 0 else f"at least {-(2 ** (bits - 1))}"
+            raise self.error(at or path, f"{v} is out of range: kube's int{bits} is {limit}")
         return v
 
     def mapping(self, path: builtins.str, base: Any = None, at: builtins.str = "") -> Mapping[builtins.str, Any]:

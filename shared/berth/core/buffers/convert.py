@@ -126,15 +126,15 @@ def read_status(f: Fields) -> BufferStatus:
                 reason=f.str("reason", base=c, at=f"{at}.reason"),
                 message=f.str("message", base=c, at=f"{at}.message"),
                 last_transition_time=f.time("lastTransitionTime", base=c, at=f"{at}.lastTransitionTime"),
-                observed_generation=f.int("observedGeneration", base=c, at=f"{at}.observedGeneration") or 0,
+                observed_generation=f.int("observedGeneration", base=c, at=f"{at}.observedGeneration", bits=64) or 0,
             )
         )
     ref = f.str("status.podTemplateRef.name") if f.get("status.podTemplateRef") is not None else None
     strategy = f.get("status.provisioningStrategy")
     return BufferStatus(
         pod_template_ref=ref,
-        replicas=f.int("status.replicas"),
-        pod_template_generation=f.int("status.podTemplateGeneration"),
+        replicas=f.int("status.replicas", bits=32),
+        pod_template_generation=f.int("status.podTemplateGeneration", bits=64),
         conditions=tuple(conditions),
         provisioning_strategy=None if strategy is None else f.str("status.provisioningStrategy"),
     )

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from berth.core.errors import InputError
-from berth.core.events import Event, parse_event
+from berth.core.events import Event, UnreadableObject, parse_event
 from berth.core.model import Node, PersistentVolume, Pod
 from berth.core.nodes import NodeTable
 from berth.core.pvindex import available
@@ -69,14 +69,18 @@ class IndexerEngine:
 
     # ---- events in -------------------------------------------------------------------------
 
-    def handle_raw(self, value: bytes, position: int = 0) -> tuple[list[Op], str | None]:
-        """Operations for one message as it came off the bus, or the reason it was rejected.
+    def handle_raw(self, value: bytes, position: int = 0) -> tuple[list[Op], tuple[str, int] | None]:
+        """Operations for one message as it came off the bus, or why it was rejected and where:
+        (reason, position), the position the message carries if it can be read, else `position`.
         Other kinds are skipped without being decoded."""
         try:
             ev = parse_event(value, position, only=INDEXED)
+        except UnreadableObject as e:
+            return [], (e.line(), e.position or position)
         except InputError as e:
-            return [], e.line()
-        return self.handle(ev)
+            return [], (e.line(), position)
+        ops, _ = self.handle(ev)
+        return ops, None
 
     def handle(self, ev: Event) -> tuple[list[Op], str | None]:
         """Operations for one decoded event (no reason: it was decoded, so it is not rejected)."""

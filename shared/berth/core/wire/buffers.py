@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from berth.core.wire.common import LabelSelector, Object, Quantities, Wire
+from berth.core.wire.common import Int32, LabelSelector, Object, Quantities, Wire
 
 
 class CapacityBuffer(Object, frozen=True):
@@ -21,12 +21,12 @@ class PodTemplate(Object, frozen=True):
 class WorkloadSpec(Wire, frozen=True):
     template: dict[str, Any] | None = None  # kept whole: buffers turn it into fake pods
     selector: LabelSelector | None = None
-    replicas: int | None = None
-    parallelism: int | None = None
+    replicas: Int32 | None = None
+    parallelism: Int32 | None = None
 
 
 class WorkloadStatus(Wire, frozen=True):
-    replicas: int | None = None
+    replicas: Int32 | None = None
 
 
 class Workload(Object, frozen=True):
@@ -39,7 +39,7 @@ class Workload(Object, frozen=True):
 class ControllerSpec(Wire, frozen=True):
     template: dict[str, Any] | None = None
     selector: dict[str, str] | None = None  # a ReplicationController's selector is a plain map
-    replicas: int | None = None
+    replicas: Int32 | None = None
 
 
 class Deployment(Workload, frozen=True):

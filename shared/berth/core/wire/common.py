@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
+# kube's integer fields: a value out of range is rejected where the object is decoded
+Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 Quantity = str | int | float
 Quantities = dict[str, Quantity]
 Texts = dict[str, str]
@@ -28,7 +31,7 @@ class ObjectMeta(Wire, frozen=True):
     namespace: str | None = None
     uid: str | None = None
     resource_version: str | None = None
-    generation: int | None = None
+    generation: Int64 | None = None
     labels: Texts | None = None
     annotations: Texts | None = None
     owner_references: list[OwnerReference] | None = None

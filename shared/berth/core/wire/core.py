@@ -8,6 +8,8 @@ from typing import Any
 import msgspec
 
 from berth.core.wire.common import (
+    Int32,
+    Int64,
     LabelSelector,
     NodeSelector,
     NodeSelectorTerm,
@@ -27,7 +29,7 @@ class ResourceRequirements(Wire, frozen=True):
 
 
 class ContainerPort(Wire, frozen=True):
-    host_port: int | None = None
+    host_port: Int32 | None = None
     host_ip: str | None = msgspec.field(default=None, name="hostIP")
     protocol: str | None = None
 
@@ -82,7 +84,7 @@ class Volume(Wire, frozen=True):
 
 
 class PreferredSchedulingTerm(Wire, frozen=True):
-    weight: int | None = None
+    weight: Int32 | None = None
     preference: NodeSelectorTerm | None = None
 
 
@@ -99,7 +101,7 @@ class PodAffinityTerm(Wire, frozen=True):
 
 
 class WeightedPodAffinityTerm(Wire, frozen=True):
-    weight: int | None = None
+    weight: Int32 | None = None
     pod_affinity_term: PodAffinityTerm | None = None
 
 
@@ -115,11 +117,11 @@ class Affinity(Wire, frozen=True):
 
 
 class TopologySpreadConstraint(Wire, frozen=True):
-    max_skew: int | None = None
+    max_skew: Int32 | None = None
     topology_key: str | None = None
     when_unsatisfiable: str | None = None
     label_selector: LabelSelector | None = None
-    min_domains: int | None = None
+    min_domains: Int32 | None = None
     node_affinity_policy: str | None = None
     node_taints_policy: str | None = None
     match_label_keys: tuple[str, ...] | None = None
@@ -135,7 +137,7 @@ class Toleration(Wire, frozen=True):
 class PodSpec(Wire, frozen=True):
     node_name: str | None = None
     scheduler_name: str | None = None
-    priority: int | None = None
+    priority: Int32 | None = None
     priority_class_name: str | None = None
     node_selector: Texts | None = None
     affinity: Affinity | None = None
@@ -184,7 +186,7 @@ class NodeSpec(Wire, frozen=True):
 
 class ContainerImage(Wire, frozen=True):
     names: list[str] | None = None
-    size_bytes: int | None = None
+    size_bytes: Int64 | None = None
 
 
 class NodeStatus(Wire, frozen=True):
@@ -318,7 +320,7 @@ class Service(Object, frozen=True):
 
 
 class VolumeNodeResources(Wire, frozen=True):
-    count: int | None = None
+    count: Int32 | None = None
 
 
 class CSINodeDriver(Wire, frozen=True):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from berth.core.wire.common import Object, Quantities, Wire
+from berth.core.wire.common import Int64, Object, Quantities, Wire
 
 
 class Usage(Wire, frozen=True):
@@ -36,7 +36,7 @@ class PodMetricInfo(Wire, frozen=True):
 
 
 class MetricCollectPolicy(Wire, frozen=True):
-    report_interval_seconds: int | None = None
+    report_interval_seconds: Int64 | None = None
 
 
 class NodeMetricSpec(Wire, frozen=True):
