@@ -7,7 +7,6 @@ import numpy as np
 
 from berth.core.framework import MAX_NODE_SCORE, Mask, Scores
 
-
 _LOWEST = np.iinfo(np.int64).min
 
 

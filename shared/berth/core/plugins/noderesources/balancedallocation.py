@@ -14,8 +14,8 @@ import numpy.typing as npt
 
 from berth.core.framework import MAX_NODE_SCORE, OK, SKIP, Cycle, Mask, Scores, Status
 from berth.core.plugins.noderesources.allocation import (
-    Ints,
     DEFAULT_RESOURCES,
+    Ints,
     ResourceSpec,
     allocatable_requested,
     parse_resources,
