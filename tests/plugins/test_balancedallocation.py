@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from berth.core.plugins.noderesources.balancedallocation import _general, _two
 from tests.plugins.helpers import config_problems, knode, kpod, scores
 
 GPU = "nvidia.com/gpu"
@@ -118,3 +122,16 @@ def test_args_validation(case: str, args: dict[str, Any], want: list[str]) -> No
         assert scores("NodeResourcesBalancedAllocation", args, kpod("p", {"cpu": "1"}), [mk("n", 2000, 10)]) == {
             "n": 75
         }
+
+
+amounts = st.lists(st.tuples(st.integers(0, 2**40), st.integers(0, 2**40)), min_size=1, max_size=8)
+
+
+@given(amounts, amounts)
+def test_two_resources_fast_path_equals_the_general_one(
+    first: list[tuple[int, int]], second: list[tuple[int, int]]
+) -> None:
+    n = min(len(first), len(second))
+    a0, r0 = (np.array([x[i] for x in first[:n]], dtype=np.int64) for i in (0, 1))
+    a1, r1 = (np.array([x[i] for x in second[:n]], dtype=np.int64) for i in (0, 1))
+    assert _two(a0, r0, a1, r1).tolist() == _general([(a0, r0), (a1, r1)], n).tolist()

@@ -58,6 +58,7 @@ class PodIndex:
         self._counts: dict[tuple[Matcher, bool], Ints] = {}
         self._watch: dict[Anchor, set[tuple[Matcher, bool]]] = {}
         self._groups: dict[Group, Ints] = {}
+        self._group_at: dict[Anchor, dict[Group, None]] = {}  # (list, label key, value) -> its groups
         self._size = 0
         self._domains: dict[str, tuple[int, Ints, dict[str, int]]] = {}
 
@@ -137,9 +138,13 @@ class PodIndex:
                 out |= self._in_ns.get(ns, set())
         return out
 
-    def groups(self, which: str) -> list[tuple[str, PodAffinityTerm, Ints]]:
-        """The existing pods' terms of one list: (owner namespace, term, pods carrying it per slot)."""
-        return [(ns, term, arr) for (w, ns, term), arr in self._groups.items() if w == which]
+    def groups(self, which: str, labels: dict[str, str]) -> list[tuple[str, PodAffinityTerm, Ints]]:
+        """The existing pods' terms of one list that may match a pod with these labels (a superset:
+        those whose selector's first matchLabels pair the labels hold, and those with no matchLabels):
+        (owner namespace, term, pods carrying it per slot)."""
+        found = [self._group_at.get((which, None, None), {})]
+        found += [self._group_at.get((which, k, v), {}) for k, v in labels.items()]
+        return [(g[1], g[2], self._groups[g]) for at in found for g in at]
 
     def domains(self, state: ClusterState, key: str) -> tuple[Ints, int]:
         """Per slot, the id of its value of label `key` (-1: no such label or no node), and how many values."""
@@ -196,11 +201,16 @@ class PodIndex:
             arr[s] += sign
             if sign < 0 and not arr.any():
                 del self._groups[g]
+                at = self._group_at[_group_anchor(g)]
+                del at[g]
+                if not at:
+                    del self._group_at[_group_anchor(g)]
 
     def _group(self, g: Group) -> Ints:
         arr = self._groups.get(g)
         if arr is None:
             arr = self._groups[g] = np.zeros(self._size, dtype=np.int64)
+            self._group_at.setdefault(_group_anchor(g), {})[g] = None
         return arr
 
     @staticmethod
@@ -209,6 +219,14 @@ class PodIndex:
         if a is None:
             return []
         return [(w, pod.namespace, t) for w in GROUP_LISTS for t in getattr(a, w)]
+
+
+def _group_anchor(g: Group) -> Anchor:
+    """Where an existing pod's term is filed: its list and its selector's first matchLabels pair,
+    which every pod it matches carries."""
+    sel = g[2].selector
+    k, v = sel.match_labels[0] if sel is not None and sel.match_labels else (None, None)
+    return (g[0], k, v)
 
 
 def _anchors(m: Matcher) -> list[Anchor]:

@@ -366,8 +366,9 @@ class Scheduler:
                     self._timed(p.name, "NormalizeScore", normalizer.normalize_score, cycle, scores[p.name], feasible)
         total = np.zeros(len(nodes.valid), dtype=np.int64)
         for p, weight in self.profile.scorers:
-            if p.name in scores:
-                total += weight * scores[p.name]
+            part = scores.get(p.name)
+            if part is not None:
+                total += part if weight == 1 else weight * part
         key = self._rank_key(feasible, total)
         unscored = found.feasible & ~feasible  # past percentageOfNodesToScore: not looked at
         results = self._node_results(failures, feasible, scores, total, key, top_nodes, unscored)

@@ -7,10 +7,12 @@ import numpy as np
 
 from berth.core.framework import MAX_NODE_SCORE, Mask, Scores
 
+_LOWEST = np.iinfo(np.int64).min
+
 
 def default_normalize(scores: Scores, feasible: Mask, reverse: bool) -> None:
     n = len(feasible)
-    top = int(scores[:n][feasible].max()) if feasible.any() else 0
+    top = int(np.max(scores[:n], where=feasible, initial=_LOWEST)) if feasible.any() else 0
     if top == 0:
         if reverse:
             scores[:n][feasible] = MAX_NODE_SCORE

@@ -59,14 +59,18 @@ class ImageLocality:
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
         total_nodes = len(cycle.state.nodes)
         sums = np.zeros(len(feasible), dtype=np.int64)
+        found = False
         for image in cycle.pod.images:
             slots = self.spread.on.get(image)
             if not slots or total_nodes == 0:
                 continue
+            found = True
             share = len(slots) / total_nodes
             for slot, size in slots.items():
                 if slot < len(sums):
                     sums[slot] += int(size * share)
+        if not found:  # every sum 0, below the threshold: 0 everywhere
+            return sums
         top = MAX_CONTAINER_THRESHOLD * len(cycle.pod.images)
         clamped = np.clip(sums, MIN_THRESHOLD, max(top, MIN_THRESHOLD))
         out: Scores = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // max(top - MIN_THRESHOLD, 1)

@@ -137,7 +137,7 @@ class InterPodAffinity:
         anti = pod.pod_affinity.required_anti if pod.pod_affinity else ()
         ns_labels = self.index.namespaces.get(pod.namespace, {})
         existing = np.zeros(n, dtype=bool)
-        for owner_ns, term, per_slot in self.index.groups("required_anti"):
+        for owner_ns, term, per_slot in self.index.groups("required_anti", pod.labels):
             if existing_term_matches(term, owner_ns, pod, ns_labels):
                 existing |= self._per_domain(state, term.topology_key, per_slot[:n])[1] > 0
         if not existing.any() and not required and not anti:
@@ -219,7 +219,7 @@ class InterPodAffinity:
         if hard > 0:
             lists.append(("required", 0))
         for which, sign in lists:
-            for owner_ns, term, per_slot in self.index.groups(which):
+            for owner_ns, term, per_slot in self.index.groups(which, pod.labels):
                 if existing_term_matches(term, owner_ns, pod, ns_labels):
                     add(term.topology_key, per_slot, hard if sign == 0 else sign * term.weight)
         return raw if produced else None
