@@ -98,21 +98,20 @@ class Harness:
     """A state with a profile of the given filters and DefaultPreemption (its args as a
     pluginConfig), the objects applied after the profile is built."""
 
-    def __init__(self, filters: tuple[str, ...] = ("NodeResourcesFit",), args: dict[str, Any] | None = None) -> None:
-        doc: dict[str, Any] = {
-            "profiles": [
-                {
-                    "plugins": {
-                        "multiPoint": {
-                            "disabled": [{"name": "*"}],
-                            "enabled": [{"name": n} for n in (*filters, "DefaultPreemption")],
-                        },
-                        "score": {"disabled": [{"name": "*"}]},
-                    },
-                    "pluginConfig": [{"name": "DefaultPreemption", "args": args or {}}],
-                }
-            ]
-        }
+    def __init__(
+        self, filters: tuple[str, ...] | None = ("NodeResourcesFit",), args: dict[str, Any] | None = None
+    ) -> None:
+        """filters None: berth's default profile, whole."""
+        profile: dict[str, Any] = {"pluginConfig": [{"name": "DefaultPreemption", "args": args or {}}]}
+        if filters is not None:
+            profile["plugins"] = {
+                "multiPoint": {
+                    "disabled": [{"name": "*"}],
+                    "enabled": [{"name": n} for n in (*filters, "DefaultPreemption")],
+                },
+                "score": {"disabled": [{"name": "*"}]},
+            }
+        doc: dict[str, Any] = {"profiles": [profile]}
         self.state = ClusterState()
         self.scheduler = Scheduler(parse_config(doc).build(self.state))
         plugin = self.scheduler.profile.post_filters[0]

@@ -10,11 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from berth.core.framework import Code, Cycle, Failure, PostFilterResult, Status
 from berth.core.plugins.defaultpreemption import NAME, Candidate
+from tests.builders import pv, pvc
 from tests.preemption.helpers import (
     HIGH,
     LARGE,
@@ -679,6 +680,9 @@ class _OneAtATime:
     def nominated(self, pod: Any) -> frozenset[str]:
         return frozenset()
 
+    def removal_safe(self, cycle: Cycle) -> bool:
+        return False
+
 
 @settings(max_examples=40, deadline=None)
 @given(
@@ -761,3 +765,90 @@ def test_nodes_only_the_resource_fit_rejected_are_judged_without_a_dry_run() -> 
     assert lifted == []
     found, _ = h.plugin.find_candidates(cycle, statuses, _OneAtATime(h))
     assert lifted == ["default/low", "default/low"]
+
+
+APP_A, APP_B = {"app": "a"}, {"app": "b"}
+GCE_DISK = {"name": "disk", "gcePersistentDisk": {"pdName": "foo"}}
+RWOP_CLAIM = {"name": "data", "persistentVolumeClaim": {"claimName": "rwop"}}
+
+
+def _term(labels: dict[str, str], key: str) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": labels}, "topologyKey": key}
+
+
+def _shaped(shape: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A pod spec's extras by shape: anti-affinity and spread over pods with these labels, required
+    affinity to app=a, a disk or an RWOP claim."""
+    if shape == "anti":
+        return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            _term(labels, "hostname")]}}}  # fmt: skip
+    if shape == "spread":
+        return {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable":
+            "DoNotSchedule", "labelSelector": {"matchLabels": labels}}]}  # fmt: skip
+    if shape == "affinity":
+        return {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            _term(APP_A, "hostname")]}}}  # fmt: skip
+    if shape == "disk":
+        return {"volumes": [GCE_DISK]}
+    if shape == "rwop":
+        return {"volumes": [RWOP_CLAIM]}
+    return {}
+
+
+SHAPES = ["", "anti", "spread", "affinity", "disk", "rwop"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    nodes=st.lists(st.tuples(st.sampled_from([MEDIUM, LARGE, VERY_LARGE]), st.integers(0, 2)), min_size=1, max_size=5),
+    pods=st.lists(
+        st.tuples(
+            st.integers(0, 4),
+            st.integers(0, 3),
+            st.sampled_from([SMALL, MEDIUM]),
+            st.sampled_from([APP_A, APP_B]),
+            st.sampled_from(["", "", "anti", "spread", "disk", "rwop"]),
+        ),
+        max_size=12,
+    ),
+    protected=st.sets(st.integers(0, 11), max_size=3),
+    shape=st.sampled_from(SHAPES),
+    target=st.sampled_from([APP_A, APP_B]),
+    want=st.sampled_from([SMALL, MEDIUM, LARGE]),
+)
+# the one app=a pod is the victim the arithmetic would pick, and the pod's required affinity needs it
+@example(nodes=[(MEDIUM, 0)], pods=[(0, 0, SMALL, APP_A, "")], protected=set(), shape="affinity", target=APP_B,
+         want=MEDIUM)  # fmt: skip
+def test_dry_run_by_amounts_with_the_whole_default_profile(
+    nodes: list[tuple[dict[str, str], int]],
+    pods: list[tuple[int, int, dict[str, str], dict[str, str], str]],
+    protected: set[int],
+    shape: str,
+    target: dict[str, str],
+    want: dict[str, str],
+) -> None:
+    # the oracle: the dry run proper, one node at a time, with every filter of the default profile
+    # (spread, inter-pod affinity and volume restrictions read other nodes); the arithmetic applies
+    # only where the filters are removal-safe for the pod
+    h = Harness(filters=None).add(
+        pdb(FOO, allowed=0),
+        pv("pv-rwop", "1Gi", cls="", modes=("ReadWriteOncePod",), phase="Bound", claim="default/rwop"),
+        pvc("rwop", "1Gi", cls="", modes=("ReadWriteOncePod",), volume="pv-rwop", bound=True),
+    )
+    for i, (cap, zone) in enumerate(nodes):
+        h.add(knode(f"node{i}/z{zone}", cap))
+    for i, (n, prio, req, labels, extra) in enumerate(pods):
+        mine = labels | (FOO if i in protected else {})
+        spec = _shaped(extra, labels)
+        h.add(kpod(f"p{i}", f"node{n % len(nodes)}", prio * 100, req, labels=mine, **spec))
+    pod = kpod("p", priority=HIGH, req=want, labels=target, **_shaped(shape, target))
+    cycle = h.cycle(pod)
+    assert h.scheduler.dry_runner.removal_safe(cycle) is (shape != "affinity")
+    _, statuses = h.scheduler.dry_run(cycle)
+    by_amounts, rejected = h.plugin.find_candidates(cycle, statuses, h.scheduler.dry_runner)
+    single, rejected_single = h.plugin.find_candidates(cycle, statuses, _OneAtATime(h))
+    assert [(c.node, [p.key for p in c.victims], c.pdb_violations) for c in by_amounts] == [
+        (c.node, [p.key for p in c.victims], c.pdb_violations) for c in single
+    ]
+    assert rejected == rejected_single
+    assert len(h.state.pods) == len(pods)

@@ -227,7 +227,10 @@ class DryRun(Protocol):
     the call (a PostFilter may change the state for the call and restore it): the feasible slots and
     why the others failed. node_local: no filter of the profile reads pods on other nodes for its
     verdict on a node, so changes on several nodes can be tried in one run. node_fit: the profile's
-    filter that judges a node by amounts alone (NodeResourcesFit), if it has one."""
+    filter that judges a node by amounts alone (NodeResourcesFit), if it has one. removal_safe(cycle):
+    every filter of the profile that passes a node for this cycle's pod keeps passing it with any of
+    that node's pods removed (every node-local filter, and each ReadsOtherNodes filter that says so
+    for the pod)."""
 
     node_local: bool
     node_fit: NodeFit | None
@@ -235,6 +238,8 @@ class DryRun(Protocol):
     def nominated(self, pod: Pod) -> frozenset[str]:
         """Nodes where the pod's filters also see nominated pods (kube's addGENominatedPods)."""
         ...
+
+    def removal_safe(self, cycle: Cycle) -> bool: ...
 
     def __call__(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]: ...
 
@@ -257,6 +262,12 @@ class ReadsOtherNodes(Protocol):
     use anywhere): marked `reads_other_nodes = True`. Every other filter is node-local."""
 
     reads_other_nodes: bool
+
+    def removal_safe(self, cycle: Cycle) -> bool:
+        """True only if, for this cycle's pod, every node this filter passes stays passed when any
+        subset of that node's own pods is removed, pods on other nodes unchanged (what a node-local
+        filter guarantees always). False when unsure: DefaultPreemption then does the dry run proper."""
+        ...
 
 
 @dataclass(frozen=True)

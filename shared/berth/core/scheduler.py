@@ -164,17 +164,23 @@ class _Filtered:
 
 @dataclass(frozen=True)
 class _DryRun:
-    """Scheduler.dry_run as the framework's DryRun (with whether the profile's filters are node-local)."""
+    """Scheduler.dry_run as the framework's DryRun (with whether the profile's filters are node-local);
+    readers: the profile's plugins marked reads_other_nodes."""
 
     scheduler: Scheduler
     node_local: bool
     node_fit: NodeFit | None
+    readers: tuple[object, ...] = ()
 
     def __call__(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]:
         return self.scheduler.dry_run(cycle)
 
     def nominated(self, pod: Pod) -> frozenset[str]:
         return frozenset(self.scheduler.nominator.for_pod(pod))
+
+    def removal_safe(self, cycle: Cycle) -> bool:
+        # a reader without removal_safe is taken as unsafe
+        return all(isinstance(p, ReadsOtherNodes) and p.removal_safe(cycle) for p in self.readers)
 
 
 class Scheduler:
@@ -186,9 +192,9 @@ class Scheduler:
         # observe(plugin, extension point, seconds): timings for metrics; ("", "Decide", s) per pod
         self.observe: Callable[[str, str, float], None] | None = None
         plugins = [*profile.pre_filters, *profile.filters]
-        local = not any(isinstance(p, ReadsOtherNodes) and p.reads_other_nodes for p in plugins)
+        readers = tuple(dict.fromkeys(p for p in plugins if getattr(p, "reads_other_nodes", False)))
         fit = next((p for p in profile.filters if isinstance(p, NodeFit)), None)
-        self.dry_runner = _DryRun(self, local, fit)  # what PostFilter plugins get
+        self.dry_runner = _DryRun(self, not readers, fit, readers)  # what PostFilter plugins get
         self.nominator = Nominator()
         self.state.attach(self.nominator)
         self._post_filtering = True

@@ -103,6 +103,12 @@ class InterPodAffinity:
     def extension(self) -> PodIndex:
         return self.index
 
+    def removal_safe(self, cycle: Cycle) -> bool:
+        """Anti-affinity, the pod's and the existing pods', only eases as pods leave; a required
+        affinity term may lose the pod it needs."""
+        a = cycle.pod.pod_affinity
+        return a is None or not a.required
+
     # ---- the incoming pod's terms -------------------------------------------------------------
     def _matcher(self, pod: Pod, term: PodAffinityTerm) -> Matcher | None:
         """The term with its namespaceSelector unrolled into namespace names (kube's merge); None

@@ -137,6 +137,11 @@ class PodTopologySpread:
     def extension(self) -> PodIndex:
         return self.index
 
+    def removal_safe(self, cycle: Cycle) -> bool:
+        """Always: pods leaving a node lower only its own domains' counts (none if its policies leave
+        it out), and the minimum by at most as much; the domains, and so minDomains, are the nodes'."""
+        return True
+
     def constraints(self, pod: Pod, mode: str) -> list[tuple[SpreadConstraint, LabelSelector | None]]:
         """The pod's constraints of one mode with their selectors (matchLabelKeys merged); the
         default constraints when it has none."""

@@ -101,6 +101,10 @@ class VolumeRestrictions:
     def extension(self) -> VolumeUse:
         return self.use
 
+    def removal_safe(self, cycle: Cycle) -> bool:
+        """Always: disk conflicts on a node and ReadWriteOncePod claims in use only drop as pods leave."""
+        return True
+
     def pre_filter(self, cycle: Cycle) -> Status:
         pod, state = cycle.pod, cycle.state
         in_use = False

@@ -8,9 +8,11 @@ ones before the others), and pickOneNodeForPreemption's order to choose among th
 The dry run reuses this profile's PreFilter and Filter (`dry_run`), with the pods taken off the
 ClusterState for the call (`ClusterState.lift` / `put_back`): every plugin that keeps state of its
 own (InterPodAffinity, PodTopologySpread, NodePorts, ...) follows through its pod_changed, as
-kube's PreFilterExtensions RemovePod / AddPod do. With node-local filters, a node that only the
-node fit (NodeResourcesFit) rejected is dry-run by arithmetic on its free amounts instead: every
-other filter passed it with all the pods in place and still does with fewer (`_by_amounts`).
+kube's PreFilterExtensions RemovePod / AddPod do. When every filter is removal-safe for the pod
+(node-local ones always; PodTopologySpread and VolumeRestrictions always; InterPodAffinity unless
+the pod has required pod affinity), a node that only the node fit (NodeResourcesFit) rejected is
+dry-run by arithmetic on its free amounts instead: every other filter passed it with all the pods
+in place and still does with fewer (`_by_amounts`).
 
 Where kube is random berth is deterministic (docs/plugins.md, DefaultPreemption):
 - the dry run starts at offset crc32(pod's namespace/name) mod the number of potential nodes, the
@@ -220,11 +222,11 @@ class DefaultPreemption:
         return clean + violating, rejected
 
     def _room(self, cycle: Cycle, statuses: NodeToStatus, dry_run: DryRun) -> Room | None:
-        """Where the dry run can be done by arithmetic: with node-local filters, on the nodes that
-        only the node fit (NodeResourcesFit) rejected. Every other filter passed there with all the
-        pods in place, and a node-local filter that passes a node still passes when pods leave it."""
+        """Where the dry run can be done by arithmetic: when the filters are removal-safe for this pod
+        (dry_run.removal_safe), on the nodes that only the node fit (NodeResourcesFit) rejected. Every
+        other filter passed there with all the pods in place, and still passes when pods leave it."""
         fit = dry_run.node_fit
-        if not dry_run.node_local or fit is None:
+        if fit is None or not dry_run.removal_safe(cycle):
             return None
         nodes = self.state.nodes
         wants = fit.wants(cycle.pod)
