@@ -5,6 +5,7 @@ TestCustomOrdering (Go hooks, not configuration)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -852,3 +853,97 @@ def test_dry_run_by_amounts_with_the_whole_default_profile(
     ]
     assert rejected == rejected_single
     assert len(h.state.pods) == len(pods)
+
+
+TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    nodes=st.lists(st.tuples(st.integers(0, 2), st.sampled_from([False, False, False, True])), min_size=1, max_size=6),
+    pods=st.lists(
+        st.tuples(
+            st.integers(0, 5), st.sampled_from([APP_A, APP_B]), st.sampled_from(["", "", "anti", "disk", "rwop"])
+        ),
+        max_size=14,
+    ),
+    shape=st.sampled_from(SHAPES),
+    target=st.sampled_from([APP_A, APP_B]),
+    spread=st.tuples(st.integers(1, 4), st.sampled_from(["Honor", "Ignore"]), st.sampled_from(["Honor", "Ignore"])),
+    tolerates=st.booleans(),
+    zone=st.sampled_from([None, None, None, "z0"]),
+    removed=st.lists(st.integers(0, 13), min_size=1, max_size=6),
+    on=st.integers(0, 5),
+)
+# the one app=a pod leaves, and the pod's required affinity needs it: not removal-safe
+@example(nodes=[(0, False)], pods=[(0, APP_A, "")], shape="affinity", target=APP_B, spread=(1, "Honor", "Ignore"),
+         tolerates=False, zone=None, removed=[0], on=0)  # fmt: skip
+def test_removal_safe_filters_keep_passing_a_node_as_its_pods_leave(
+    nodes: list[tuple[int, bool]],
+    pods: list[tuple[int, dict[str, str], str]],
+    shape: str,
+    target: dict[str, str],
+    spread: tuple[int, str, str],
+    tolerates: bool,
+    zone: str | None,
+    removed: list[int],
+    on: int,
+) -> None:
+    # the contract itself (framework.md): where dry_run.removal_safe(cycle), a node that every filter
+    # but NodeResourcesFit passed still passes with any of its pods gone; spreads with minDomains
+    # and both inclusion policies over tainted nodes and a node selector
+    h = Harness(filters=None).add(
+        pv("pv-rwop", "1Gi", cls="", modes=("ReadWriteOncePod",), phase="Bound", claim="default/rwop"),
+        pvc("rwop", "1Gi", cls="", modes=("ReadWriteOncePod",), volume="pv-rwop", bound=True),
+    )
+    for i, (z, tainted) in enumerate(nodes):
+        raw = knode(f"node{i}/z{z}", {"cpu": "1", "memory": "1000"})
+        if tainted:
+            raw["spec"] = {"taints": [TAINT]}
+        h.add(raw)
+    for i, (n, labels, extra) in enumerate(pods):
+        h.add(kpod(f"p{i}", f"node{n % len(nodes)}", LOW, SMALL, labels=labels, **_shaped(extra, labels)))
+    spec = _shaped(shape, target)
+    if shape == "spread":
+        min_domains, affinity_policy, taints_policy = spread
+        spec["topologySpreadConstraints"][0] |= {
+            "minDomains": min_domains, "nodeAffinityPolicy": affinity_policy, "nodeTaintsPolicy": taints_policy
+        }  # fmt: skip
+    if tolerates:
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    if zone is not None:
+        spec["nodeSelector"] = {"zone": zone}
+    cycle = h.cycle(kpod("p", priority=HIGH, req=SMALL, labels=target, **spec))
+    if not h.scheduler.dry_runner.removal_safe(cycle):
+        return
+    feasible, statuses = h.scheduler.dry_run(cycle)
+    node = f"node{on % len(nodes)}"
+    slot = h.state.nodes.slot[node]
+    passed = feasible[slot] or statuses.only("NodeResourcesFit")[slot]
+    mine = [k for k, p in h.state.pods.items() if p.node_name == node]
+    gone = [h.state.lift(mine[i % len(mine)]) for i in dict.fromkeys(removed)] if mine else []
+    after_feasible, after = h.scheduler.dry_run(cycle)
+    if passed:
+        assert after_feasible[slot] or after.only("NodeResourcesFit")[slot]
+    for p in gone:
+        if p is not None:
+            h.state.put_back(p)
+
+
+class _Reader:
+    """A filter marked as reading other nodes, without removal_safe."""
+
+    reads_other_nodes = True
+
+
+def test_a_filter_reading_other_nodes_without_removal_safe_counts_as_unsafe() -> None:
+    h = Harness(filters=None)
+    dry_run = h.scheduler.dry_runner
+    assert {type(p).__name__ for p in dry_run.readers} == {
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "VolumeRestrictions",
+    }
+    cycle = h.cycle(kpod("p"))
+    assert dry_run.removal_safe(cycle)
+    assert not dataclasses.replace(dry_run, readers=(*dry_run.readers, _Reader())).removal_safe(cycle)
