@@ -71,18 +71,30 @@ def run(args: argparse.Namespace) -> int:
     now = now_or(args.now)
     decisions: list[Decision] = []
     skipped: list[dict[str, str]] = []  # pods of schedulers the config has no profile for
+    gated: list[dict[str, str]] = []  # pods a PreEnqueue plugin holds back (scheduling gates)
     for pod in pods:
         scheduler = schedulers.get(pod.scheduler_name)
         if scheduler is None:
             skipped.append({"pod": pod.key, "schedulerName": pod.scheduler_name})
+            continue
+        held = scheduler.pre_enqueue(pod)
+        if held.rejects:
+            gated.append({"pod": pod.key, "plugin": held.plugin, "message": held.message})
         else:
             decisions += scheduler.run([pod], now)
     if args.output == "json":
-        print_json({"decisions": decisions, "skipped": skipped} if skipped else {"decisions": decisions})
+        out: dict[str, Any] = {"decisions": decisions}
+        if skipped:
+            out["skipped"] = skipped
+        if gated:
+            out["gated"] = gated
+        print_json(out)
     else:
         render_table(decisions)
         for s in skipped:
             print(f"skipped {s['pod']}: schedulerName {s['schedulerName']} has no profile in the config")
+        for g in gated:
+            print(f"gated {g['pod']}: {g['message']}")
     return 0
 
 

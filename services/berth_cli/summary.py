@@ -63,6 +63,7 @@ def summary_json(runs: list[RunStats]) -> dict[str, Any]:
                 "rejects": r.rejects,
                 "podsDecided": o.pods_decided,
                 "podsSkipped": r.skipped,
+                "podsGated": r.gated,
                 "podsScheduled": o.pods_scheduled,
                 "podsScheduledFirstAttempt": o.scheduled_first_attempt,
                 "podsNeverScheduled": o.never_scheduled,

@@ -19,6 +19,7 @@ from berth.core.framework import (
     Plugin,
     PluginModule,
     PostFilterPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
     ReservePlugin,
@@ -41,6 +42,7 @@ DEFAULT_SCHEDULER = "default-scheduler"
 
 # the extension points berth runs, with the Protocol a plugin implements for each (kube's type name)
 POINTS: dict[str, tuple[type, str]] = {
+    "preEnqueue": (PreEnqueuePlugin, "PreEnqueuePlugin"),
     "preFilter": (PreFilterPlugin, "PreFilterPlugin"),
     "filter": (FilterPlugin, "FilterPlugin"),
     "postFilter": (PostFilterPlugin, "PostFilterPlugin"),
@@ -49,7 +51,7 @@ POINTS: dict[str, tuple[type, str]] = {
     "reserve": (ReservePlugin, "ReservePlugin"),
 }
 # kube's other extension points: read, but berth runs none of them
-OTHER_POINTS = ("preEnqueue", "queueSort", "permit", "preBind", "bind", "postBind")
+OTHER_POINTS = ("queueSort", "permit", "preBind", "bind", "postBind")
 IGNORED = "berth does not run it; pods are decided without it"
 
 
@@ -164,6 +166,7 @@ class ProfileConfig:
             state,
             at.get("filter", []),
             [(get(n), w) for n, w in self.scores],
+            pre_enqueues=at.get("preEnqueue", []),
             pre_filters=at.get("preFilter", []),
             pre_scores=at.get("preScore", []),
             post_filters=at.get("postFilter", []),

@@ -326,6 +326,7 @@ def pod(v: wc.Pod) -> Pod:
         start_time=started,
         nominated_node=status.nominated_node_name or "",
         inline_csi=tuple(inline),
+        scheduling_gates=tuple(g.name or "" for g in spec.scheduling_gates or ()),
     )
 
 

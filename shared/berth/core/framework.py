@@ -7,7 +7,8 @@ Score plugin returns an int64 array of 0..100 for the feasible slots.
 A plugin implements the extension points it needs; the Profile finds them by these Protocols once,
 when it is built, never by name:
 
-- PreFilter, Filter, PostFilter (when no node fits), PreScore, Score (+ NormalizeScore), Reserve;
+- PreEnqueue (may the pod be decided at all), PreFilter, Filter, PostFilter (when no node fits),
+  PreScore, Score (+ NormalizeScore), Reserve;
 - EnqueueExtensions: the cluster events (resource + action) that can make a pod it rejected fit,
   each with an optional vectorised queueing hint;
 - KeepsState: the ClusterState extension (its kinds and store) the plugin keeps state in.
@@ -201,6 +202,16 @@ class Cycle:
 @runtime_checkable
 class Plugin(Protocol):
     name: str
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Protocol):
+    name: str
+
+    def pre_enqueue(self, pod: Pod) -> Status:
+        """A rejection holds the pod back: it is not decided until an update of it passes (kube: it
+        waits outside the active queue)."""
+        ...
 
 
 @runtime_checkable

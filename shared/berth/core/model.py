@@ -119,6 +119,7 @@ class Pod(msgspec.Struct, frozen=True):
     nominated_node: str = ""
     # inline AWS EBS, GCE PD and Azure Disk volumes as CSI sees them: (driver, handle) (berth.core.intree)
     inline_csi: tuple[tuple[str, str], ...] = ()
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates' names: kube's SchedulingGates holds the pod back
 
     @property
     def key(self) -> str:

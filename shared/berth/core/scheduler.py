@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -26,6 +26,7 @@ from berth.core.decision import (
     with_post_filter,
 )
 from berth.core.framework import (
+    OK,
     Action,
     ClusterEvent,
     Code,
@@ -43,6 +44,7 @@ from berth.core.framework import (
     Plugin,
     PostFilterPlugin,
     PostFilterResult,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
     ReadsOtherNodes,
@@ -82,6 +84,7 @@ class Profile:
     interests: tuple[Interest, ...]  # of the plugins enabled as prefilters or filters: only they reject pods
     extensions: tuple[Extension, ...]
     percentage_of_nodes_to_score: int = BERTH_DEFAULT_PERCENTAGE  # 0: kube's adaptive rule
+    pre_enqueues: tuple[PreEnqueuePlugin, ...] = ()
 
     @classmethod
     def of(
@@ -90,6 +93,7 @@ class Profile:
         filters: list[Plugin],
         scorers: list[tuple[Plugin, int]],
         *,
+        pre_enqueues: list[Plugin] | None = None,
         pre_filters: list[Plugin] | None = None,
         pre_scores: list[Plugin] | None = None,
         post_filters: list[Plugin] | None = None,
@@ -98,9 +102,9 @@ class Profile:
     ) -> Profile:
         """Sort plugins by the Protocols they implement (checked once, here) and attach the state they
         keep. A point not given is derived: PreFilter and PreScore from the filters and scorers that
-        implement them, PostFilter and Reserve from every plugin that does (a config gives each)."""
+        implement them, PreEnqueue, PostFilter and Reserve from every plugin that does (a config gives each)."""
         every = list(dict.fromkeys([*filters, *(p for p, _ in scorers), *(pre_filters or ()), *(reservers or ())]))
-        every = list(dict.fromkeys([*every, *(pre_scores or ()), *(post_filters or ())]))
+        every = list(dict.fromkeys([*every, *(pre_scores or ()), *(post_filters or ()), *(pre_enqueues or ())]))
         score_plugins = [(p, w) for p, w in scorers if isinstance(p, ScorePlugin)]
         pre = filters if pre_filters is None else pre_filters
         rejecting = list(dict.fromkeys([*pre, *filters]))
@@ -131,6 +135,9 @@ class Profile:
             interests=interests,
             extensions=extensions,
             percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+            pre_enqueues=tuple(
+                p for p in (every if pre_enqueues is None else pre_enqueues) if isinstance(p, PreEnqueuePlugin)
+            ),
         )
 
     def interested(self, resource: str, action: Action) -> tuple[Interest, ...]:
@@ -199,6 +206,15 @@ class Scheduler:
         self.state.attach(self.nominator)
         self._post_filtering = True
         self.next_start = 0  # kube's nextStartNodeIndex: where the next cycle's search for feasible nodes starts
+
+    def pre_enqueue(self, pod: Pod) -> Status:
+        """The profile's PreEnqueue plugins in order: the first rejection (the pod is held back, not
+        decided), else OK."""
+        for plugin in self.profile.pre_enqueues:
+            status = plugin.pre_enqueue(pod)
+            if status.rejects:
+                return status if status.plugin else replace(status, plugin=plugin.name)
+        return OK
 
     def decide(self, pod: Pod, now: datetime, on: str | None = None) -> Outcome:
         """on: place the pod on this node (if feasible there) instead of the best one (the extender's bind)."""

@@ -236,6 +236,7 @@ def _decisions(runs: list[RunStats], top: int) -> Section:
     pods = [len(r.final()) for r in runs]
     rows = [Row("decisions", [f"{len(r.decisions):,}" for r in runs]), Row("pods decided", [f"{n:,}" for n in pods])]
     rows.append(Row("pods skipped (other schedulers)", [f"{r.skipped:,}" for r in runs]))
+    rows.append(Row("pods held by scheduling gates", [f"{r.gated:,}" for r in runs]))
     for status in ("Scheduled", "Unschedulable", "Error"):
         rows.append(Row(f"pods {status}", [_n_of(t.get(status, 0), n) for t, n in zip(totals, pods, strict=True)]))
         if status == "Unschedulable":

@@ -264,6 +264,9 @@ class ScorerEngine:
         if scheduler is None:  # another scheduler's pod: left alone, counted
             self.observer.skipped(pod.key)
             return
+        if scheduler.pre_enqueue(pod).rejects:  # held back (scheduling gates) until an update lets it through
+            self.observer.gated(pod.key)
+            return
         outcome = scheduler.decide(pod, self.applier.now)
         d = outcome.decision
         emit = True

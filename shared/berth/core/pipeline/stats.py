@@ -136,6 +136,7 @@ class RunStats(msgspec.Struct, kw_only=True):
         return dict(sorted(out.items()))
 
     skipped: int = 0  # distinct pods of schedulers the config has no profile for (left alone)
+    gated: int = 0  # distinct pods a PreEnqueue plugin held back at least once (scheduling gates)
 
     def final(self) -> list[DecisionPoint]:
         """Each pod's last decision (decisions without a pod count on their own)."""
@@ -209,6 +210,7 @@ class StatsObserver:
         self._of_pod: dict[str, list[int]] = {}  # pod -> indexes of its decisions in _points
         self._revoked = 0
         self._skipped: set[str] = set()
+        self._gated: set[str] = set()
 
     def event(self) -> None:
         self._stats.events += 1
@@ -221,6 +223,12 @@ class StatsObserver:
         if pod not in self._skipped:
             self._skipped.add(pod)
             self._stats.skipped += 1
+
+    def gated(self, pod: str) -> None:
+        """A pod held back by its profile's PreEnqueue plugins (scheduling gates): not decided."""
+        if pod not in self._gated:
+            self._gated.add(pod)
+            self._stats.gated += 1
 
     def decided(self, r: DecisionRecord) -> DecisionPoint:
         self._of_pod.setdefault(r.pod, []).append(len(self._points))

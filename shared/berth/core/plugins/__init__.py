@@ -20,6 +20,7 @@ from berth.core.plugins import (
     nodeunschedulable,
     nodevolumelimits,
     podtopologyspread,
+    schedulinggates,
     tainttoleration,
     volumebinding,
     volumerestrictions,
@@ -42,10 +43,11 @@ class Registered:
 
 # kube's default profile (pkg/scheduler/apis/config/v1/default_plugins.go getDefaultPlugins, the
 # MultiPoint list), in its order, with its weights, less the plugins berth does not implement
-# (SchedulingGates, PrioritySort, NodeName, the in-tree EBS/GCEPD/AzureDisk limits,
+# (PrioritySort, NodeName, the in-tree EBS/GCEPD/AzureDisk limits,
 # DefaultBinder); plus berth's VolumeBinding score (capacity priority) and
 # LoadAwareScheduling (Koordinator's). docs/plugins.md has the table.
 REGISTRY: tuple[Registered, ...] = (
+    Registered(schedulinggates, default=True),
     Registered(nodeunschedulable, default=True),
     Registered(tainttoleration, default=True, weight=3),
     Registered(nodeaffinity, default=True, weight=2),

@@ -134,6 +134,10 @@ class Toleration(Wire, frozen=True):
     effect: str | None = None
 
 
+class SchedulingGate(Wire, frozen=True):
+    name: str | None = None
+
+
 class PodSpec(Wire, frozen=True):
     node_name: str | None = None
     scheduler_name: str | None = None
@@ -149,6 +153,7 @@ class PodSpec(Wire, frozen=True):
     resources: ResourceRequirements | None = None
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
     preemption_policy: str | None = None
+    scheduling_gates: list[SchedulingGate] | None = None
 
 
 class PodCondition(Wire, frozen=True):
