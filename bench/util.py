@@ -39,5 +39,14 @@ def timed(label: str, results: dict[str, float]) -> Iterator[None]:
     results[label] = time.perf_counter() - t
 
 
+def spread(wall: list[float], cpu: list[float]) -> str:
+    """p50 and p99 by the wall clock, then by this thread's CPU time (which other processes on a
+    shared machine do not inflate)."""
+    return (
+        f"p50 {ms(percentile(wall, 50))}, p99 {ms(percentile(wall, 99))}"
+        f" (cpu p50 {ms(percentile(cpu, 50))}, p99 {ms(percentile(cpu, 99))})"
+    )
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
