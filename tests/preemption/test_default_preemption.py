@@ -681,7 +681,7 @@ class _OneAtATime:
     def nominated(self, pod: Any) -> frozenset[str]:
         return frozenset()
 
-    def removal_safe(self, cycle: Cycle) -> bool:
+    def removal_safe(self, cycle: Cycle, leaving: Any = None) -> bool:
         return False
 
 
@@ -779,16 +779,17 @@ def _term(labels: dict[str, str], key: str) -> dict[str, Any]:
 
 def _shaped(shape: str, labels: dict[str, str]) -> dict[str, Any]:
     """A pod spec's extras by shape: anti-affinity and spread over pods with these labels, required
-    affinity to app=a, a disk or an RWOP claim."""
+    affinity to app=a (per node or per zone), a disk or an RWOP claim."""
     if shape == "anti":
         return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             _term(labels, "hostname")]}}}  # fmt: skip
     if shape == "spread":
         return {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable":
             "DoNotSchedule", "labelSelector": {"matchLabels": labels}}]}  # fmt: skip
-    if shape == "affinity":
+    if shape in ("affinity", "zone-affinity"):
+        key = "hostname" if shape == "affinity" else "zone"
         return {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            _term(APP_A, "hostname")]}}}  # fmt: skip
+            _term(APP_A, key)]}}}  # fmt: skip
     if shape == "disk":
         return {"volumes": [GCE_DISK]}
     if shape == "rwop":
@@ -796,7 +797,7 @@ def _shaped(shape: str, labels: dict[str, str]) -> dict[str, Any]:
     return {}
 
 
-SHAPES = ["", "anti", "spread", "affinity", "disk", "rwop"]
+SHAPES = ["", "anti", "spread", "affinity", "zone-affinity", "disk", "rwop"]
 
 
 @settings(max_examples=200, deadline=None)
@@ -844,7 +845,7 @@ def test_dry_run_by_amounts_with_the_whole_default_profile(
         h.add(kpod(f"p{i}", f"node{n % len(nodes)}", prio * 100, req, labels=mine, **spec))
     pod = kpod("p", priority=HIGH, req=want, labels=target, **_shaped(shape, target))
     cycle = h.cycle(pod)
-    assert h.scheduler.dry_runner.removal_safe(cycle) is (shape != "affinity")
+    assert h.scheduler.dry_runner.removal_safe(cycle) is ("affinity" not in shape)
     _, statuses = h.scheduler.dry_run(cycle)
     by_amounts, rejected = h.plugin.find_candidates(cycle, statuses, h.scheduler.dry_runner)
     single, rejected_single = h.plugin.find_candidates(cycle, statuses, _OneAtATime(h))
@@ -889,9 +890,10 @@ def test_removal_safe_filters_keep_passing_a_node_as_its_pods_leave(
     removed: list[int],
     on: int,
 ) -> None:
-    # the contract itself (framework.md): where dry_run.removal_safe(cycle), a node that every filter
-    # but NodeResourcesFit passed still passes with any of its pods gone; spreads with minDomains
-    # and both inclusion policies over tainted nodes and a node selector
+    # the contract itself (framework.md): where dry_run.removal_safe(cycle), or removal_safe(cycle,
+    # the node's pods), a node that every filter but NodeResourcesFit passed still passes with any of
+    # its pods gone; spreads with minDomains and both inclusion policies over tainted nodes and a
+    # node selector
     h = Harness(filters=None).add(
         pv("pv-rwop", "1Gi", cls="", modes=("ReadWriteOncePod",), phase="Bound", claim="default/rwop"),
         pvc("rwop", "1Gi", cls="", modes=("ReadWriteOncePod",), volume="pv-rwop", bound=True),
@@ -914,17 +916,20 @@ def test_removal_safe_filters_keep_passing_a_node_as_its_pods_leave(
     if zone is not None:
         spec["nodeSelector"] = {"zone": zone}
     cycle = h.cycle(kpod("p", priority=HIGH, req=SMALL, labels=target, **spec))
-    if not h.scheduler.dry_runner.removal_safe(cycle):
+    node = f"node{on % len(nodes)}"
+    mine = [k for k, p in h.state.pods.items() if p.node_name == node]
+    if not h.scheduler.dry_runner.removal_safe(cycle, [h.state.pods[k] for k in mine]):
         return
     feasible, statuses = h.scheduler.dry_run(cycle)
-    node = f"node{on % len(nodes)}"
     slot = h.state.nodes.slot[node]
     passed = feasible[slot] or statuses.only("NodeResourcesFit")[slot]
-    mine = [k for k, p in h.state.pods.items() if p.node_name == node]
     gone = [h.state.lift(mine[i % len(mine)]) for i in dict.fromkeys(removed)] if mine else []
     after_feasible, after = h.scheduler.dry_run(cycle)
     if passed:
         assert after_feasible[slot] or after.only("NodeResourcesFit")[slot]
+    # and each UnschedulableAndUnresolvable failure stays, with its reason
+    unresolvable = {(p, f.reason) for p, hits in statuses.failing(slot) for f in hits if f.code is Code.UNRESOLVABLE}
+    assert unresolvable <= {(p, f.reason) for p, hits in after.failing(slot) for f in hits}
     for p in gone:
         if p is not None:
             h.state.put_back(p)

@@ -20,7 +20,7 @@ A plugin module exports NAME, Args (an args Struct with `parse(raw, path, proble
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -126,6 +126,16 @@ class NodeToStatus:
     def get(self, node: str) -> NodeStatus | None:
         slot = self._nodes.slot.get(node)
         return None if slot is None else self._at(slot)
+
+    def failing(self, slot: int) -> list[tuple[str, tuple[Failure, ...]]]:
+        """Every plugin that rejected the slot, in filter order, with its failures there (empty with
+        one status for every node)."""
+        out = []
+        for plugin, found in self._failures:
+            hits = tuple(f for f in found if f.mask[slot])
+            if hits:
+                out.append((plugin, hits))
+        return out
 
     def items(self) -> Iterator[tuple[str, NodeStatus]]:
         """(node, status) of every rejected node, in slot order."""
@@ -241,7 +251,9 @@ class DryRun(Protocol):
     filter that judges a node by amounts alone (NodeResourcesFit), if it has one. removal_safe(cycle):
     every filter of the profile that passes a node for this cycle's pod keeps passing it with any of
     that node's pods removed (every node-local filter, and each ReadsOtherNodes filter that says so
-    for the pod)."""
+    for the pod); removal_safe(cycle, leaving): the same when only some of these pods of one node
+    leave. Where it holds, a filter's UnschedulableAndUnresolvable failures on the node also stay,
+    with their reasons (kube: preemption cannot help there)."""
 
     node_local: bool
     node_fit: NodeFit | None
@@ -250,7 +262,7 @@ class DryRun(Protocol):
         """Nodes where the pod's filters also see nominated pods (kube's addGENominatedPods)."""
         ...
 
-    def removal_safe(self, cycle: Cycle) -> bool: ...
+    def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool: ...
 
     def __call__(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]: ...
 
@@ -274,10 +286,10 @@ class ReadsOtherNodes(Protocol):
 
     reads_other_nodes: bool
 
-    def removal_safe(self, cycle: Cycle) -> bool:
+    def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         """True only if, for this cycle's pod, every node this filter passes stays passed when any
-        subset of that node's own pods is removed, pods on other nodes unchanged (what a node-local
-        filter guarantees always). False when unsure: DefaultPreemption then does the dry run proper."""
+        subset of that node's own pods (of `leaving`, pods of one node, when given) is removed, pods
+        on other nodes unchanged (what a node-local filter guarantees always). False when unsure: DefaultPreemption then does the dry run proper."""
         ...
 
 

@@ -8,7 +8,7 @@ when it is built); it never names one.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -178,6 +178,12 @@ class _DryRun:
     node_local: bool
     node_fit: NodeFit | None
     readers: tuple[object, ...] = ()
+    # the readers as ReadsOtherNodes, checked once (a Protocol check is slow); None: one lacks removal_safe
+    _checked: tuple[ReadsOtherNodes, ...] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        checked = tuple(p for p in self.readers if isinstance(p, ReadsOtherNodes))
+        object.__setattr__(self, "_checked", checked if len(checked) == len(self.readers) else None)
 
     def __call__(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]:
         return self.scheduler.dry_run(cycle)
@@ -185,9 +191,9 @@ class _DryRun:
     def nominated(self, pod: Pod) -> frozenset[str]:
         return frozenset(self.scheduler.nominator.for_pod(pod))
 
-    def removal_safe(self, cycle: Cycle) -> bool:
+    def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         # a reader without removal_safe is taken as unsafe
-        return all(isinstance(p, ReadsOtherNodes) and p.removal_safe(cycle) for p in self.readers)
+        return self._checked is not None and all(p.removal_safe(cycle, leaving) for p in self._checked)
 
 
 class Scheduler:

@@ -12,6 +12,7 @@ Counts come from the PodIndex (per slot, per selector), folded into topology dom
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -103,11 +104,28 @@ class InterPodAffinity:
     def extension(self) -> PodIndex:
         return self.index
 
-    def removal_safe(self, cycle: Cycle) -> bool:
+    def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         """Anti-affinity, the pod's and the existing pods', only eases as pods leave; a required
-        affinity term may lose the pod it needs."""
+        affinity term may lose the pod it needs, unless none of the pods leaving matches the terms
+        (then every count the filter reads stays as it is)."""
         a = cycle.pod.pod_affinity
-        return a is None or not a.required
+        if a is None or not a.required:
+            return True
+        if leaving is None:
+            return False
+        key = f"{NAME}.together"  # the same for every node of the cycle (DefaultPreemption asks per node)
+        if key not in cycle.data:
+            cycle.data[key] = self._together(cycle.pod, a.required)
+        together: Matcher | None = cycle.data[key]
+        return together is None or not any(matches(together, p) for p in leaving)
+
+    def _together(self, pod: Pod, required: Sequence[PodAffinityTerm]) -> Matcher | None:
+        """The pod's required affinity terms as one matcher (kube: one pod must match them all);
+        None when a term matches no pod."""
+        matchers = [self._matcher(pod, t) for t in required]
+        if any(m is None for m in matchers):
+            return None
+        return tuple(c for m in matchers if m is not None for c in m)
 
     # ---- the incoming pod's terms -------------------------------------------------------------
     def _matcher(self, pod: Pod, term: PodAffinityTerm) -> Matcher | None:
@@ -150,10 +168,7 @@ class InterPodAffinity:
             return []  # kube's PreFilter Skip
         fail_aff = np.zeros(n, dtype=bool)
         if required:
-            matchers = [self._matcher(pod, t) for t in required]
-            together: Matcher | None = None
-            if all(m is not None for m in matchers):
-                together = tuple(c for m in matchers if m is not None for c in m)
+            together = self._together(pod, required)
             per_slot = np.zeros(n, dtype=np.int64) if together is None else self.index.counts(state, together, False)
             pods_exist = np.ones(n, dtype=bool)
             anywhere = False

@@ -14,7 +14,7 @@ deleted), folded into topology domains with numpy.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -137,7 +137,7 @@ class PodTopologySpread:
     def extension(self) -> PodIndex:
         return self.index
 
-    def removal_safe(self, cycle: Cycle) -> bool:
+    def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         """Always: pods leaving a node lower only its own domains' counts (none if its policies leave
         it out), and the minimum by at most as much; the domains, and so minDomains, are the nodes'."""
         return True

@@ -4,6 +4,7 @@ anywhere in the cluster."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,7 +102,7 @@ class VolumeRestrictions:
     def extension(self) -> VolumeUse:
         return self.use
 
-    def removal_safe(self, cycle: Cycle) -> bool:
+    def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         """Always: disk conflicts on a node and ReadWriteOncePod claims in use only drop as pods leave."""
         return True
 

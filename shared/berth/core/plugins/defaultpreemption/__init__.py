@@ -109,6 +109,24 @@ class Room:
     wants: list[tuple[str, int]]
     free: list[npt.NDArray[np.int64]]
     reason: Callable[[str], str]
+    safe: bool  # the filters are removal-safe for the pod whatever leaves; else asked per node
+    statuses: NodeToStatus
+    fit: str  # the node fit's plugin name
+    nominated: frozenset[int]  # slots with nominated pods: the dry run proper
+
+    def blocked(self, slot: int) -> tuple[Code, tuple[str, ...]] | None:
+        """On a node the node fit rejects first, the next plugin's status there when all its failures
+        are UnschedulableAndUnresolvable: it stays as pods leave (where removal-safe), so the node
+        can be judged by amounts too; None otherwise."""
+        if slot in self.nominated:
+            return None
+        failing = self.statuses.failing(slot)
+        if len(failing) < 2 or failing[0][0] != self.fit:
+            return None
+        hits = failing[1][1]
+        if any(f.code is not Code.UNRESOLVABLE for f in hits):
+            return None
+        return Code.UNRESOLVABLE, tuple(f.reason for f in hits)
 
 
 @dataclass(frozen=True)
@@ -222,21 +240,26 @@ class DefaultPreemption:
         return clean + violating, rejected
 
     def _room(self, cycle: Cycle, statuses: NodeToStatus, dry_run: DryRun) -> Room | None:
-        """Where the dry run can be done by arithmetic: when the filters are removal-safe for this pod
-        (dry_run.removal_safe), on the nodes that only the node fit (NodeResourcesFit) rejected. Every
-        other filter passed there with all the pods in place, and still passes when pods leave it."""
+        """Where the dry run can be done by arithmetic: on the nodes that only the node fit
+        (NodeResourcesFit) rejected, where the filters are removal-safe for this pod (dry_run.removal_safe,
+        for the pod, else for the node's lower-priority pods). Every other filter passed there with all
+        the pods in place, and still passes when those pods leave it."""
         fit = dry_run.node_fit
-        if fit is None or not dry_run.removal_safe(cycle):
+        if fit is None:
             return None
         nodes = self.state.nodes
         wants = fit.wants(cycle.pod)
         free = [nodes.allocatable(name) - nodes.requested(name) for name, _ in wants]
         judged = statuses.only(fit.name)
+        nominated = set()
         for node in dry_run.nominated(cycle.pod):  # nominated pods there: the dry run proper
             slot = nodes.slot.get(node)
             if slot is not None:
                 judged[slot] = False
-        return Room(judged, wants, free, fit.reason)
+                nominated.add(slot)
+        return Room(
+            judged, wants, free, fit.reason, dry_run.removal_safe(cycle), statuses, fit.name, frozenset(nominated)
+        )
 
     def victims_on(
         self,
@@ -269,7 +292,9 @@ class DefaultPreemption:
             ranked.sort(key=lambda r: r[:3])
             pods = [r[3] for r in ranked]
             judged = None
-            if room is not None and room.judged[slot_of[node]]:
+            slot = slot_of[node]
+            by_amounts = room is not None and (room.judged[slot] or room.blocked(slot) is not None)
+            if room is not None and by_amounts and (room.safe or dry_run.removal_safe(cycle, pods)):
                 judged = self._by_amounts(node, [r[2] for r in ranked], pods, room, pdbs)
             if judged is None:
                 lower[node] = pods
@@ -334,6 +359,9 @@ class DefaultPreemption:
             return Rejected(
                 Code.UNSCHEDULABLE, tuple(room.reason(n) for n, s in zip(names, slack, strict=True) if s < 0)
             )
+        blocked = None if room.judged[slot] else room.blocked(slot)
+        if blocked is not None:  # the node fit passes with them all gone; the next filter still fails
+            return Rejected(*blocked)
         flags = violates_pdb(pods, pdbs)
         order = [i for i, v in enumerate(flags) if v] + [i for i, v in enumerate(flags) if not v]
         chosen: list[int] = []
