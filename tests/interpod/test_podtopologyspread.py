@@ -199,6 +199,224 @@ def test_filter_as_upstream(
     assert filter_codes(podtopologyspread, pod, [*nodes, *pods]) == want
 
 
+def labelled(*names: str, zones: bool = False, foo_on: str = "", taint: str = "") -> list[dict[str, Any]]:
+    """Nodes labelled node=<name> (and zone: node-a/b in zone1, node-x/y in zone2); the nodes named in
+    foo_on also carry foo=""; the node named in taint has TAINTS."""
+    out = []
+    for n in names:
+        labels = {"node": n}
+        if zones:
+            labels["zone"] = "zone1" if n in ("node-a", "node-b") else "zone2"
+        if n in foo_on.split():
+            labels["foo"] = ""
+        out.append(knode(n, taints=TAINTS if n == taint else None, **labels))
+    return out
+
+
+ABXY = ("node-a", "node-b", "node-x", "node-y")
+TAINTS = [{"key": "node.kubernetes.io/unschedulable", "value": "", "effect": "NoSchedule"}]
+FOO_NODE_SELECTOR = {"nodeSelector": {"foo": ""}}
+FOO_NODE_AFFINITY = {
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "foo", "operator": "In", "values": [""]}]}]
+            }
+        }
+    }
+}
+NOT_NODE_B = {
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "node", "operator": "NotIn", "values": ["node-b"]}]}
+                ]
+            }
+        }
+    }
+}
+IGNORE, HONOR = {"nodeAffinityPolicy": "Ignore"}, {"nodeTaintsPolicy": "Honor"}
+
+
+def want(*codes: str, names: tuple[str, ...] = ABXY) -> dict[str, str]:
+    return dict(zip(names, codes, strict=True))
+
+
+SINGLE = "TestSingleConstraint/"
+MULTI = "TestMultipleConstraints/"
+# Upstream's cases with the NodeInclusionPolicy feature on (GA, as berth has it). Each case runs only
+# PodTopologySpread, so a node other filters would reject can pass here, as upstream's comments say.
+MORE_FILTER: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]] = [
+    (
+        SINGLE + "incoming pod has nodeAffinity, pods spread as 0/~2~/0/1, hence node-a fits",
+        incoming(c(1, "zone", FOO), **NOT_NODE_B),
+        four(),
+        foo("node-b", "node-b", "node-y"),
+        want(OK, OK, SKEW, SKEW),
+    ),
+    (
+        SINGLE + "pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains, then the"
+        " third and fourth nodes fit",
+        incoming(c(2, "zone", FOO, minDomains=3)),
+        four(),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, OK),
+    ),
+    (
+        SINGLE + "pods spread across zone as 2/1, maxSkew is 2 and the number of domains > minDomains, then the all"
+        " nodes fit",
+        incoming(c(2, "zone", FOO, minDomains=1)),
+        four(),
+        foo("node-a", "node-b", "node-y"),
+        want(OK, OK, OK, OK),
+    ),
+    (
+        SINGLE + "NodeAffinityPolicy honored with labelSelectors",
+        incoming(c(1, "node", FOO), **FOO_NODE_SELECTOR),
+        labelled(*ABXY, foo_on="node-a node-b node-x"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, OK),
+    ),
+    (
+        SINGLE + "NodeAffinityPolicy ignored with labelSelectors",
+        incoming(c(1, "node", FOO, **IGNORE), **FOO_NODE_SELECTOR),
+        labelled(*ABXY, foo_on="node-a node-b node-x"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        SINGLE + "NodeAffinityPolicy honored with nodeAffinity",
+        incoming(c(1, "node", FOO), **FOO_NODE_AFFINITY),
+        labelled(*ABXY, foo_on="node-a node-b node-x"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, OK),
+    ),
+    (
+        # upstream's second case of this name; its pod has a node affinity, not a node selector
+        SINGLE + "NodeAffinityPolicy ignored with labelSelectors (with nodeAffinity)",
+        incoming(c(1, "node", FOO, **IGNORE), **FOO_NODE_AFFINITY),
+        labelled(*ABXY, foo_on="node-a node-b node-x"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        SINGLE + "NodeTaintsPolicy honored",
+        incoming(c(1, "node", FOO, **HONOR)),
+        labelled(*ABXY, foo_on="node-a node-b node-x", taint="node-y"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, OK),
+    ),
+    (
+        SINGLE + "NodeTaintsPolicy ignored",
+        incoming(c(1, "node", FOO)),
+        labelled(*ABXY, foo_on="node-a node-b node-x", taint="node-y"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        MULTI + "two Constraints on zone and node, spreads = [3/3, 2/1/0/3]",
+        incoming(c(1, "zone", FOO), c(1, "node", FOO)),
+        four(),
+        SPREAD_2103,
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        MULTI + "two Constraints on zone and node, spreads = [3/4, 2/1/0/4]",
+        incoming(c(1, "zone", FOO), c(1, "node", FOO)),
+        four(),
+        foo("node-a", "node-a", "node-b", "node-y", "node-y", "node-y", "node-y"),
+        want(SKEW, SKEW, SKEW, SKEW),
+    ),
+    (
+        MULTI + "Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]",
+        incoming(c(1, "zone", FOO), c(1, "node", BAR), labels={"foo": "", "bar": ""}),
+        four(),
+        [kpod("p-a1", "node-a", labels={"foo": ""}), kpod("p-y1", "node-y", labels={"bar": ""})],
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        MULTI + "Constraints hold different labelSelectors, spreads = [1/0, 0/0/1/1]",
+        incoming(c(1, "zone", FOO), c(1, "node", BAR), labels={"foo": "", "bar": ""}),
+        four(),
+        [
+            kpod("p-a1", "node-a", labels={"foo": ""}),
+            kpod("p-x1", "node-x", labels={"bar": ""}),
+            kpod("p-y1", "node-y", labels={"bar": ""}),
+        ],
+        want(SKEW, SKEW, SKEW, SKEW),
+    ),
+    (
+        MULTI + "Constraints hold different labelSelectors, spreads = [2/3, 1/0/0/1]",
+        incoming(c(1, "zone", FOO), c(1, "node", BAR), labels={"foo": "", "bar": ""}),
+        four(),
+        [
+            kpod("p-a1", "node-a", labels={"foo": ""}),
+            kpod("p-a2", "node-a", labels={"foo": "", "bar": ""}),
+            kpod("p-y1", "node-y", labels={"foo": ""}),
+            kpod("p-y2", "node-y", labels={"foo": "", "bar": ""}),
+            kpod("p-y3", "node-y", labels={"foo": ""}),
+        ],
+        want(SKEW, OK, SKEW, SKEW),
+    ),
+    (
+        MULTI + "Constraints hold different labelSelectors but pod doesn't match itself on 'zone' constraint",
+        incoming(c(1, "zone", FOO), c(1, "node", BAR), labels={"bar": ""}),
+        four(),
+        [
+            kpod("p-a1", "node-a", labels={"foo": ""}),
+            kpod("p-x1", "node-x", labels={"bar": ""}),
+            kpod("p-y1", "node-y", labels={"bar": ""}),
+        ],
+        want(OK, OK, SKEW, SKEW),
+    ),
+    (
+        MULTI + "two Constraints on zone and node, absence of label 'node' on node-x, spreads = [1/1, 1/0/0/1]",
+        incoming(c(1, "zone", FOO), c(1, "node", FOO)),
+        [*four()[:2], knode("node-x", zone="zone2"), four()[3]],
+        [kpod("p-a1", "node-a", labels={"foo": ""}), kpod("p-y3", "node-y", labels={"foo": ""})],
+        want(SKEW, OK, MISSING, SKEW),
+    ),
+    (
+        MULTI + "two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
+        incoming(c(1, "zone", FOO), c(1, "node", FOO, **IGNORE), **FOO_NODE_SELECTOR),
+        labelled(*ABXY, zones=True, foo_on="node-a node-b node-x"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        MULTI + "two node inclusion Constraints, zone: honor/honor, node: honor/ignore",
+        incoming(c(1, "zone", FOO, **HONOR), c(1, "node", FOO)),
+        labelled(*ABXY, zones=True, foo_on="node-a node-b node-x", taint="node-y"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        MULTI + "two node inclusion Constraints, zone: honor/ignore, node: honor/ignore",
+        incoming(c(1, "zone", FOO), c(1, "node", FOO), **FOO_NODE_SELECTOR),
+        labelled(*ABXY, zones=True, foo_on="node-a node-x node-y", taint="node-y"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, OK, OK, SKEW),
+    ),
+    (
+        MULTI + "two node inclusion Constraints, zone: honor/honor, node: ignore/ignore",
+        incoming(c(1, "zone", FOO, **HONOR), c(1, "node", FOO, **IGNORE), **FOO_NODE_SELECTOR),
+        labelled(*ABXY, zones=True, foo_on="node-a node-x node-y", taint="node-y"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "nodes", "pods", "want"), [f[1:] for f in MORE_FILTER], ids=[f[0] for f in MORE_FILTER]
+)
+def test_more_filter_cases_as_upstream(
+    pod: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]], want: dict[str, str]
+) -> None:
+    assert filter_codes(podtopologyspread, pod, [*nodes, *pods]) == want
+
+
 def test_a_pod_without_constraints_is_skipped() -> None:
     """No Service or controller selects the pod: its default constraints' selector is empty, so it has none
     (TestPreFilterState/"default constraints and a service that doesn't match"; more in test_spread_defaults)."""
