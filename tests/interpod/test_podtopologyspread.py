@@ -3,6 +3,7 @@ each case names its upstream test and case; nodes, pods and expected codes are u
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -567,3 +568,124 @@ def test_both_plugins_are_in_the_default_profile_at_kubes_place() -> None:
     assert dict(cfg.scores)["PodTopologySpread"] == 2 and dict(cfg.scores)["InterPodAffinity"] == 2
     off = profile(())
     assert "PodTopologySpread" not in off.filters and "InterPodAffinity" not in off.filters
+
+
+HOST = "kubernetes.io/hostname"
+
+
+_SERIAL = itertools.count()
+
+
+def on(node: str, *labels: str, ns: str = "default", **extra: Any) -> dict[str, Any]:
+    """A pod on `node` carrying these labels (each with value ""); named after its node and a serial."""
+    return kpod(f"p-{node}-{next(_SERIAL)}", node, ns, dict.fromkeys(labels, ""), **extra)
+
+
+def spread_pods(**counts: int) -> list[dict[str, Any]]:
+    """`a=4, b=2` -> four foo pods on node-a and two on node-b."""
+    return [on(f"node-{n}", "foo") for n, k in counts.items() for _ in range(k)]
+
+
+def hostnamed(*names: str, **labels: str) -> list[dict[str, Any]]:
+    return [knode(f"node-{n}", **{HOST: f"node-{n}"}, **labels) for n in names]
+
+
+def zoned(**zones: str) -> list[dict[str, Any]]:
+    return [knode(f"node-{n}", zone=z, **{HOST: f"node-{n}"}) for n, z in zones.items()]
+
+
+def by_node(names: str, labels: dict[str, dict[str, str]] | None = None, taint: str = "") -> list[dict[str, Any]]:
+    """Nodes labelled node=node-<x> for each letter, plus `labels` on those named in it."""
+    return [
+        knode(f"node-{n}", TAINTS if n == taint else None, node=f"node-{n}", **(labels or {}).get(n, {})) for n in names
+    ]
+
+
+FOO_ON_AB = {"a": {"foo": ""}, "b": {"foo": ""}}
+SC = "TestPodTopologySpreadScore/"
+# (upstream case, incoming pod, candidate nodes, nodes that failed filtering, existing pods, want per candidate)
+MORE_SCORE: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[int]]] = [
+    (SC + "one constraint on node, no existing pods", incoming(c(1, HOST, FOO, "ScheduleAnyway")),
+     hostnamed("a", "b"), [], [], [100, 100]),
+    (SC + "one constraint on node, only one node is candidate", incoming(c(1, HOST, FOO, "ScheduleAnyway")),
+     hostnamed("a"), hostnamed("b"), spread_pods(a=2, b=1), [100]),
+    (SC + "one constraint on node, all nodes have the same number of matching pods",
+     incoming(c(1, HOST, FOO, "ScheduleAnyway")), hostnamed("a", "b"), [], spread_pods(a=1, b=1), [100, 100]),
+    (SC + "one constraint on node, null selector", incoming(c(1, HOST, None, "ScheduleAnyway")),
+     hostnamed("a", "b", "c", "d"), [], spread_pods(a=2, b=1, d=3), [100, 100, 100, 100]),
+    (SC + "one constraint on node, 3 out of 4 nodes are candidates", incoming(c(1, HOST, FOO, "ScheduleAnyway")),
+     hostnamed("a", "b", "x"), hostnamed("y"), spread_pods(a=4, b=2, x=1, y=3), [33, 83, 100]),
+    (SC + "one constraint on node, 3 out of 4 nodes are candidates, one node doesn't match topology key",
+     incoming(c(1, HOST, FOO, "ScheduleAnyway")),
+     [*hostnamed("a"), knode("node-b", n="node-b"), *hostnamed("x")], hostnamed("y"),
+     spread_pods(a=4, b=2, x=1, y=3), [16, 0, 100]),
+    (SC + "one constraint on zone, 3 out of 4 nodes are candidates", incoming(c(1, "zone", FOO, "ScheduleAnyway")),
+     zoned(a="zone1", b="zone1", x="zone2"), zoned(y="zone2"), spread_pods(a=4, b=2, x=1, y=3), [75, 75, 100]),
+    (SC + "two Constraints on zone and node, 2 out of 4 nodes are candidates",
+     incoming(c(1, "zone", FOO, "ScheduleAnyway"), c(1, HOST, FOO, "ScheduleAnyway")),
+     zoned(a="zone1", x="zone2"), zoned(b="zone1", y="zone2"), spread_pods(a=2, b=1, x=2, y=4), [100, 63]),
+    (SC + "two Constraints on zone and node, with different labelSelectors",
+     incoming(c(1, "zone", FOO, "ScheduleAnyway"), c(1, HOST, BAR, "ScheduleAnyway"), labels={"foo": "", "bar": ""}),
+     zoned(a="zone1", b="zone1", x="zone2", y="zone2"), [],
+     [on("node-a", "foo"), on("node-b", "foo", "bar"), on("node-y", "foo"), on("node-y", "bar")], [60, 20, 100, 60]),
+    (SC + "two Constraints on zone and node, with different labelSelectors, some nodes have 0 pods",
+     incoming(c(1, "zone", FOO, "ScheduleAnyway"), c(1, HOST, BAR, "ScheduleAnyway"), labels={"foo": "", "bar": ""}),
+     zoned(a="zone1", b="zone1", x="zone2", y="zone2"), [],
+     [on("node-b", "bar"), on("node-x", "foo"), on("node-y", "foo", "bar")], [100, 60, 40, 0]),
+    (SC + "two Constraints on zone and node, with different labelSelectors, 3 out of 4 nodes are candidates",
+     incoming(c(1, "zone", FOO, "ScheduleAnyway"), c(1, HOST, BAR, "ScheduleAnyway"), labels={"foo": "", "bar": ""}),
+     zoned(a="zone1", b="zone1", x="zone2"), zoned(y="zone2"),
+     [on("node-a", "foo"), on("node-b", "foo", "bar"), on("node-y", "foo"), on("node-y", "bar")], [50, 25, 100]),
+    (SC + "existing pods in a different namespace do not count", incoming(c(1, HOST, FOO, "ScheduleAnyway")),
+     hostnamed("a", "b"), [], [on("node-a", "foo", ns="ns1"), *spread_pods(a=1, b=2)], [100, 33]),
+    (SC + "terminating Pods should be excluded", incoming(c(1, HOST, FOO, "ScheduleAnyway")),
+     hostnamed("a", "b"), [], [on("node-a", "foo", terminating=True), on("node-b", "foo")], [100, 0]),
+    (SC + "minDomains has no effect when ScheduleAnyway", incoming(c(2, "node", FOO, "ScheduleAnyway", minDomains=10)),
+     by_node("abc"), [], spread_pods(a=2, b=2, c=1), [75, 75, 100]),
+    (SC + "NodeAffinityPolicy honoed with labelSelectors",
+     incoming(c(1, "node", FOO, "ScheduleAnyway"), **FOO_NODE_SELECTOR), by_node("abc", FOO_ON_AB), [],
+     spread_pods(a=2, b=1, c=1), [0, 33, 100]),
+    (SC + "NodeAffinityPolicy ignored with labelSelectors",
+     incoming(c(1, "node", FOO, "ScheduleAnyway", **IGNORE), **FOO_NODE_SELECTOR), by_node("abc", FOO_ON_AB), [],
+     spread_pods(a=2, b=1, c=1), [66, 100, 100]),
+    (SC + "NodeAffinityPolicy honoed with nodeAffinity",
+     incoming(c(1, "node", FOO, "ScheduleAnyway"), **FOO_NODE_AFFINITY), by_node("abc", FOO_ON_AB), [],
+     spread_pods(a=2, b=1, c=1), [0, 33, 100]),
+    (SC + "NodeAffinityPolicy ignored with nodeAffinity",
+     incoming(c(1, "node", FOO, "ScheduleAnyway", **IGNORE), **FOO_NODE_AFFINITY), by_node("abc", FOO_ON_AB), [],
+     spread_pods(a=2, b=1, c=1), [66, 100, 100]),
+    (SC + "NodeTaintsPolicy honored", incoming(c(1, "node", FOO, "ScheduleAnyway", **HONOR)),
+     by_node("abc", taint="c"), [], spread_pods(a=2, b=1, c=1), [0, 33, 100]),
+    (SC + "NodeTaintsPolicy ignored", incoming(c(1, "node", FOO, "ScheduleAnyway")),
+     by_node("abc", taint="c"), [], spread_pods(a=2, b=1, c=1), [66, 100, 100]),
+    # Not carried over: "matchLabelKeys ignored when feature gate disabled" (berth has no such gate: the
+    # keys are always merged, as with kube's gate on by default).
+    (SC + "matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
+     incoming(c(1, "zone", {}, "ScheduleAnyway", matchLabelKeys=["foo"]),
+              c(1, HOST, {}, "ScheduleAnyway", matchLabelKeys=["bar"]), labels={"foo": "", "bar": ""}),
+     zoned(a="zone1", b="zone1", c="zone2", d="zone2"), [],
+     [on("node-a", "foo"), on("node-b", "foo", "bar"), on("node-c", "foo"), on("node-c", "bar")],
+     [60, 20, 60, 100]),
+    (SC + "matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
+     incoming(c(1, "zone", FOO, "ScheduleAnyway"), c(1, HOST, BAR, "ScheduleAnyway", matchLabelKeys=["baz"]),
+              labels={"foo": "", "bar": "", "baz": ""}),
+     zoned(a="zone1", b="zone1", c="zone2", d="zone2"), [],
+     [on("node-a", "foo"), on("node-b", "foo", "bar", "baz"), on("node-c", "foo"), on("node-c", "bar"),
+      on("node-c", "bar", "baz")],
+     [60, 20, 60, 100]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("pod", "nodes", "failed", "pods", "want"), [s[1:] for s in MORE_SCORE], ids=[s[0] for s in MORE_SCORE]
+)
+def test_more_scores_as_upstream(
+    pod: dict[str, Any],
+    nodes: list[dict[str, Any]],
+    failed: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    want: list[int],
+) -> None:
+    names = [n["metadata"]["name"] for n in nodes]
+    got = scores(podtopologyspread, pod, [*nodes, *failed, *pods], feasible=names)
+    assert got == dict(zip(names, want, strict=True))
