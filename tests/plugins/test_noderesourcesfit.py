@@ -446,7 +446,7 @@ def test_filter_ignored_resources(case: str, args: dict[str, Any] | None, req: d
         (
             "ScoringStrategy: invalid shapes",
             {"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": []}}},
-            ["scoringStrategy.requestedToCapacityRatio.shape: Required value: at least one point must be specified"],
+            ["scoringStrategy.shape: Required value: at least one point must be specified"],
         ),
         (
             "ScoringStrategy: RequestedToCapacityRatio without its params",
@@ -482,10 +482,10 @@ def test_filter_ignored_resources(case: str, args: dict[str, Any] | None, req: d
                 }
             },
             [
-                "scoringStrategy.requestedToCapacityRatio.shape[1].utilization: Invalid value: 10: values must be sorted in increasing order",
-                "scoringStrategy.requestedToCapacityRatio.shape[1].score: Invalid value: 11: not in valid range [0, 10]",
-                "scoringStrategy.requestedToCapacityRatio.shape[2].utilization: Invalid value: 101: not in valid range [0, 100]",
-                "scoringStrategy.requestedToCapacityRatio.shape[2].score: Invalid value: -1: not in valid range [0, 10]",
+                "scoringStrategy.shape[1].utilization: Invalid value: 10: values must be sorted in increasing order",
+                "scoringStrategy.shape[1].score: Invalid value: 11: not in valid range [0, 10]",
+                "scoringStrategy.shape[2].utilization: Invalid value: 101: not in valid range [0, 100]",
+                "scoringStrategy.shape[2].score: Invalid value: -1: not in valid range [0, 10]",
             ],
         ),
     ],
