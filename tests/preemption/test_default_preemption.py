@@ -1,9 +1,9 @@
 """DefaultPreemption as upstream's default_preemption_test.go says (pkg/scheduler/framework/plugins/
 defaultpreemption): TestPostFilter, TestDryRunPreemption, TestSelectBestCandidate,
 TestPodEligibleToPreemptOthers and TestPreempt. Upstream's test filter plugins (TrueFilter,
-FalseFilter, MatchFilter, a fake filter's return code) are small filters here. Left out: cases of features berth does not have (extenders, PodGroups and
-workload-aware preemption, a test plugin whose AddPod/RemovePod fail) and TestCustomSelection /
-TestCustomOrdering (Go hooks, not configuration)."""
+FalseFilter, MatchFilter, a fake filter's return code) are small filters here. Left out: cases of
+features berth does not have (extenders, PodGroups and workload-aware preemption, a test plugin whose
+AddPod/RemovePod fail) and TestCustomSelection / TestCustomOrdering (Go hooks, not configuration)."""
 
 from __future__ import annotations
 
