@@ -74,6 +74,17 @@ for test, kind in (
         (test + "weight greater than max", fit(kind, [res("cpu", 101)]), [W0]),
         (test + "multi invalid resources", fit(kind, [res("cpu", 0), res("memory", 101)]), [W1]),
     ]
+# the args cases of the plugin's own tables (NewFit validates them)
+FIT += [
+    ("TestLeastAllocatedScoringStrategy/resource with negative weight",
+     fit("LeastAllocated", [res("memory", -1), res("cpu", 1)]), [W0]),
+    ("TestLeastAllocatedScoringStrategy/resource weight larger than MaxNodeScore",
+     fit("LeastAllocated", [res("memory", 1), res("cpu", 101)]), [W1]),
+    ("TestMostAllocatedScoringStrategy/resource with negative weight",
+     fit("MostAllocated", [res("memory", -1), res("cpu", 1)]), [W0]),
+    ("TestMostAllocatedScoringStrategy/resource weight larger than MaxNodeScore",
+     fit("MostAllocated", [res("memory", 101)]), [W0]),
+]
 RTC = "TestValidateRequestedToCapacityRatioScoringStrategy/"
 FIT += [
     (RTC + "no shapes", fit(RATIO, ratio=True), ["scoringStrategy.shape: Required value"]),
