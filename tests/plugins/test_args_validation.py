@@ -76,14 +76,26 @@ for test, kind in (
     ]
 # the args cases of the plugin's own tables (NewFit validates them)
 FIT += [
-    ("TestLeastAllocatedScoringStrategy/resource with negative weight",
-     fit("LeastAllocated", [res("memory", -1), res("cpu", 1)]), [W0]),
-    ("TestLeastAllocatedScoringStrategy/resource weight larger than MaxNodeScore",
-     fit("LeastAllocated", [res("memory", 1), res("cpu", 101)]), [W1]),
-    ("TestMostAllocatedScoringStrategy/resource with negative weight",
-     fit("MostAllocated", [res("memory", -1), res("cpu", 1)]), [W0]),
-    ("TestMostAllocatedScoringStrategy/resource weight larger than MaxNodeScore",
-     fit("MostAllocated", [res("memory", 101)]), [W0]),
+    (
+        "TestLeastAllocatedScoringStrategy/resource with negative weight",
+        fit("LeastAllocated", [res("memory", -1), res("cpu", 1)]),
+        [W0],
+    ),
+    (
+        "TestLeastAllocatedScoringStrategy/resource weight larger than MaxNodeScore",
+        fit("LeastAllocated", [res("memory", 1), res("cpu", 101)]),
+        [W1],
+    ),
+    (
+        "TestMostAllocatedScoringStrategy/resource with negative weight",
+        fit("MostAllocated", [res("memory", -1), res("cpu", 1)]),
+        [W0],
+    ),
+    (
+        "TestMostAllocatedScoringStrategy/resource weight larger than MaxNodeScore",
+        fit("MostAllocated", [res("memory", 101)]),
+        [W0],
+    ),
 ]
 RTC = "TestValidateRequestedToCapacityRatioScoringStrategy/"
 FIT += [
