@@ -252,6 +252,22 @@ CASES += [
     ),
     # TestResourceBinPackingMultipleExtended
     (
+        "bin packing multiple: nothing scheduled, nothing requested",
+        BIN2,
+        kpod("p"),
+        [knode("node1", cpu="4", memory=M, **{FOO: 8, BAR: 4}), knode("node2", cpu="4", memory=M, **{FOO: 4, BAR: 8})],
+        [],
+        [0, 0],
+    ),
+    (
+        "bin packing multiple: resources requested, pods scheduled with more resources",
+        BIN2,
+        kpod("p", {FOO: 4, BAR: 2}),
+        [knode("node1", cpu="4", memory=M, **{FOO: 8, BAR: 4}), knode("node2", cpu="4", memory=M, **{FOO: 4, BAR: 8})],
+        [],
+        [5, 5],
+    ),
+    (
         "bin packing multiple: resources requested, pods scheduled with less resources",
         BIN2,
         kpod("p", {FOO: 2, BAR: 2}),
