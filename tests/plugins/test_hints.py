@@ -19,6 +19,7 @@ from berth.core.framework import Action, ClusterEvent
 from berth.core.kinds import convert
 from berth.core.state import ClusterState
 from tests.builders import NOW
+from tests.interpod.builders import affinity
 
 
 def retried(plugin: str, event: ClusterEvent, obj: dict[str, Any], pod: dict[str, Any]) -> bool:
@@ -170,3 +171,91 @@ CLAIMS = [
 @pytest.mark.parametrize(("pod", "pvc", "want"), [c[1:] for c in CLAIMS], ids=[c[0] for c in CLAIMS])
 def test_volume_restrictions_claim_hints_as_upstream(pod: dict[str, Any], pvc: dict[str, Any], want: bool) -> None:
     assert retried("VolumeRestrictions", PVC_ADDED, pvc, pod) is want
+
+
+# ---- InterPodAffinity (interpodaffinity plugin_test.go) -------------------------------------------
+# Not carried over: Test_isSchedulableAfterPodChange's label-update cases (berth registers an assigned
+# pod's label update without a hint: it retries where kube compares the old labels, a retry too many) and
+# Test_isSchedulableAfterNodeChange's update cases that kube answers from the old node alone ("update
+# node label that isn't related ...", "update node to have the anti-affinity topology label": berth retries).
+def ipa_pod(name: str = "p", node: str = "", labels: dict[str, str] | None = None, **aff: Any) -> dict[str, Any]:
+    raw = k_pod(name, node=node)
+    raw["metadata"]["labels"] = labels or {}
+    if aff:
+        raw["spec"]["affinity"] = affinity(**aff)
+    return raw
+
+
+def svc_term(key: str, op: str = "In") -> dict[str, Any]:
+    values = {"values": ["securityscan", "value2"]} if op == "In" else {}
+    expr = {"key": "service", "operator": op, **values}
+    return {"topologyKey": key, "labelSelector": {"matchExpressions": [expr]}}
+
+
+def exists(label: str, key: str) -> dict[str, Any]:
+    return {"topologyKey": key, "labelSelector": {"matchExpressions": [{"key": label, "operator": "Exists"}]}}
+
+
+AFFINE = ipa_pod(required=[svc_term("region")])
+ANTI = ipa_pod(anti=[svc_term("region")])
+SCAN = {"service": "securityscan"}
+IP = "Test_isSchedulableAfterPodChange (interpodaffinity)/"
+POD_ADDED = ClusterEvent("Pod", Action.ADD)
+IPA_PODS = [
+    (IP + "add a pod which matches the pod affinity", AFFINE, POD_ADDED, ipa_pod("other", "fake-node", SCAN), True),
+    (IP + "add an un-scheduled pod", AFFINE, POD_ADDED, ipa_pod("other", "", SCAN), False),
+    (IP + "add a pod which doesn't match the pod affinity", AFFINE, POD_ADDED,
+     ipa_pod("other", "fake-node", {"aaa": "a"}), False),
+    (IP + "delete a pod which doesn't match pod's anti-affinity", ANTI, POD_DELETED,
+     ipa_pod("other", "fake-node", {"aaa": "a"}), False),
+    (IP + "delete a pod which matches pod's anti-affinity", ANTI, POD_DELETED, ipa_pod("other", "fake-node", SCAN), True),
+    (IP + "delete a pod with anti-affinity that matches pending pod", ipa_pod(labels=SCAN), POD_DELETED,
+     ipa_pod("other", "fake-node", anti=[svc_term("region")]), True),
+    (IP + "delete a pod with anti-affinity that doesn't match pending pod", ipa_pod(labels={"service": "foo"}),
+     POD_DELETED, ipa_pod("other", "fake-node", anti=[svc_term("region")]), False),
+    (IP + "delete a pod which doesn't match pending pod's anti-affinity and has anti-affinity that doesn't match"
+     " pending pod", ipa_pod(labels={"service": "foo"}, anti=[svc_term("region")]), POD_DELETED,
+     ipa_pod("other", "fake-node", {"service": "foo"}, anti=[svc_term("region")]), False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pod", "event", "other", "want"), [c[1:] for c in IPA_PODS], ids=[c[0] for c in IPA_PODS])
+def test_inter_pod_affinity_pod_hints_as_upstream(
+    pod: dict[str, Any], event: ClusterEvent, other: dict[str, Any], want: bool
+) -> None:
+    assert retried("InterPodAffinity", event, other, pod) is want
+
+
+def labelled_node(**labels: str) -> dict[str, Any]:
+    raw = k_node()
+    raw["metadata"] = {"name": "node-a", "labels": labels}
+    return raw
+
+
+ZONE_AFFINE = ipa_pod(required=[svc_term("zone")])
+ZONE_ANTI = ipa_pod(anti=[{"topologyKey": "zone", "labelSelector": {"matchLabels": {"another": "label"}}}])
+IN = "Test_isSchedulableAfterNodeChange (interpodaffinity)/"
+IPA_NODES = [
+    (IN + "add a new node with matched pod affinity topologyKey", ZONE_AFFINE, NODE_ADDED, labelled_node(zone="zone1"),
+     True),
+    (IN + "add a new node without matched topologyKey", AFFINE, NODE_ADDED, labelled_node(zone="zone1"), False),
+    (IN + "update node label but not topologyKey", ZONE_AFFINE, NODE_UPDATED, labelled_node(aaa="b"), False),
+    (IN + "update node with different affinity topologyKey value", ZONE_AFFINE, NODE_UPDATED,
+     labelled_node(zone="zone2"), True),
+    (IN + "update node to have the affinity topology label", ZONE_AFFINE, NODE_UPDATED, labelled_node(zone="zone1"),
+     True),
+    (IN + "add a new node with matched pod anti-affinity topologyKey", ZONE_ANTI, NODE_ADDED,
+     labelled_node(zone="zone1"), True),
+    (IN + "add a new node without matched pod anti-affinity topologyKey", ZONE_ANTI, NODE_ADDED, labelled_node(), True),
+    (IN + "update node with different anti-affinity topologyKey value", ZONE_ANTI, NODE_UPDATED,
+     labelled_node(zone="zone2"), True),
+    (IN + "update node label not to have anti-affinity topology label", ZONE_ANTI, NODE_UPDATED,
+     labelled_node(aaa="a"), True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pod", "event", "node", "want"), [c[1:] for c in IPA_NODES], ids=[c[0] for c in IPA_NODES])
+def test_inter_pod_affinity_node_hints_as_upstream(
+    pod: dict[str, Any], event: ClusterEvent, node: dict[str, Any], want: bool
+) -> None:
+    assert retried("InterPodAffinity", event, node, pod) is want
