@@ -1,6 +1,8 @@
 """Queueing hints against upstream's hint tables: tainttoleration TestIsSchedulableAfterNodeChange,
-nodeunschedulable TestIsSchedulableAfterNodeChange, nodeports Test_isSchedulableAfterPodDeleted and
-volumerestrictions Test_isSchedulableAfterPodDeleted / Test_isSchedulableAfterPersistentVolumeClaimChange.
+nodeunschedulable TestIsSchedulableAfterNodeChange, nodeports Test_isSchedulableAfterPodDeleted,
+volumerestrictions Test_isSchedulableAfterPodDeleted / Test_isSchedulableAfterPersistentVolumeClaimChange,
+interpodaffinity and podtopologyspread Test_isSchedulableAfterPodChange / Test_isSchedulableAfterNodeChange,
+nodeaffinity Test_isSchedulableAfterNodeChange.
 
 A berth hint answers for the change's new object (for a deletion, the object as it was); upstream's
 cases whose answer needs the old object answer the same here, as each table shows. Not carried over:
@@ -22,10 +24,13 @@ from tests.builders import NOW
 from tests.interpod.builders import affinity
 
 
-def retried(plugin: str, event: ClusterEvent, obj: dict[str, Any], pod: dict[str, Any]) -> bool:
+def retried(
+    plugin: str, event: ClusterEvent, obj: dict[str, Any], pod: dict[str, Any], args: dict[str, Any] | None = None
+) -> bool:
     """Whether the plugin's hint for this change retries the pod (no hint: every such change does)."""
     state = ClusterState()
-    p = parse_config(None).plugins.modules[plugin].new(None, state)
+    cfg = parse_config({"profiles": [{"pluginConfig": [{"name": plugin, "args": args}]}]} if args else None)
+    p = cfg.plugins.modules[plugin].new(cfg.args.get(plugin), state)
     hints = [h for h in p.events_to_register() if h.event.resource == event.resource and event.action & h.event.action]
     assert hints, f"{plugin} registers no {event}"
     factory = hints[0].hint
@@ -326,3 +331,34 @@ def test_pod_topology_spread_hints_as_upstream(
     pod: dict[str, Any], event: ClusterEvent, obj: dict[str, Any], want: bool
 ) -> None:
     assert retried("PodTopologySpread", event, obj, pod) is want
+
+
+# ---- NodeAffinity (nodeaffinity Test_isSchedulableAfterNodeChange) --------------------------------
+FOO_BAR_AFFINITY = k_pod(
+    affinity={
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "foo", "operator": "In", "values": ["bar"]}]}]
+            }
+        }
+    }
+)
+ENFORCED = {"addedAffinity": FOO_BAR_AFFINITY["spec"]["affinity"]["nodeAffinity"]}
+NN = "Test_isSchedulableAfterNodeChange (nodeaffinity)/"
+NA_NODES = [
+    (NN + "skip-queue-on-add", None, NODE_ADDED, labelled_node(), False),
+    (NN + "queue-on-add", None, NODE_ADDED, labelled_node(foo="bar"), True),
+    (NN + "skip-unrelated-changes", None, NODE_UPDATED, labelled_node(), False),
+    (NN + "skip-unrelated-changes-on-labels", None, NODE_UPDATED, labelled_node(k="v"), False),
+    (NN + "skip-labels-changes-on-node-from-suitable-to-unsuitable", None, NODE_UPDATED, labelled_node(k="v"), False),
+    (NN + "queue-on-labels-change-makes-pod-schedulable", None, NODE_UPDATED, labelled_node(foo="bar"), True),
+    (NN + "skip-queue-on-add-scheduler-enforced-node-affinity", ENFORCED, NODE_ADDED, labelled_node(), False),
+    (NN + "queue-on-add-scheduler-enforced-node-affinity", ENFORCED, NODE_ADDED, labelled_node(foo="bar"), True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "event", "node", "want"), [c[1:] for c in NA_NODES], ids=[c[0] for c in NA_NODES])
+def test_node_affinity_hints_as_upstream(
+    args: dict[str, Any] | None, event: ClusterEvent, node: dict[str, Any], want: bool
+) -> None:
+    assert retried("NodeAffinity", event, node, FOO_BAR_AFFINITY, args) is want
