@@ -2,7 +2,7 @@
 nodeunschedulable TestIsSchedulableAfterNodeChange, nodeports Test_isSchedulableAfterPodDeleted,
 volumerestrictions Test_isSchedulableAfterPodDeleted / Test_isSchedulableAfterPersistentVolumeClaimChange,
 interpodaffinity and podtopologyspread Test_isSchedulableAfterPodChange / Test_isSchedulableAfterNodeChange,
-nodeaffinity Test_isSchedulableAfterNodeChange.
+nodeaffinity Test_isSchedulableAfterNodeChange, noderesources Test_isSchedulableAfterNodeChange.
 
 A berth hint answers for the change's new object (for a deletion, the object as it was); upstream's
 cases whose answer needs the old object answer the same here, as each table shows. Not carried over:
@@ -362,3 +362,45 @@ def test_node_affinity_hints_as_upstream(
     args: dict[str, Any] | None, event: ClusterEvent, node: dict[str, Any], want: bool
 ) -> None:
     assert retried("NodeAffinity", event, node, FOO_BAR_AFFINITY, args) is want
+
+
+# ---- NodeResourcesFit (noderesources fit_test.go) -------------------------------------------------
+# Not carried over: Test_isSchedulableAfterPodChange's in-place resize cases (berth registers no pod
+# update for this plugin: it does not read in-place resizes) and "skip-queue-on-unscheduled-pod-deleted"
+# (berth reports a Pod deletion only for an assigned pod, so that change is no event here).
+def sized_node(**capacity: str) -> dict[str, Any]:
+    """st.MakeNode().Capacity(...): pods 32 unless given."""
+    raw = labelled_node()
+    res = {"pods": "32", **capacity}
+    raw["status"] = {"allocatable": res, "capacity": res}
+    return raw
+
+
+def requesting(**requests: str) -> dict[str, Any]:
+    return k_pod(container={"name": "c", "resources": {"requests": requests}})
+
+
+A_RES, B_RES = "example.com/aaa", "example.com/bbb"
+MEM2_A1 = requesting(memory="2", **{A_RES: "1"})
+FN = "Test_isSchedulableAfterNodeChange (noderesources)/"
+FIT_NODES = [
+    (FN + "skip-queue-on-node-add-without-sufficient-resources", requesting(memory="2"), NODE_ADDED,
+     sized_node(memory="1"), False),
+    (FN + "skip-queue-on-node-add-without-required-resource-type", requesting(**{A_RES: "1"}), NODE_ADDED,
+     sized_node(**{B_RES: "1"}), False),
+    (FN + "queue-on-node-add-with-sufficient-resources", MEM2_A1, NODE_ADDED, sized_node(memory="4", **{A_RES: "2"}),
+     True),
+    (FN + "skip-queue-on-node-changes-from-suitable-to-unsuitable", MEM2_A1, NODE_UPDATED,
+     sized_node(memory="1", **{A_RES: "2"}), False),
+    (FN + "queue-on-node-changes-from-unsuitable-to-suitable", MEM2_A1, NODE_UPDATED,
+     sized_node(memory="4", **{A_RES: "2"}), True),
+    ("Test_isSchedulableAfterPodChange (noderesources)/queue-on-other-pod-deleted", requesting(cpu="1"), POD_DELETED,
+     k_pod("pod2", node="fake", container={"name": "c", "resources": {"requests": {"cpu": "1"}}}), True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pod", "event", "obj", "want"), [c[1:] for c in FIT_NODES], ids=[c[0] for c in FIT_NODES])
+def test_node_resources_fit_hints_as_upstream(
+    pod: dict[str, Any], event: ClusterEvent, obj: dict[str, Any], want: bool
+) -> None:
+    assert retried("NodeResourcesFit", event, obj, pod) is want
