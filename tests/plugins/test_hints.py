@@ -404,3 +404,48 @@ def test_node_resources_fit_hints_as_upstream(
     pod: dict[str, Any], event: ClusterEvent, obj: dict[str, Any], want: bool
 ) -> None:
     assert retried("NodeResourcesFit", event, obj, pod) is want
+
+
+# ---- NodeVolumeLimits (nodevolumelimits csi_test.go TestCSILimitsQHint, TestCSILimitsAddedPVCQHint) ---
+# Not carried over: TestCSILimitsDeletedVolumeAttachmentQHint (berth does not read VolumeAttachments) and
+# "return a Queue when a deleted pod has a inline migratable volume" (its EBS volume has an empty ID, which
+# berth cannot translate and so never counted: docs/plugins.md; its deletion frees nothing here).
+EBS_CLAIM_POD = with_volumes("p", *claims("csi-ebs.csi.aws.com-2"))
+CQ = "TestCSILimitsQHint/"
+CSI_DELETED = [
+    (CQ + "return a Queue when a deleted pod has a PVC", with_volumes("old", *claims("placeholder"), node="node-1"),
+     True),
+    (CQ + "return a QueueSkip when a deleted pod doesn't have any volume", with_volumes("old", node="node-1"), False),
+    (CQ + "return a QueueSkip when a deleted pod is not scheduled.",
+     with_volumes("old", *claims("csi-ebs.csi.aws.com-0")), False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("old", "want"), [c[1:] for c in CSI_DELETED], ids=[c[0] for c in CSI_DELETED])
+def test_node_volume_limits_pod_deleted_hints_as_upstream(old: dict[str, Any], want: bool) -> None:
+    assert retried("NodeVolumeLimits", POD_DELETED, old, EBS_CLAIM_POD) is want
+
+
+def ns_claim(name: str, ns: str) -> dict[str, Any]:
+    raw = claim(name)
+    raw["metadata"]["namespace"] = ns
+    return raw
+
+
+CA = "TestCSILimitsAddedPVCQHint/"
+CSI_CLAIMS = [
+    (CA + "a pod isn't in the same namespace as an added PVC", with_volumes("p", ns="ns1"), ns_claim("pvc", "ns2"),
+     False),
+    (CA + "a pod is in the same namespace as an added PVC", with_volumes("p", *claims("pvc1"), ns="ns1"),
+     ns_claim("pvc1", "ns1"), True),
+    (CA + "a pod has an ephemeral volume related to an added PVC",
+     k_pod("pod1", "ns1", volumes=[{"name": "ephemeral", "ephemeral": {}}]), ns_claim("pod1-ephemeral", "ns1"), True),
+    (CA + "a pod doesn't have the same PVC as an added PVC", with_volumes("p", *claims("pvc1"), ns="ns1"),
+     ns_claim("pvc2", "ns1"), False),
+    (CA + "a pod doesn't have any PVC attached", with_volumes("p", ns="ns1"), ns_claim("pvc2", "ns1"), False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pod", "pvc", "want"), [c[1:] for c in CSI_CLAIMS], ids=[c[0] for c in CSI_CLAIMS])
+def test_node_volume_limits_claim_hints_as_upstream(pod: dict[str, Any], pvc: dict[str, Any], want: bool) -> None:
+    assert retried("NodeVolumeLimits", PVC_ADDED, pvc, pod) is want
