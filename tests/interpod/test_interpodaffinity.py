@@ -3,6 +3,7 @@ each case names its upstream test and case; nodes, pods and expected statuses ar
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -40,15 +41,26 @@ def t(key: str, *exprs: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 IN_SCAN = expr("service", "In", "securityscan", "value2")
 IN_ANTIVIRUS = expr("service", "In", "antivirusscan", "value2")
+TEAM1 = {"matchExpressions": [expr("team", "In", "team1")]}
+# scoring_test.go's namespaces, which upstream's filter tables also load
+NAMESPACES = [
+    namespace("subteam1.team1", team="team1"),
+    namespace("subteam2.team1", team="team1"),
+    namespace("subteam1.team2", team="team2"),
+    namespace("subteam2.team2", team="team2"),
+]
 
 
 def incoming(labels: dict[str, str], **aff: Any) -> dict[str, Any]:
     return kpod("p", labels=labels, affinity=affinity(**aff)) if aff else kpod("p", labels=labels)
 
 
+_SERIAL = itertools.count()
+
+
 def existing(labels: dict[str, str], node: str = "machine1", ns: str = "default", **aff: Any) -> dict[str, Any]:
-    name = f"e{len(str(aff))}-{node}-{sorted(labels.items())}".replace(" ", "").replace("'", "")
-    name = "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in name).lower()[:60].strip("-")
+    """An existing pod; upstream leaves most unnamed, so each gets a serial name."""
+    name = f"e{next(_SERIAL)}-{node.lower()}"
     spec = {"affinity": affinity(**aff)} if aff else {}
     return kpod(name, node=node, ns=ns, labels=labels, **spec)
 
@@ -160,12 +172,84 @@ FILTER: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]] = [
         [existing(SCAN, anti=[t("zone", expr("service", "NotIn", "securityscan", "value2"))])],
         OK,
     ),
+    (
+        SINGLE + "satisfies the PodAntiAffinity with existing pod but doesn't satisfy PodAntiAffinity symmetry with"
+        " incoming pod",
+        incoming(SCAN, anti=[t("region", expr("service", "Exists")), t("region", expr("security", "Exists"))]),
+        [existing(S1, anti=[t("zone", expr("security", "Exists"))])],
+        ANTI,
+    ),
+    (
+        SINGLE + "PodAntiAffinity symmetry check a1: incoming pod and existing pod partially match each other on"
+        " AffinityTerms",
+        incoming(SCAN, anti=[t("zone", expr("service", "Exists")), t("zone", expr("security", "Exists"))]),
+        [existing(S1, anti=[t("zone", expr("security", "Exists"))])],
+        ANTI,
+    ),
+    (
+        SINGLE + "PodAntiAffinity symmetry check a2: incoming pod and existing pod partially match each other on"
+        " AffinityTerms",
+        incoming(S1, anti=[t("zone", expr("security", "Exists"))]),
+        [existing(SCAN, anti=[t("zone", expr("service", "Exists")), t("zone", expr("security", "Exists"))])],
+        EXISTING,
+    ),
+    (
+        SINGLE + "PodAntiAffinity symmetry check b1: incoming pod and existing pod partially match each other on"
+        " AffinityTerms",
+        incoming({"abc": "", "xyz": ""}, anti=[t("zone", expr("abc", "Exists")), t("zone", expr("def", "Exists"))]),
+        [existing({"def": "", "xyz": ""}, anti=[t("zone", expr("abc", "Exists")), t("zone", expr("def", "Exists"))])],
+        ANTI,
+    ),
+    (
+        SINGLE + "PodAntiAffinity symmetry check b2: incoming pod and existing pod partially match each other on"
+        " AffinityTerms",
+        incoming({"def": "", "xyz": ""}, anti=[t("zone", expr("abc", "Exists")), t("zone", expr("def", "Exists"))]),
+        [existing({"abc": "", "xyz": ""}, anti=[t("zone", expr("abc", "Exists")), t("zone", expr("def", "Exists"))])],
+        ANTI,
+    ),
+    # Not carried over: "PodAffinity fails PreFilter with an invalid affinity label syntax" and "PodAntiAffinity
+    # fails PreFilter with an invalid antiaffinity label syntax": kube fails PreFilter with the parse error;
+    # berth reads a selector that does not parse as matching no pod (docs/plugins.md).
+    (
+        SINGLE + "affinity with NamespaceSelector",
+        incoming(S1, required=[t("region", IN_SCAN, namespaceSelector=TEAM1)]),
+        [existing(SCAN, ns="subteam1.team1")],
+        OK,
+    ),
+    (
+        SINGLE + "affinity with non-matching NamespaceSelector",
+        incoming(S1, required=[t("region", IN_SCAN, namespaceSelector=TEAM1)]),
+        [existing(SCAN, ns="subteam1.team2")],
+        AFF,
+    ),
+    (
+        SINGLE + "anti-affinity with matching NamespaceSelector",
+        kpod(
+            "p", ns="subteam1.team1", labels=S1, affinity=affinity(anti=[t("zone", IN_SCAN, namespaceSelector=TEAM1)])
+        ),
+        [existing(SCAN, ns="subteam2.team1")],
+        ANTI,
+    ),
+    (
+        SINGLE + "anti-affinity with matching all NamespaceSelector",
+        kpod("p", ns="subteam1.team1", labels=S1, affinity=affinity(anti=[t("zone", IN_SCAN, namespaceSelector={})])),
+        [existing(SCAN, ns="subteam2.team1")],
+        ANTI,
+    ),
+    (
+        SINGLE + "anti-affinity with non-matching NamespaceSelector",
+        kpod(
+            "p", ns="subteam1.team1", labels=S1, affinity=affinity(anti=[t("zone", IN_SCAN, namespaceSelector=TEAM1)])
+        ),
+        [existing(SCAN, ns="subteam1.team2")],
+        OK,
+    ),
 ]
 
 
 @pytest.mark.parametrize(("pod", "pods", "want"), [f[1:] for f in FILTER], ids=[f[0] for f in FILTER])
 def test_filter_on_one_node_as_upstream(pod: dict[str, Any], pods: list[dict[str, Any]], want: str) -> None:
-    assert filter_codes(interpodaffinity, pod, [MACHINE1, *pods]) == {"machine1": want}
+    assert filter_codes(interpodaffinity, pod, [*NAMESPACES, MACHINE1, *pods]) == {"machine1": want}
 
 
 def test_the_first_pod_of_a_self_affine_group_fits_where_no_peer_exists() -> None:
@@ -257,3 +341,191 @@ def test_a_reserved_pod_counts_until_it_is_released() -> None:
     assert verdict() == [True, False]
     state.release("default/db-0")
     assert verdict() == [False, False]
+
+
+MULTI = "TestRequiredAffinityMultipleNodes/"
+CHINA, CHINA_AZ1, INDIA = {"region": "China"}, {"region": "China", "az": "az1"}, {"region": "India"}
+RZH = [{"region": "r1", "zone": "z1", "hostname": "nodeA"}, {"region": "r1", "zone": "z2", "hostname": "nodeB"}]
+SAME_ZONE = [{"region": "r1", "zone": "z1", "hostname": "nodeA"}, {"region": "r1", "zone": "z1", "hostname": "nodeB"}]
+
+
+def on(node: str, labels: dict[str, str] | None = None, ns: str = "default", **aff: Any) -> dict[str, Any]:
+    return existing(labels or {}, node=node, ns=ns, **aff)
+
+
+def ex(key: str) -> dict[str, Any]:
+    return expr(key, "Exists")
+
+
+# (upstream test/case, incoming pod, node labels by name, existing pods, want per node)
+MULTI_FILTER: list[tuple[str, dict[str, Any], dict[str, dict[str, str]], list[dict[str, Any]], list[str]]] = [
+    (
+        MULTI + "A pod can be scheduled onto all the nodes that have the same topology key & label value with one of"
+        " them has an existing pod that matches the affinity rules",
+        incoming({}, required=[t("region", expr("foo", "In", "bar"))]),
+        {"node1": CHINA, "node2": CHINA_AZ1, "node3": INDIA},
+        [on("node1", {"foo": "bar"})],
+        [OK, OK, AFF],
+    ),
+    (
+        MULTI + "The affinity rule is to schedule all of the pods of this collection to the same zone. The first pod"
+        " of the collection should not be blocked from being scheduled onto any node, even there's no existing pod"
+        " that matches the rule anywhere.",
+        incoming(
+            {"foo": "bar", "service": "securityscan"},
+            required=[t("zone", expr("foo", "In", "bar")), t("zone", expr("service", "In", "securityscan"))],
+        ),
+        {"nodeA": {"zone": "az1", "hostname": "h1"}, "nodeB": {"zone": "az2", "hostname": "h2"}},
+        [on("nodeA", {"foo": "bar"})],
+        [OK, OK],
+    ),
+    (
+        MULTI + "The first pod of the collection can only be scheduled on nodes labelled with the requested topology"
+        " keys",
+        incoming(
+            {"foo": "bar", "service": "securityscan"},
+            required=[t("zone", expr("foo", "In", "bar")), t("zone", expr("service", "In", "securityscan"))],
+        ),
+        {"nodeA": {"zoneLabel": "az1", "hostname": "h1"}, "nodeB": {"zoneLabel": "az2", "hostname": "h2"}},
+        [on("nodeA", {"foo": "bar"})],
+        [AFF, AFF],
+    ),
+    (
+        MULTI + "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the"
+        " inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB.",
+        incoming({}, anti=[t("region", expr("foo", "In", "abc"))]),
+        {"nodeA": {"region": "r1", "hostname": "nodeA"}, "nodeB": {"region": "r1", "hostname": "nodeB"}},
+        [on("nodeA", {"foo": "abc"})],
+        [ANTI, ANTI],
+    ),
+    (
+        MULTI + "This test ensures that anti-affinity matches a pod when any term of the anti-affinity rule matches a"
+        " pod.",
+        incoming({}, anti=[t("region", expr("foo", "In", "abc")), t("zone", expr("service", "In", "securityscan"))]),
+        {"nodeA": RZH[0], "nodeB": {**RZH[1], "hostname": "nodeB"}},
+        [on("nodeA", {"foo": "abc", "service": "securityscan"})],
+        [ANTI, ANTI],
+    ),
+    (
+        MULTI + "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the"
+        " inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB but can be scheduled onto nodeC",
+        incoming({}, anti=[t("region", expr("foo", "In", "abc"))]),
+        {"nodeA": CHINA, "nodeB": CHINA_AZ1, "nodeC": INDIA},
+        [on("nodeA", {"foo": "abc"})],
+        [ANTI, ANTI, OK],
+    ),
+    (
+        MULTI + "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the"
+        " inter pod affinity rule. The pod can not be scheduled onto nodeA, nodeB, but can be scheduled onto nodeC"
+        " (NodeC has an existing pod that match the inter pod affinity rule but in different namespace)",
+        kpod("p", ns="NS1", labels={"foo": "123"}, affinity=affinity(anti=[t("region", expr("foo", "In", "bar"))])),
+        {"nodeA": CHINA, "nodeB": CHINA_AZ1, "nodeC": INDIA},
+        [
+            on("nodeA", {"foo": "bar"}, ns="NS1"),
+            on("nodeC", ns="NS2", anti=[t("region", expr("foo", "In", "123"))]),
+        ],
+        [ANTI, ANTI, OK],
+    ),
+    (
+        MULTI + "Test existing pod's anti-affinity: if an existing pod has a term with invalid topologyKey,"
+        " labelSelector of the term is firstly checked, and then topologyKey of the term is also checked",
+        kpod("p", labels={"foo": ""}),
+        {"nodeA": SAME_ZONE[0], "nodeB": SAME_ZONE[1]},
+        [on("nodeA", anti=[t("invalid-node-label", ex("foo"))])],
+        [OK, OK],
+    ),
+    (
+        # upstream's incoming pod also names nodeA as its node; berth decides pods without one
+        MULTI + "Test incoming pod's anti-affinity: even if labelSelector matches, we still check if topologyKey"
+        " matches",
+        incoming({}, anti=[t("invalid-node-label", ex("foo"))]),
+        {"nodeA": SAME_ZONE[0], "nodeB": SAME_ZONE[1]},
+        [on("nodeA", {"foo": ""})],
+        [OK, OK],
+    ),
+    (
+        MULTI + "Test existing pod's anti-affinity: incoming pod wouldn't considered as a fit as it violates each"
+        " existingPod's terms on all nodes",
+        kpod("p", labels={"foo": "", "bar": ""}),
+        {"nodeA": RZH[0], "nodeB": RZH[1]},
+        [on("nodeA", anti=[t("zone", ex("foo"))]), on("nodeA", anti=[t("region", ex("bar"))])],
+        [EXISTING, EXISTING],
+    ),
+    (
+        MULTI + "Test incoming pod's anti-affinity: incoming pod wouldn't considered as a fit as it at least violates"
+        " one anti-affinity rule of existingPod",
+        incoming({}, anti=[t("zone", ex("foo")), t("region", ex("bar"))]),
+        {"nodeA": RZH[0], "nodeB": RZH[1]},
+        [on("nodeA", {"foo": ""}), on("nodeB", {"bar": ""})],
+        [ANTI, ANTI],
+    ),
+    (
+        MULTI + "Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted"
+        " as a single term match - case when one term has invalid topologyKey",
+        kpod("p", labels={"foo": "", "bar": ""}),
+        {"nodeA": RZH[0], "nodeB": RZH[1]},
+        [on("nodeA", anti=[t("invalid-node-label", ex("foo")), t("zone", ex("bar"))])],
+        [EXISTING, OK],
+    ),
+    (
+        MULTI + "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted"
+        " as a single term match - case when one term has invalid topologyKey",
+        incoming({}, anti=[t("invalid-node-label", ex("foo")), t("zone", ex("bar"))]),
+        {"nodeA": RZH[0], "nodeB": RZH[1]},
+        [on("nodeA", {"foo": "", "bar": ""})],
+        [ANTI, OK],
+    ),
+    (
+        MULTI + "Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted"
+        " as a single term match - case when all terms have valid topologyKey",
+        kpod("p", labels={"foo": "", "bar": ""}),
+        {"nodeA": RZH[0], "nodeB": RZH[1]},
+        [on("nodeA", anti=[t("region", ex("foo")), t("zone", ex("bar"))])],
+        [EXISTING, EXISTING],
+    ),
+    (
+        MULTI + "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted"
+        " as a single term match - case when all terms have valid topologyKey",
+        incoming({}, anti=[t("region", ex("foo")), t("zone", ex("bar"))]),
+        {"nodeA": RZH[0], "nodeB": RZH[1]},
+        [on("nodeA", {"foo": "", "bar": ""})],
+        [ANTI, ANTI],
+    ),
+    (
+        MULTI + "Test existing pod's anti-affinity: existingPod on nodeA and nodeB has at least one anti-affinity"
+        " term matches incoming pod, so incoming pod can only be scheduled to nodeC",
+        kpod("p", labels={"foo": "", "bar": ""}),
+        {"nodeA": RZH[0], "nodeB": RZH[1], "nodeC": {"region": "r1", "zone": "z3", "hostname": "nodeC"}},
+        [
+            on("nodeA", anti=[t("zone", ex("foo")), t("zone", ex("labelA"))]),
+            on("nodeB", anti=[t("zone", ex("bar")), t("zone", ex("labelB"))]),
+        ],
+        [EXISTING, EXISTING, OK],
+    ),
+    (
+        MULTI + "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check if all"
+        " topologyKeys match",
+        incoming({}, required=[t("region", ex("foo")), t("zone", ex("bar"))]),
+        {"nodeA": SAME_ZONE[0], "nodeB": SAME_ZONE[1]},
+        [on("nodeA", {"foo": "", "bar": ""})],
+        [OK, OK],
+    ),
+    (
+        MULTI + "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check if all"
+        " topologyKeys match, and the match logic should be satisfied on the same pod",
+        incoming({}, required=[t("region", ex("foo")), t("zone", ex("bar"))]),
+        {"nodeA": RZH[0], "nodeB": RZH[1]},
+        [on("nodeA", {"foo": ""}), on("nodeB", {"bar": ""})],
+        [AFF, AFF],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "nodes", "pods", "want"), [f[1:] for f in MULTI_FILTER], ids=[f[0] for f in MULTI_FILTER]
+)
+def test_filter_on_several_nodes_as_upstream(
+    pod: dict[str, Any], nodes: dict[str, dict[str, str]], pods: list[dict[str, Any]], want: list[str]
+) -> None:
+    objs = [namespace("NS1"), *(knode(n, **labels) for n, labels in nodes.items()), *pods]
+    assert filter_codes(interpodaffinity, pod, objs) == dict(zip(nodes, want, strict=True))

@@ -3,6 +3,7 @@ each case names its upstream test and case; nodes, pods and expected codes are u
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -199,6 +200,224 @@ def test_filter_as_upstream(
     assert filter_codes(podtopologyspread, pod, [*nodes, *pods]) == want
 
 
+def labelled(*names: str, zones: bool = False, foo_on: str = "", taint: str = "") -> list[dict[str, Any]]:
+    """Nodes labelled node=<name> (and zone: node-a/b in zone1, node-x/y in zone2); the nodes named in
+    foo_on also carry foo=""; the node named in taint has TAINTS."""
+    out = []
+    for n in names:
+        labels = {"node": n}
+        if zones:
+            labels["zone"] = "zone1" if n in ("node-a", "node-b") else "zone2"
+        if n in foo_on.split():
+            labels["foo"] = ""
+        out.append(knode(n, taints=TAINTS if n == taint else None, **labels))
+    return out
+
+
+ABXY = ("node-a", "node-b", "node-x", "node-y")
+TAINTS = [{"key": "node.kubernetes.io/unschedulable", "value": "", "effect": "NoSchedule"}]
+FOO_NODE_SELECTOR = {"nodeSelector": {"foo": ""}}
+FOO_NODE_AFFINITY = {
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "foo", "operator": "In", "values": [""]}]}]
+            }
+        }
+    }
+}
+NOT_NODE_B = {
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "node", "operator": "NotIn", "values": ["node-b"]}]}
+                ]
+            }
+        }
+    }
+}
+IGNORE, HONOR = {"nodeAffinityPolicy": "Ignore"}, {"nodeTaintsPolicy": "Honor"}
+
+
+def want(*codes: str, names: tuple[str, ...] = ABXY) -> dict[str, str]:
+    return dict(zip(names, codes, strict=True))
+
+
+SINGLE = "TestSingleConstraint/"
+MULTI = "TestMultipleConstraints/"
+# Upstream's cases with the NodeInclusionPolicy feature on (GA, as berth has it). Each case runs only
+# PodTopologySpread, so a node other filters would reject can pass here, as upstream's comments say.
+MORE_FILTER: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]] = [
+    (
+        SINGLE + "incoming pod has nodeAffinity, pods spread as 0/~2~/0/1, hence node-a fits",
+        incoming(c(1, "zone", FOO), **NOT_NODE_B),
+        four(),
+        foo("node-b", "node-b", "node-y"),
+        want(OK, OK, SKEW, SKEW),
+    ),
+    (
+        SINGLE + "pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains, then the"
+        " third and fourth nodes fit",
+        incoming(c(2, "zone", FOO, minDomains=3)),
+        four(),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, OK),
+    ),
+    (
+        SINGLE + "pods spread across zone as 2/1, maxSkew is 2 and the number of domains > minDomains, then the all"
+        " nodes fit",
+        incoming(c(2, "zone", FOO, minDomains=1)),
+        four(),
+        foo("node-a", "node-b", "node-y"),
+        want(OK, OK, OK, OK),
+    ),
+    (
+        SINGLE + "NodeAffinityPolicy honored with labelSelectors",
+        incoming(c(1, "node", FOO), **FOO_NODE_SELECTOR),
+        labelled(*ABXY, foo_on="node-a node-b node-x"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, OK),
+    ),
+    (
+        SINGLE + "NodeAffinityPolicy ignored with labelSelectors",
+        incoming(c(1, "node", FOO, **IGNORE), **FOO_NODE_SELECTOR),
+        labelled(*ABXY, foo_on="node-a node-b node-x"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        SINGLE + "NodeAffinityPolicy honored with nodeAffinity",
+        incoming(c(1, "node", FOO), **FOO_NODE_AFFINITY),
+        labelled(*ABXY, foo_on="node-a node-b node-x"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, OK),
+    ),
+    (
+        # upstream's second case of this name; its pod has a node affinity, not a node selector
+        SINGLE + "NodeAffinityPolicy ignored with labelSelectors (with nodeAffinity)",
+        incoming(c(1, "node", FOO, **IGNORE), **FOO_NODE_AFFINITY),
+        labelled(*ABXY, foo_on="node-a node-b node-x"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        SINGLE + "NodeTaintsPolicy honored",
+        incoming(c(1, "node", FOO, **HONOR)),
+        labelled(*ABXY, foo_on="node-a node-b node-x", taint="node-y"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, OK),
+    ),
+    (
+        SINGLE + "NodeTaintsPolicy ignored",
+        incoming(c(1, "node", FOO)),
+        labelled(*ABXY, foo_on="node-a node-b node-x", taint="node-y"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        MULTI + "two Constraints on zone and node, spreads = [3/3, 2/1/0/3]",
+        incoming(c(1, "zone", FOO), c(1, "node", FOO)),
+        four(),
+        SPREAD_2103,
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        MULTI + "two Constraints on zone and node, spreads = [3/4, 2/1/0/4]",
+        incoming(c(1, "zone", FOO), c(1, "node", FOO)),
+        four(),
+        foo("node-a", "node-a", "node-b", "node-y", "node-y", "node-y", "node-y"),
+        want(SKEW, SKEW, SKEW, SKEW),
+    ),
+    (
+        MULTI + "Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]",
+        incoming(c(1, "zone", FOO), c(1, "node", BAR), labels={"foo": "", "bar": ""}),
+        four(),
+        [kpod("p-a1", "node-a", labels={"foo": ""}), kpod("p-y1", "node-y", labels={"bar": ""})],
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        MULTI + "Constraints hold different labelSelectors, spreads = [1/0, 0/0/1/1]",
+        incoming(c(1, "zone", FOO), c(1, "node", BAR), labels={"foo": "", "bar": ""}),
+        four(),
+        [
+            kpod("p-a1", "node-a", labels={"foo": ""}),
+            kpod("p-x1", "node-x", labels={"bar": ""}),
+            kpod("p-y1", "node-y", labels={"bar": ""}),
+        ],
+        want(SKEW, SKEW, SKEW, SKEW),
+    ),
+    (
+        MULTI + "Constraints hold different labelSelectors, spreads = [2/3, 1/0/0/1]",
+        incoming(c(1, "zone", FOO), c(1, "node", BAR), labels={"foo": "", "bar": ""}),
+        four(),
+        [
+            kpod("p-a1", "node-a", labels={"foo": ""}),
+            kpod("p-a2", "node-a", labels={"foo": "", "bar": ""}),
+            kpod("p-y1", "node-y", labels={"foo": ""}),
+            kpod("p-y2", "node-y", labels={"foo": "", "bar": ""}),
+            kpod("p-y3", "node-y", labels={"foo": ""}),
+        ],
+        want(SKEW, OK, SKEW, SKEW),
+    ),
+    (
+        MULTI + "Constraints hold different labelSelectors but pod doesn't match itself on 'zone' constraint",
+        incoming(c(1, "zone", FOO), c(1, "node", BAR), labels={"bar": ""}),
+        four(),
+        [
+            kpod("p-a1", "node-a", labels={"foo": ""}),
+            kpod("p-x1", "node-x", labels={"bar": ""}),
+            kpod("p-y1", "node-y", labels={"bar": ""}),
+        ],
+        want(OK, OK, SKEW, SKEW),
+    ),
+    (
+        MULTI + "two Constraints on zone and node, absence of label 'node' on node-x, spreads = [1/1, 1/0/0/1]",
+        incoming(c(1, "zone", FOO), c(1, "node", FOO)),
+        [*four()[:2], knode("node-x", zone="zone2"), four()[3]],
+        [kpod("p-a1", "node-a", labels={"foo": ""}), kpod("p-y3", "node-y", labels={"foo": ""})],
+        want(SKEW, OK, MISSING, SKEW),
+    ),
+    (
+        MULTI + "two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore",
+        incoming(c(1, "zone", FOO), c(1, "node", FOO, **IGNORE), **FOO_NODE_SELECTOR),
+        labelled(*ABXY, zones=True, foo_on="node-a node-b node-x"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        MULTI + "two node inclusion Constraints, zone: honor/honor, node: honor/ignore",
+        incoming(c(1, "zone", FOO, **HONOR), c(1, "node", FOO)),
+        labelled(*ABXY, zones=True, foo_on="node-a node-b node-x", taint="node-y"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+    (
+        MULTI + "two node inclusion Constraints, zone: honor/ignore, node: honor/ignore",
+        incoming(c(1, "zone", FOO), c(1, "node", FOO), **FOO_NODE_SELECTOR),
+        labelled(*ABXY, zones=True, foo_on="node-a node-x node-y", taint="node-y"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, OK, OK, SKEW),
+    ),
+    (
+        MULTI + "two node inclusion Constraints, zone: honor/honor, node: ignore/ignore",
+        incoming(c(1, "zone", FOO, **HONOR), c(1, "node", FOO, **IGNORE), **FOO_NODE_SELECTOR),
+        labelled(*ABXY, zones=True, foo_on="node-a node-x node-y", taint="node-y"),
+        foo("node-a", "node-b", "node-y"),
+        want(SKEW, SKEW, OK, SKEW),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "nodes", "pods", "want"), [f[1:] for f in MORE_FILTER], ids=[f[0] for f in MORE_FILTER]
+)
+def test_more_filter_cases_as_upstream(
+    pod: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]], want: dict[str, str]
+) -> None:
+    assert filter_codes(podtopologyspread, pod, [*nodes, *pods]) == want
+
+
 def test_a_pod_without_constraints_is_skipped() -> None:
     """No Service or controller selects the pod: its default constraints' selector is empty, so it has none
     (TestPreFilterState/"default constraints and a service that doesn't match"; more in test_spread_defaults)."""
@@ -349,3 +568,124 @@ def test_both_plugins_are_in_the_default_profile_at_kubes_place() -> None:
     assert dict(cfg.scores)["PodTopologySpread"] == 2 and dict(cfg.scores)["InterPodAffinity"] == 2
     off = profile(())
     assert "PodTopologySpread" not in off.filters and "InterPodAffinity" not in off.filters
+
+
+HOST = "kubernetes.io/hostname"
+
+
+_SERIAL = itertools.count()
+
+
+def on(node: str, *labels: str, ns: str = "default", **extra: Any) -> dict[str, Any]:
+    """A pod on `node` carrying these labels (each with value ""); named after its node and a serial."""
+    return kpod(f"p-{node}-{next(_SERIAL)}", node, ns, dict.fromkeys(labels, ""), **extra)
+
+
+def spread_pods(**counts: int) -> list[dict[str, Any]]:
+    """`a=4, b=2` -> four foo pods on node-a and two on node-b."""
+    return [on(f"node-{n}", "foo") for n, k in counts.items() for _ in range(k)]
+
+
+def hostnamed(*names: str, **labels: str) -> list[dict[str, Any]]:
+    return [knode(f"node-{n}", **{HOST: f"node-{n}"}, **labels) for n in names]
+
+
+def zoned(**zones: str) -> list[dict[str, Any]]:
+    return [knode(f"node-{n}", zone=z, **{HOST: f"node-{n}"}) for n, z in zones.items()]
+
+
+def by_node(names: str, labels: dict[str, dict[str, str]] | None = None, taint: str = "") -> list[dict[str, Any]]:
+    """Nodes labelled node=node-<x> for each letter, plus `labels` on those named in it."""
+    return [
+        knode(f"node-{n}", TAINTS if n == taint else None, node=f"node-{n}", **(labels or {}).get(n, {})) for n in names
+    ]
+
+
+FOO_ON_AB = {"a": {"foo": ""}, "b": {"foo": ""}}
+SC = "TestPodTopologySpreadScore/"
+# (upstream case, incoming pod, candidate nodes, nodes that failed filtering, existing pods, want per candidate)
+MORE_SCORE: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[int]]] = [
+    (SC + "one constraint on node, no existing pods", incoming(c(1, HOST, FOO, "ScheduleAnyway")),
+     hostnamed("a", "b"), [], [], [100, 100]),
+    (SC + "one constraint on node, only one node is candidate", incoming(c(1, HOST, FOO, "ScheduleAnyway")),
+     hostnamed("a"), hostnamed("b"), spread_pods(a=2, b=1), [100]),
+    (SC + "one constraint on node, all nodes have the same number of matching pods",
+     incoming(c(1, HOST, FOO, "ScheduleAnyway")), hostnamed("a", "b"), [], spread_pods(a=1, b=1), [100, 100]),
+    (SC + "one constraint on node, null selector", incoming(c(1, HOST, None, "ScheduleAnyway")),
+     hostnamed("a", "b", "c", "d"), [], spread_pods(a=2, b=1, d=3), [100, 100, 100, 100]),
+    (SC + "one constraint on node, 3 out of 4 nodes are candidates", incoming(c(1, HOST, FOO, "ScheduleAnyway")),
+     hostnamed("a", "b", "x"), hostnamed("y"), spread_pods(a=4, b=2, x=1, y=3), [33, 83, 100]),
+    (SC + "one constraint on node, 3 out of 4 nodes are candidates, one node doesn't match topology key",
+     incoming(c(1, HOST, FOO, "ScheduleAnyway")),
+     [*hostnamed("a"), knode("node-b", n="node-b"), *hostnamed("x")], hostnamed("y"),
+     spread_pods(a=4, b=2, x=1, y=3), [16, 0, 100]),
+    (SC + "one constraint on zone, 3 out of 4 nodes are candidates", incoming(c(1, "zone", FOO, "ScheduleAnyway")),
+     zoned(a="zone1", b="zone1", x="zone2"), zoned(y="zone2"), spread_pods(a=4, b=2, x=1, y=3), [75, 75, 100]),
+    (SC + "two Constraints on zone and node, 2 out of 4 nodes are candidates",
+     incoming(c(1, "zone", FOO, "ScheduleAnyway"), c(1, HOST, FOO, "ScheduleAnyway")),
+     zoned(a="zone1", x="zone2"), zoned(b="zone1", y="zone2"), spread_pods(a=2, b=1, x=2, y=4), [100, 63]),
+    (SC + "two Constraints on zone and node, with different labelSelectors",
+     incoming(c(1, "zone", FOO, "ScheduleAnyway"), c(1, HOST, BAR, "ScheduleAnyway"), labels={"foo": "", "bar": ""}),
+     zoned(a="zone1", b="zone1", x="zone2", y="zone2"), [],
+     [on("node-a", "foo"), on("node-b", "foo", "bar"), on("node-y", "foo"), on("node-y", "bar")], [60, 20, 100, 60]),
+    (SC + "two Constraints on zone and node, with different labelSelectors, some nodes have 0 pods",
+     incoming(c(1, "zone", FOO, "ScheduleAnyway"), c(1, HOST, BAR, "ScheduleAnyway"), labels={"foo": "", "bar": ""}),
+     zoned(a="zone1", b="zone1", x="zone2", y="zone2"), [],
+     [on("node-b", "bar"), on("node-x", "foo"), on("node-y", "foo", "bar")], [100, 60, 40, 0]),
+    (SC + "two Constraints on zone and node, with different labelSelectors, 3 out of 4 nodes are candidates",
+     incoming(c(1, "zone", FOO, "ScheduleAnyway"), c(1, HOST, BAR, "ScheduleAnyway"), labels={"foo": "", "bar": ""}),
+     zoned(a="zone1", b="zone1", x="zone2"), zoned(y="zone2"),
+     [on("node-a", "foo"), on("node-b", "foo", "bar"), on("node-y", "foo"), on("node-y", "bar")], [50, 25, 100]),
+    (SC + "existing pods in a different namespace do not count", incoming(c(1, HOST, FOO, "ScheduleAnyway")),
+     hostnamed("a", "b"), [], [on("node-a", "foo", ns="ns1"), *spread_pods(a=1, b=2)], [100, 33]),
+    (SC + "terminating Pods should be excluded", incoming(c(1, HOST, FOO, "ScheduleAnyway")),
+     hostnamed("a", "b"), [], [on("node-a", "foo", terminating=True), on("node-b", "foo")], [100, 0]),
+    (SC + "minDomains has no effect when ScheduleAnyway", incoming(c(2, "node", FOO, "ScheduleAnyway", minDomains=10)),
+     by_node("abc"), [], spread_pods(a=2, b=2, c=1), [75, 75, 100]),
+    (SC + "NodeAffinityPolicy honoed with labelSelectors",
+     incoming(c(1, "node", FOO, "ScheduleAnyway"), **FOO_NODE_SELECTOR), by_node("abc", FOO_ON_AB), [],
+     spread_pods(a=2, b=1, c=1), [0, 33, 100]),
+    (SC + "NodeAffinityPolicy ignored with labelSelectors",
+     incoming(c(1, "node", FOO, "ScheduleAnyway", **IGNORE), **FOO_NODE_SELECTOR), by_node("abc", FOO_ON_AB), [],
+     spread_pods(a=2, b=1, c=1), [66, 100, 100]),
+    (SC + "NodeAffinityPolicy honoed with nodeAffinity",
+     incoming(c(1, "node", FOO, "ScheduleAnyway"), **FOO_NODE_AFFINITY), by_node("abc", FOO_ON_AB), [],
+     spread_pods(a=2, b=1, c=1), [0, 33, 100]),
+    (SC + "NodeAffinityPolicy ignored with nodeAffinity",
+     incoming(c(1, "node", FOO, "ScheduleAnyway", **IGNORE), **FOO_NODE_AFFINITY), by_node("abc", FOO_ON_AB), [],
+     spread_pods(a=2, b=1, c=1), [66, 100, 100]),
+    (SC + "NodeTaintsPolicy honored", incoming(c(1, "node", FOO, "ScheduleAnyway", **HONOR)),
+     by_node("abc", taint="c"), [], spread_pods(a=2, b=1, c=1), [0, 33, 100]),
+    (SC + "NodeTaintsPolicy ignored", incoming(c(1, "node", FOO, "ScheduleAnyway")),
+     by_node("abc", taint="c"), [], spread_pods(a=2, b=1, c=1), [66, 100, 100]),
+    # Not carried over: "matchLabelKeys ignored when feature gate disabled" (berth has no such gate: the
+    # keys are always merged, as with kube's gate on by default).
+    (SC + "matchLabelKeys ANDed with LabelSelector when LabelSelector is empty",
+     incoming(c(1, "zone", {}, "ScheduleAnyway", matchLabelKeys=["foo"]),
+              c(1, HOST, {}, "ScheduleAnyway", matchLabelKeys=["bar"]), labels={"foo": "", "bar": ""}),
+     zoned(a="zone1", b="zone1", c="zone2", d="zone2"), [],
+     [on("node-a", "foo"), on("node-b", "foo", "bar"), on("node-c", "foo"), on("node-c", "bar")],
+     [60, 20, 60, 100]),
+    (SC + "matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty",
+     incoming(c(1, "zone", FOO, "ScheduleAnyway"), c(1, HOST, BAR, "ScheduleAnyway", matchLabelKeys=["baz"]),
+              labels={"foo": "", "bar": "", "baz": ""}),
+     zoned(a="zone1", b="zone1", c="zone2", d="zone2"), [],
+     [on("node-a", "foo"), on("node-b", "foo", "bar", "baz"), on("node-c", "foo"), on("node-c", "bar"),
+      on("node-c", "bar", "baz")],
+     [60, 20, 60, 100]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("pod", "nodes", "failed", "pods", "want"), [s[1:] for s in MORE_SCORE], ids=[s[0] for s in MORE_SCORE]
+)
+def test_more_scores_as_upstream(
+    pod: dict[str, Any],
+    nodes: list[dict[str, Any]],
+    failed: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    want: list[int],
+) -> None:
+    names = [n["metadata"]["name"] for n in nodes]
+    got = scores(podtopologyspread, pod, [*nodes, *failed, *pods], feasible=names)
+    assert got == dict(zip(names, want, strict=True))

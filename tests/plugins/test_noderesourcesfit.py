@@ -252,6 +252,22 @@ CASES += [
     ),
     # TestResourceBinPackingMultipleExtended
     (
+        "bin packing multiple: nothing scheduled, nothing requested",
+        BIN2,
+        kpod("p"),
+        [knode("node1", cpu="4", memory=M, **{FOO: 8, BAR: 4}), knode("node2", cpu="4", memory=M, **{FOO: 4, BAR: 8})],
+        [],
+        [0, 0],
+    ),
+    (
+        "bin packing multiple: resources requested, pods scheduled with more resources",
+        BIN2,
+        kpod("p", {FOO: 4, BAR: 2}),
+        [knode("node1", cpu="4", memory=M, **{FOO: 8, BAR: 4}), knode("node2", cpu="4", memory=M, **{FOO: 4, BAR: 8})],
+        [],
+        [5, 5],
+    ),
+    (
         "bin packing multiple: resources requested, pods scheduled with less resources",
         BIN2,
         kpod("p", {FOO: 2, BAR: 2}),
@@ -446,7 +462,7 @@ def test_filter_ignored_resources(case: str, args: dict[str, Any] | None, req: d
         (
             "ScoringStrategy: invalid shapes",
             {"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": []}}},
-            ["scoringStrategy.requestedToCapacityRatio.shape: Required value: at least one point must be specified"],
+            ["scoringStrategy.shape: Required value: at least one point must be specified"],
         ),
         (
             "ScoringStrategy: RequestedToCapacityRatio without its params",
@@ -482,10 +498,10 @@ def test_filter_ignored_resources(case: str, args: dict[str, Any] | None, req: d
                 }
             },
             [
-                "scoringStrategy.requestedToCapacityRatio.shape[1].utilization: Invalid value: 10: values must be sorted in increasing order",
-                "scoringStrategy.requestedToCapacityRatio.shape[1].score: Invalid value: 11: not in valid range [0, 10]",
-                "scoringStrategy.requestedToCapacityRatio.shape[2].utilization: Invalid value: 101: not in valid range [0, 100]",
-                "scoringStrategy.requestedToCapacityRatio.shape[2].score: Invalid value: -1: not in valid range [0, 10]",
+                "scoringStrategy.shape[1].utilization: Invalid value: 10: values must be sorted in increasing order",
+                "scoringStrategy.shape[1].score: Invalid value: 11: not in valid range [0, 10]",
+                "scoringStrategy.shape[2].utilization: Invalid value: 101: not in valid range [0, 100]",
+                "scoringStrategy.shape[2].score: Invalid value: -1: not in valid range [0, 10]",
             ],
         ),
     ],
@@ -515,3 +531,67 @@ def test_nonzero_defaults_follow_pods_as_they_come_and_go() -> None:
     assert scheduler.decide(convert(kpod("p", {})), NOW).decision.nodes["n1"].scores["NodeResourcesFit"] == 80
     state.apply(convert(kpod("e", {}, node="n1")), deleted=True)
     assert scheduler.decide(convert(kpod("p", {})), NOW).decision.nodes["n1"].scores["NodeResourcesFit"] == 90
+
+
+# ---- more of TestLeastAllocatedScoringStrategy and TestMostAllocatedScoringStrategy ------------------
+# Not carried over: "Resources not set, pods scheduled with error" and "resource with zero weight" (berth reads
+# v1 configuration, whose defaults turn no resources into cpu and memory and a weight of 0 into 1); the
+# pods of "nonzero request for resource" have one container without requests (kpod("p", {})), as upstream's; the
+# "resource with negative weight" / "weight larger than MaxNodeScore" cases are in test_args_validation.py.
+EXT = "abc.com/xyz"  # upstream's extendedRes
+
+
+def strategy(kind: str, **weights: int) -> dict[str, Any]:
+    """A scoring strategy over these resources (names with '/' or '-' through a dict); none: cpu and memory 1."""
+    res = [{"name": n, "weight": w} for n, w in (weights or {"cpu": 1, "memory": 1}).items()]
+    return {"scoringStrategy": {"type": kind, "resources": res}}
+
+
+EXTENDED_SET = {"cpu": 1, "memory": 1, EXT: 1}
+SIXK = [n4("node1", cpu="6000"), knode("node2", cpu="6000", memory="10000", **{EXT: "4"})]
+MORE_STRATEGY_CASES = [
+    ("TestLeastAllocatedScoringStrategy/honor extended resource if the pod requests",
+     strategy("LeastAllocated", **EXTENDED_SET),
+     kpod("p", {"cpu": "3000", "memory": "5000", EXT: "2"}),
+     [knode("node1", cpu="6000", memory="10000", **{EXT: "4"}), knode("node2", cpu="6000", memory="10000", **{EXT: "10"})],
+     [], [50, 60]),
+    ("TestLeastAllocatedScoringStrategy/if the node doesn't have a resource",
+     strategy("LeastAllocated", **{EXT: 2, "cpu": 1, "memory": 1}),
+     kpod("p", {"cpu": "3000", "memory": "4000"}), SIXK, [], [55, 55]),
+    ("TestMostAllocatedScoringStrategy/no resources requested, pods scheduled with resources",
+     strategy("MostAllocated"), kpod("p"), [n4("node1", "10000", "20000"), n4("node2", "10000", "20000")],
+     [kpod("e1", {"cpu": "3000", "memory": "0"}, node="node1"), kpod("e2", {"cpu": "3000", "memory": "0"}, node="node1"),
+      kpod("e3", {"cpu": "3000", "memory": "0"}, node="node2"), kpod("e4", {"cpu": "3000", "memory": "5000"}, node="node2")],
+     [30, 42]),
+    ("TestMostAllocatedScoringStrategy/resources requested equal node capacity",
+     strategy("MostAllocated"), kpod("p", {"cpu": "2000", "memory": "4000"}, {"cpu": "3000", "memory": "5000"}),
+     [n4("node1", "5000", "10000"), n4("node2", "10000", "9000")], [], [95, 75]),
+    ("TestMostAllocatedScoringStrategy/nothing scheduled, resources requested, differently sized nodes (memory"
+     " weight 2, cpu weight 1)",
+     strategy("MostAllocated", memory=2, cpu=1), kpod("p", *REQ), [n4("node1"), n4("node2", cpu="6000")], [], [58, 50]),
+    ("TestMostAllocatedScoringStrategy/no resources requested, pods scheduled, nonzero request for resource",
+     strategy("MostAllocated"), kpod("p", {}),
+     [knode("node1", cpu="250m", memory="1000Mi"), knode("node2", cpu="250m", memory="1000Mi")],
+     [kpod("e1", {}, node="node1"), kpod("e2", {}, node="node1")], [80, 30]),
+    ("TestMostAllocatedScoringStrategy/bypass extended resource if the pod does not request",
+     strategy("MostAllocated", **EXTENDED_SET), kpod("p", *REQ), SIXK, [], [50, 50]),
+    ("TestMostAllocatedScoringStrategy/honor extended resource if the pod request",
+     strategy("MostAllocated", **EXTENDED_SET), kpod("p", {"cpu": "3000", "memory": "5000", EXT: "2"}),
+     [knode("node1", cpu="6000", memory="10000", **{EXT: "4"}), knode("node2", cpu="6000", memory="10000", **{EXT: "10"})],
+     [], [50, 40]),
+    ("TestMostAllocatedScoringStrategy/if the node doesn't have a resource",
+     strategy("MostAllocated", **{EXT: 2, "cpu": 1, "memory": 1}),
+     kpod("p", {"cpu": "3000", "memory": "4000"}), SIXK, [], [45, 45]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "p", "nodes", "pods", "want"),
+    [c[1:] for c in MORE_STRATEGY_CASES],
+    ids=[c[0] for c in MORE_STRATEGY_CASES],
+)
+def test_more_strategy_scores_as_upstream(
+    args: dict[str, Any], p: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]], want: list[int]
+) -> None:
+    got = scores("NodeResourcesFit", args, p, nodes, pods)
+    assert got is not None and list(got.values()) == want

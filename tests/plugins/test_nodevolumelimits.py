@@ -286,3 +286,66 @@ def test_a_pod_without_claims_is_skipped() -> None:
     raw = pod("cm")
     raw["spec"]["volumes"] = [{"name": "a", "configMap": {"name": "x"}}, {"name": "b", "secret": {"secretName": "y"}}]
     assert filter_run("NodeVolumeLimits", raw, fixtures((EBS,), 2, "csinode"))[0].code is Code.SKIP
+
+
+# TestCSILimits' ephemeral-volume and PreFilter cases (the ephemeral feature on, as in kube since 1.23);
+# not carried over: "persistent doesn't when ... ephemeral disabled" (a gate berth does not have).
+EPHEMERAL = pod("abc", ns="test", uid="12345", ephemeral=("xyz",))
+EPHEMERAL_TWO = pod("abc", ns="test", uid="12345II", ephemeral=("x", "y"))
+EPHEMERAL_CLAIM = claim("abc-xyz", cls="csi-sc", ns="test", owner="12345")
+
+
+def with_config(raw: dict[str, Any]) -> dict[str, Any]:
+    """The pod with a configMap and a secret volume in front of its own (upstream's ...WithConfigmapAndSecret)."""
+    extra = [{"name": "cm", "configMap": {"name": "x"}}, {"name": "sec", "secret": {"secretName": "y"}}]
+    raw["spec"]["volumes"] = [*extra, *raw["spec"]["volumes"]]
+    return raw
+
+
+LOOKUP = ('looking up PVC test/abc-xyz: persistentvolumeclaim "abc-xyz" not found', Code.UNRESOLVABLE)
+# (case, new pod, pods on the node, extra claims, limit, drivers, limit source, want)
+EPHEMERAL_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], int, tuple[str, ...], str, list[Any]]] = [
+    ("ephemeral doesn't when node volume limit <= pods CSI volume", EPHEMERAL, [RUNNING, EBS_TWO],
+     [EPHEMERAL_CLAIM], 2, (EBS,), "csinode", EXCEED),
+    ("ephemeral doesn't when node volume limit <= pods ephemeral CSI volume", EBS_ONE, [RUNNING, EPHEMERAL_TWO],
+     [claim("abc-x", cls="csi-sc", ns="test", owner="12345II"), claim("abc-y", cls="csi-sc", ns="test", owner="12345II")],
+     2, (EBS,), "csinode", EXCEED),
+    ("persistent doesn't when node volume limit <= pods ephemeral CSI volume + persistent volume", EBS_ONE,
+     [RUNNING, EPHEMERAL, EBS_TWO], [EPHEMERAL_CLAIM], 3, (EBS,), "csinode", EXCEED),
+    ("persistent okay when node volume limit > pods ephemeral CSI volume + persistent volume", EBS_ONE,
+     [RUNNING, EPHEMERAL, EBS_TWO], [EPHEMERAL_CLAIM], 5, (EBS,), "csinode", []),
+    ("don't skip Filter when the pod has pvcs", with_config(pod("pvc-cm", f"csi-{EBS}-0")), [], [], 2, (EBS,),
+     "csinode", []),
+    ("don't skip Filter when the pod has ephemeral volumes", with_config(pod("abc", ns="test", ephemeral=("xyz",))),
+     [], [], 0, (EBS,), "csinode-with-no-limit", [LOOKUP]),
+    ("don't skip Filter when the pod has inline migratable volumes", with_config(inline("inline-cm", "aws-inline1")),
+     [IN_TREE_TWO], [], 2, MIGRATION, "csinode", EXCEED),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("new", "existing", "claims", "max_vols", "drivers", "source", "want"),
+    [c[1:] for c in EPHEMERAL_CASES],
+    ids=[c[0] for c in EPHEMERAL_CASES],
+)
+def test_csi_limits_ephemeral_and_prefilter_cases_as_upstream(
+    new: dict[str, Any],
+    existing: list[dict[str, Any]],
+    claims: list[dict[str, Any]],
+    max_vols: int,
+    drivers: tuple[str, ...],
+    source: str,
+    want: list[Any],
+) -> None:
+    placed_pods = [placed(dict(p, spec=dict(p["spec"]))) for p in existing]
+    status, reasons = filter_run("NodeVolumeLimits", new, [*fixtures(drivers, max_vols, source), *claims, *placed_pods])
+    assert status.code is Code.SUCCESS
+    assert reasons[NODE] == want
+
+
+def test_ephemeral_volume_not_owned() -> None:
+    # TestCSILimits "ephemeral volume not owned": the claim exists but was not made for the pod (an Error)
+    objects = [*fixtures((EBS,), 2, "csinode-with-no-limit"), claim("abc-xyz", cls="csi-sc", ns="test")]
+    status, reasons = filter_run("NodeVolumeLimits", EPHEMERAL, objects)
+    assert status.code is Code.SUCCESS
+    assert reasons[NODE] == [("PVC test/abc-xyz was not created for pod test/abc (pod is not owner)", Code.ERROR)]

@@ -222,8 +222,8 @@ def test_node_affinity_args_validation() -> None:
         }
     }
     assert config_problems("NodeAffinity", args) == [
-        "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].matchFields[0].values: Required value: "
-        "must have one element"
+        "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].matchFields[0].values: Invalid value: "
+        "['a', 'b']: must have one element"
     ]
 
 

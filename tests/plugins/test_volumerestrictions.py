@@ -108,3 +108,39 @@ def test_access_mode_conflicts() -> None:
     assert status.code is Code.SKIP
     status, reasons = filter_run("VolumeRestrictions", vpod("p", pvc_vol("claim-with-rwop-1")), [NODE, *claims, in_use])
     assert status.code is Code.SUCCESS and reasons["n"] == RWOP
+
+
+# TestAccessModeConflicts, case by case: (case, pod's claims, pods on node "n" with their claims, the
+# claims that exist (name -> access mode), PreFilter code and message, the node's reasons)
+RWOP_CLAIMS = {"claim-with-rwop-1": "ReadWriteOncePod", "claim-with-rwx": "ReadWriteMany"}
+ACCESS: list[tuple[str, list[str], dict[str, list[str]], dict[str, str], tuple[Code, str], list[Any] | None]] = [
+    ("nothing", [], {}, {}, (Code.SKIP, ""), None),
+    ("failed to get PVC", ["claim-with-rwop-1"], {}, {},
+     (Code.UNRESOLVABLE, 'persistentvolumeclaim "claim-with-rwop-1" not found'), None),
+    ("no access mode conflict", ["claim-with-rwop-1"], {"pod-with-rwx": ["claim-with-rwx"]}, RWOP_CLAIMS,
+     (Code.SKIP, ""), None),
+    ("access mode conflict, unschedulable", ["claim-with-rwop-1"],
+     {"pod-with-one-pvc": ["claim-with-rwop-1"], "pod-with-rwx": ["claim-with-rwx"]}, RWOP_CLAIMS,
+     (Code.SUCCESS, ""), RWOP),
+    ("two conflicts, unschedulable", ["claim-with-rwop-1", "claim-with-rwop-2"],
+     {"pod-with-two-pvcs": ["claim-with-rwop-1", "claim-with-rwop-2"], "pod-with-rwx": ["claim-with-rwx"]},
+     {**RWOP_CLAIMS, "claim-with-rwop-2": "ReadWriteOncePod"}, (Code.SUCCESS, ""), RWOP),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("claims", "on_node", "existing", "pre_filter", "want"), [c[1:] for c in ACCESS], ids=[c[0] for c in ACCESS]
+)
+def test_access_mode_conflicts_as_upstream(
+    claims: list[str],
+    on_node: dict[str, list[str]],
+    existing: dict[str, str],
+    pre_filter: tuple[Code, str],
+    want: list[Any] | None,
+) -> None:
+    objects = [NODE, *(claim(n, mode) for n, mode in existing.items())]
+    objects += [vpod(name, *(pvc_vol(c) for c in cs), node="n") for name, cs in on_node.items()]
+    status, reasons = filter_run("VolumeRestrictions", vpod("p", *(pvc_vol(c) for c in claims)), objects)
+    assert (status.code, status.message if status.code is Code.UNRESOLVABLE else "") == pre_filter
+    if want is not None:
+        assert reasons["n"] == want

@@ -1,7 +1,9 @@
 """DefaultPreemption as upstream's default_preemption_test.go says (pkg/scheduler/framework/plugins/
-defaultpreemption). Left out: cases of features berth does not have (extenders, PodGroups and
-workload-aware preemption, a test plugin whose AddPod/RemovePod fail) and TestCustomSelection /
-TestCustomOrdering (Go hooks, not configuration)."""
+defaultpreemption): TestPostFilter, TestDryRunPreemption, TestSelectBestCandidate,
+TestPodEligibleToPreemptOthers and TestPreempt. Upstream's test filter plugins (TrueFilter,
+FalseFilter, MatchFilter, a fake filter's return code) are small filters here. Left out: cases of
+features berth does not have (extenders, PodGroups and workload-aware preemption, a test plugin whose
+AddPod/RemovePod fail) and TestCustomSelection / TestCustomOrdering (Go hooks, not configuration)."""
 
 from __future__ import annotations
 
@@ -197,6 +199,20 @@ class _Reject:
         return [Failure(np.ones(n, dtype=bool), "rejected", Code.UNSCHEDULABLE)]
 
 
+class _Match:
+    """A filter that passes only the node named as the pod (upstream's MatchFilterPlugin)."""
+
+    name = "Match"
+
+    def filter(self, cycle: Cycle) -> list[Failure]:
+        nodes = cycle.state.nodes
+        other = nodes.valid.copy()
+        if cycle.pod.name in nodes.slot:
+            other[nodes.slot[cycle.pod.name]] = False
+        return [Failure(other, "node name does not match", Code.UNSCHEDULABLE)]
+
+
+TEST_FILTERS = {"Reject": _Reject, "Match": _Match}
 TWO = [knode("node1", VERY_LARGE), knode("node2", VERY_LARGE)]
 FOO = {"app": "foo"}
 
@@ -221,6 +237,26 @@ DRY_RUN: list[
         [],
         [(kpod("p", priority=HIGH), [])],
     ),
+    # "a pod that fits with no preemption": upstream's TrueFilter (no filter here), every node reported
+    # Unschedulable; the pod fits with every victim reprieved, so no node is a candidate
+    (
+        "a pod that fits with no preemption",
+        (),
+        {},
+        TWO,
+        [kpod("p1", "node1", MID), kpod("p2", "node2", MID)],
+        [],
+        [(kpod("p", priority=HIGH), [])],
+    ),
+    (
+        "a pod that fits on one node with no preemption",
+        ("Match",),
+        {},
+        TWO,
+        [kpod("p1", "node1", MID), kpod("p2", "node2", MID)],
+        [],
+        [(kpod("node1", priority=HIGH), [])],
+    ),
     (
         "a pod that fits on both nodes when lower priority pods are preempted",
         ("NodeResourcesFit",),
@@ -229,6 +265,15 @@ DRY_RUN: list[
         [kpod("p1", "node1", MID, LARGE), kpod("p2", "node2", MID, LARGE)],
         [],
         [(kpod("p", priority=HIGH, req=LARGE), [("node1", ["p1"], 0), ("node2", ["p2"], 0)])],
+    ),
+    (
+        "get Unschedulable in the preemption phase when the filter plugins filtering the nodes",
+        ("NodeResourcesFit", "Reject"),
+        {},
+        TWO,
+        [kpod("p1", "node1", MID, LARGE), kpod("p2", "node2", MID, LARGE)],
+        [],
+        [(kpod("p", priority=HIGH, req=LARGE), [])],
     ),
     (
         "a pod that would fit on the nodes, but other pods running are higher priority, no preemption would happen",
@@ -439,10 +484,11 @@ def test_dry_run_preemption(
     cycles: list[tuple[dict[str, Any], list[tuple[str, list[str], int]]]],
 ) -> None:
     # upstream: TestDryRunPreemption (each case by its name)
-    h = Harness(tuple(f for f in filters if f != "Reject"), args).add(*nodes, *pods, *pdbs)
-    if "Reject" in filters:
+    h = Harness(tuple(f for f in filters if f not in TEST_FILTERS), args).add(*nodes, *pods, *pdbs)
+    extra = tuple(TEST_FILTERS[f]() for f in filters if f in TEST_FILTERS)
+    if extra:
         profile = h.scheduler.profile
-        object.__setattr__(profile, "filters", (*profile.filters, _Reject()))
+        object.__setattr__(profile, "filters", (*profile.filters, *extra))
     offsets = iter(UPSTREAM_OFFSETS)
     h.plugin.offset = lambda pod, n: next(offsets) % n
     for pod, want in cycles:
@@ -952,3 +998,93 @@ def test_a_filter_reading_other_nodes_without_removal_safe_counts_as_unsafe() ->
     cycle = h.cycle(kpod("p"))
     assert dry_run.removal_safe(cycle)
     assert not dataclasses.replace(dry_run, readers=(*dry_run.readers, _Reader())).removal_safe(cycle)
+
+
+FOO_EXISTS = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+# (upstream case name, filters, preemptor, pods, node names, nominated node, victims)
+# Not carried over: TestPreempt's four scheduler-extender cases (berth calls no extenders; it is one).
+PREEMPT: list[tuple[str, tuple[str, ...], dict[str, Any], list[dict[str, Any]], list[str], str | None, list[str]]] = [
+    (
+        "basic preemption logic",
+        ("NodeResourcesFit",),
+        kpod("p", priority=HIGH, req=VERY_LARGE, preemptionPolicy="PreemptLowerPriority"),
+        [
+            kpod("p1.1", "node1", LOW, SMALL),
+            kpod("p1.2", "node1", LOW, SMALL),
+            kpod("p2.1", "node2", HIGH, LARGE),
+            kpod("p3.1", "node3", MID, MEDIUM),
+        ],
+        ["node1", "node2", "node3"],
+        "node1",
+        ["p1.1", "p1.2"],
+    ),
+    (
+        "preemption for topology spread constraints",
+        ("PodTopologySpread",),
+        kpod(
+            "p",
+            priority=HIGH,
+            labels={"foo": ""},
+            topologySpreadConstraints=[
+                {"maxSkew": 1, "topologyKey": k, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": FOO_EXISTS}
+                for k in ("zone", "hostname")
+            ],
+        ),
+        [
+            kpod("p-a1", "node-a", HIGH, labels={"foo": ""}),
+            kpod("p-a2", "node-a", HIGH, labels={"foo": ""}),
+            kpod("p-b1", "node-b", LOW, labels={"foo": ""}),
+            kpod("p-x1", "node-x", HIGH, labels={"foo": ""}),
+            kpod("p-x2", "node-x", HIGH, labels={"foo": ""}),
+        ],
+        ["node-a/zone1", "node-b/zone1", "node-x/zone2"],
+        "node-b",
+        ["p-b1"],
+    ),
+    (
+        "no preempting in pod",
+        ("NodeResourcesFit",),
+        kpod("p", priority=HIGH, req=VERY_LARGE, preemptionPolicy="Never"),
+        [
+            kpod("p1.1", "node1", LOW, SMALL),
+            kpod("p1.2", "node1", LOW, SMALL),
+            kpod("p2.1", "node2", HIGH, LARGE),
+            kpod("p3.1", "node3", MID, MEDIUM),
+        ],
+        ["node1", "node2", "node3"],
+        None,
+        [],
+    ),
+    (
+        "PreemptionPolicy is nil",
+        ("NodeResourcesFit",),
+        kpod("p", priority=HIGH, req=VERY_LARGE),
+        [
+            kpod("p1.1", "node1", LOW, SMALL),
+            kpod("p1.2", "node1", LOW, SMALL),
+            kpod("p2.1", "node2", HIGH, LARGE),
+            kpod("p3.1", "node3", MID, MEDIUM),
+        ],
+        ["node1", "node2", "node3"],
+        "node1",
+        ["p1.1", "p1.2"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("filters", "pod", "pods", "nodes", "nominated", "victims"), [c[1:] for c in PREEMPT], ids=[c[0] for c in PREEMPT]
+)
+def test_preempt(
+    filters: tuple[str, ...],
+    pod: dict[str, Any],
+    pods: list[dict[str, Any]],
+    nodes: list[str],
+    nominated: str | None,
+    victims: list[str],
+) -> None:
+    # upstream: TestPreempt (each case by its name); every node reported Unschedulable, capacity veryLargeRes
+    h = Harness(filters).add(*(knode(n, VERY_LARGE) for n in nodes), *pods)
+    got = h.plugin.post_filter(h.cycle(pod), h.every_node(), h.scheduler.dry_runner)
+    assert (got.nominated_node or None) == nominated
+    assert sorted(v.split("/")[-1] for v in got.victims) == victims

@@ -305,14 +305,15 @@ class InterPodAffinity:
         return lambda pods, version: each_pod(pods, helps)
 
     def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
-        """kube: a node added or updated; retry a pod one of whose required (anti-)affinity terms' topology
-        keys the node carries."""
+        """kube: a node added or updated; retry a pod one of whose required affinity terms' topology keys the
+        node carries, and a pod with required anti-affinity (kube retries it for any node added, and for a
+        node whose anti-affinity key changed or went: berth sees only the new node, so any node)."""
         assert isinstance(obj, Node)
         labels = obj.labels
 
         def helps(p: Pod) -> bool:
             a = p.pod_affinity
-            return a is not None and any(t.topology_key in labels for t in (*a.required, *a.required_anti))
+            return a is not None and (bool(a.required_anti) or any(t.topology_key in labels for t in a.required))
 
         return lambda pods, version: each_pod(pods, helps)
 

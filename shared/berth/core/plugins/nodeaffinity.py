@@ -30,7 +30,7 @@ from berth.core.model import Node, Pod
 from berth.core.scoring import default_normalize
 from berth.core.selectors import NodeSelector
 from berth.core.state import ClusterState
-from berth.core.validation import Problems, invalid, unknown_fields
+from berth.core.validation import Problems, invalid, qualified_name, unknown_fields
 from berth.core.wire import core as wc
 
 NAME = "NodeAffinity"
@@ -62,7 +62,10 @@ class Args(msgspec.Struct, frozen=True, kw_only=True):
         at = f"{path}.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
         for i, term in enumerate(sel.terms if sel is not None else ()):
             for j, r in enumerate(term.match_expressions):
-                if not r.is_valid():
+                key_problems: Problems = []
+                qualified_name(r.key, f"{at}[{i}].matchExpressions[{j}].key", key_problems)
+                problems.extend(key_problems)
+                if not key_problems and not r.is_valid():
                     problems.append(invalid(f"{at}[{i}].matchExpressions[{j}]", r.key, "invalid requirement"))
         preferred = convert.preferred_terms(wire)
         at = f"{path}.addedAffinity.preferredDuringSchedulingIgnoredDuringExecution"
@@ -70,7 +73,9 @@ class Args(msgspec.Struct, frozen=True, kw_only=True):
             for term in pref.terms:
                 for j, r in enumerate(term.match_fields):
                     if len(r.values) != 1:
-                        problems.append(f"{at}[{i}].matchFields[{j}].values: Required value: must have one element")
+                        problems.append(
+                            invalid(f"{at}[{i}].matchFields[{j}].values", list(r.values), "must have one element")
+                        )
         return cls(required=sel, preferred=preferred)
 
 

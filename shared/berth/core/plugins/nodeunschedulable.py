@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from berth.core.framework import Action, ClusterEvent, ClusterEventWithHint, Code, Cycle, Failure
-from berth.core.model import Taint
+from berth.core.framework import Action, ClusterEvent, ClusterEventWithHint, Code, Cycle, Failure, Hint, each_pod
+from berth.core.model import Node, Pod, Taint
 from berth.core.state import ClusterState
 
 NAME = "NodeUnschedulable"
@@ -17,13 +17,28 @@ class NodeUnschedulable:
     name = NAME
     _taint = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
+    def _tolerates(self, pod: Pod) -> bool:
+        return any(t.tolerates(self._taint) for t in pod.tolerations)
+
     def filter(self, cycle: Cycle) -> list[Failure]:
-        if any(t.tolerates(self._taint) for t in cycle.pod.tolerations):
+        if self._tolerates(cycle.pod):
             return []
         return [Failure(cycle.state.nodes.unschedulable & cycle.state.nodes.valid, REASON, Code.UNRESOLVABLE)]
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
-        return (ClusterEventWithHint(ClusterEvent("Node", Action.ALL)),)
+        # kube: Node Add|UpdateNodeTaint with a hint. berth keeps Delete, without a hint, as it always had.
+        return (
+            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE), self.node_hint),
+            ClusterEventWithHint(ClusterEvent("Node", Action.DELETE)),
+        )
+
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube: a node added or updated; retry a pod when the node is schedulable now, or the pod tolerates
+        it (kube compares the old node too: berth retries on any update leaving it schedulable)."""
+        assert isinstance(obj, Node)
+        if not obj.unschedulable:
+            return lambda pods, version: each_pod(pods, lambda p: True)
+        return lambda pods, version: each_pod(pods, self._tolerates)
 
 
 def new(args: Any, handle: ClusterState) -> NodeUnschedulable:

@@ -49,6 +49,10 @@ class _NotFound(Exception):
     pass
 
 
+class _NotOwned(Exception):
+    """A generic ephemeral volume's claim that the pod does not own (kube: an Error status)."""
+
+
 class VolumeCounts:
     """CSINodes by node name, and which bound pods with claims each node holds (a ClusterState
     extension): a decision reads only the pods on nodes that have a limit for the pod's drivers."""
@@ -80,8 +84,9 @@ class VolumeCounts:
 
 
 def attachable(state: ClusterState, pod: Pod, pending: bool) -> dict[str, str]:
-    """The pod's volumes that attach through a CSI driver: unique name -> driver. A missing claim
-    raises _NotFound for the pod being scheduled and is skipped for a pod already placed."""
+    """The pod's volumes that attach through a CSI driver: unique name -> driver. For the pod being
+    scheduled a missing claim raises _NotFound, and an ephemeral volume's claim it does not own
+    _NotOwned; for a pod already placed such claims are skipped."""
     out: dict[str, str] = {f"{driver}/{handle}": driver for driver, handle in pod.inline_csi}
     for vol in pod.volumes:
         key = f"{pod.namespace}/{vol.claim_name}"
@@ -90,6 +95,8 @@ def attachable(state: ClusterState, pod: Pod, pending: bool) -> dict[str, str]:
             if pending:
                 raise _NotFound(f'looking up PVC {key}: persistentvolumeclaim "{vol.claim_name}" not found')
             continue
+        if pending and vol.ephemeral and not any(o.controller and o.uid == pod.uid for o in pvc.owner_refs):
+            raise _NotOwned(f"PVC {key} was not created for pod {pod.namespace}/{pod.name} (pod is not owner)")
         pv = state.pvs.get(pvc.volume_name) if pvc.volume_name else None
         if pv is not None:
             if pv.csi_driver:
@@ -123,6 +130,8 @@ class NodeVolumeLimits:
             new = attachable(state, cycle.pod, pending=True)
         except _NotFound as e:
             return [Failure(nodes.valid.copy(), str(e), Code.UNRESOLVABLE)]
+        except _NotOwned as e:
+            return [Failure(nodes.valid.copy(), str(e), Code.ERROR)]
         if not new:
             return []
         drivers = set(new.values())

@@ -2,65 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from berth.core.plugins.noderesources.allocation import DEFAULT_RESOURCES, ResourceSpec, parse_resources
-from berth.core.validation import Problems, invalid, is_int, unknown_fields
+from berth.core.validation import Problems, invalid, is_int, qualified_name, unknown_fields
 
 LEAST, MOST, RATIO = "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"
 STRATEGIES = (LEAST, MOST, RATIO)
 MAX_CUSTOM_PRIORITY_SCORE = 10
-
-_NAME = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_NAME_RE = re.compile(f"^{_NAME}$")
-_DNS_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_NAME_FMT = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
-    f"character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{_NAME}')"
-)
-
-
-def qualified_name(value: str, path: str, problems: Problems) -> None:
-    """kube's IsQualifiedName (ValidateLabelName), with its messages."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            problems.append(invalid(path, value, "prefix part must be non-empty"))
-        elif len(prefix) > 253:
-            problems.append(invalid(path, value, "prefix part must be no more than 253 characters"))
-        elif not _DNS_RE.match(prefix):
-            problems.append(
-                invalid(
-                    path,
-                    value,
-                    "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                    "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
-                    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-                )
-            )
-    else:
-        problems.append(
-            invalid(
-                path,
-                value,
-                f"a qualified name {_NAME_FMT} with an optional DNS subdomain prefix and '/' "
-                "(e.g. 'example.com/MyName')",
-            )
-        )
-        return
-    if not name:
-        problems.append(invalid(path, value, "name part must be non-empty"))
-    elif len(name) > 63:
-        problems.append(invalid(path, value, "name part must be no more than 63 characters"))
-    elif not _NAME_RE.match(name):
-        problems.append(invalid(path, value, f"name part {_NAME_FMT}"))
 
 
 class ShapePoint(msgspec.Struct, frozen=True):
@@ -140,7 +92,7 @@ def _strategy(raw: Any, path: str, problems: Problems) -> ScoringStrategy:
                 f"{path}.requestedToCapacityRatio: Required value: must be specified when type is RequestedToCapacityRatio"
             )
         else:
-            shape = _shape(ratio, f"{path}.requestedToCapacityRatio", problems)
+            shape = _shape(ratio, path, problems)
     elif ratio is not None:
         problems.append(
             f"{path}.requestedToCapacityRatio: Forbidden: must be nil when type is not RequestedToCapacityRatio"
@@ -148,12 +100,13 @@ def _strategy(raw: Any, path: str, problems: Problems) -> ScoringStrategy:
     return ScoringStrategy(type=kind if kind in STRATEGIES else LEAST, resources=resources, shape=shape)
 
 
-def _shape(raw: Any, path: str, problems: Problems) -> tuple[ShapePoint, ...]:
+def _shape(raw: Any, strategy: str, problems: Problems) -> tuple[ShapePoint, ...]:
+    """requestedToCapacityRatio.shape; its problems are named `scoringStrategy.shape[...]`, as kube's."""
     if not isinstance(raw, Mapping):
-        problems.append(invalid(path, raw, "must be an object"))
+        problems.append(invalid(f"{strategy}.requestedToCapacityRatio", raw, "must be an object"))
         return ()
-    unknown_fields(raw, {"shape"}, path, problems)
-    path = f"{path}.shape"
+    unknown_fields(raw, {"shape"}, f"{strategy}.requestedToCapacityRatio", problems)
+    path = f"{strategy}.shape"
     points = []
     for i, item in enumerate(raw.get("shape") or []):
         u = item.get("utilization", 0) if isinstance(item, Mapping) else None
