@@ -60,6 +60,9 @@ class MemoryBus:
             out.extend(log[: self.committed.get((group, topic, p), 0)])
         return out
 
+    async def records(self, topic: str) -> list[Message]:
+        return [m for log in self.topics.get(topic, []) for m in log]
+
     async def stop(self) -> None:
         return None
 

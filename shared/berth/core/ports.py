@@ -63,6 +63,11 @@ class Bus(Protocol):
         what a restarted service already handled, to rebuild its state from."""
         ...
 
+    async def records(self, topic: str) -> list[Message]:
+        """Every message of a topic up to its end now, in partition order (what the scorer
+        recovers its dedup marks from when Redis lost them)."""
+        ...
+
     async def stop(self) -> None: ...
 
 
