@@ -7,6 +7,7 @@ committed offsets, at-least-once delivery from the committed position, atomic re
 from __future__ import annotations
 
 import asyncio
+import uuid
 import zlib
 from collections.abc import Mapping
 
@@ -128,6 +129,7 @@ class MemoryStore:
         self.resv: dict[str, dict[str, int]] = {}
         self.held: dict[str, tuple[str, list[str], dict[str, int]]] = {}
         self.pv_owner: dict[str, str] = {}
+        self.token: str | None = None
 
     async def decided(self, decision_id: str) -> bool:
         return decision_id in self.seen
@@ -174,6 +176,14 @@ class MemoryStore:
 
     async def reserved(self, node: str) -> dict[str, int]:
         return {k: v for k, v in self.resv.get(node, {}).items() if v}
+
+    async def epoch(self) -> str | None:
+        return self.token
+
+    async def claim_epoch(self) -> str:
+        if self.token is None:
+            self.token = uuid.uuid4().hex
+        return self.token
 
     async def close(self) -> None:
         return None
