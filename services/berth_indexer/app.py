@@ -279,12 +279,7 @@ def build(
         if exc is None:
             return
         # Its events stay unacknowledged: nothing of the batch is committed, whatever ends the worker.
-        gone = unreachable(exc)
-        if gone is not None:  # Redis (past its client's backoff) or the broker: one line and exit 1, as
-            # every service ends; faust's own shutdown would log the error again and again, with tracebacks
-            logging.shutdown()
-            print(f"berth indexer: cannot go on: {gone}", file=sys.stderr, flush=True)
-            os._exit(1)
+        end_if_unreachable(exc)
         log.error("indexer write failed", exc_info=exc)
         crashing.add(asyncio.ensure_future(app.crash(exc)))
 
@@ -293,7 +288,11 @@ def build(
         nonlocal rebuilt, writing
         async for batch in stream.take_events(BATCH, within=0.2):  # type: ignore[attr-defined]
             if not rebuilt:  # what this group committed before: rebuild the in-memory view from it
-                n = await rebuild(settings, indexer)
+                try:
+                    n = await rebuild(settings, indexer)
+                except Exception as exc:  # Redis away (it is read now) or the broker: as a failed write
+                    end_if_unreachable(exc)
+                    raise
                 rebuilt = True
                 log.info("state rebuilt", extra={"events": n})
             # The first event per partition holds back the commit: faust commits up to the first
@@ -316,6 +315,16 @@ def build(
     return app, indexer
 
 
+def end_if_unreachable(exc: BaseException) -> None:
+    """Redis (past its client's backoff) or the broker gone: one line and exit 1, as every service
+    ends; faust's own shutdown would log the error again and again, with tracebacks."""
+    gone = unreachable(exc)
+    if gone is not None:
+        logging.shutdown()
+        print(f"berth indexer: cannot go on: {gone}", file=sys.stderr, flush=True)
+        os._exit(1)
+
+
 async def rebuild(settings: Settings, indexer: Indexer) -> int:
     """Replay what the group committed into the engine. Where Redis's index is behind that (Redis
     lost it), those events are written to Redis again too."""
@@ -328,14 +337,19 @@ async def rebuild(settings: Settings, indexer: Indexer) -> int:
     ends: dict[int, int] = {}
     for msg in history:
         ends[msg.partition] = msg.offset + 1
-    found = await indexer.index.watermarks(WATERMARKS, sorted(ends))
-    behind = index_behind(found, ends)
-    if behind:
-        indexer.lost(behind)
-    indexer.epoch = await indexer.index.claim_epoch()
-    await restore(indexer.engine, indexer.index, history, {**ends, **behind}, indexer.epoch)
-    indexer.written = ends
-    return len(history)
+    while True:
+        found = await indexer.index.watermarks(WATERMARKS, sorted(ends))
+        behind = index_behind(found, ends)
+        if behind:
+            indexer.lost(behind)
+        indexer.epoch = await indexer.index.claim_epoch()
+        indexer.engine = IndexerEngine()
+        try:
+            await restore(indexer.engine, indexer.index, history, {**ends, **behind}, indexer.epoch)
+        except IndexLost:  # lost again meanwhile: once more
+            continue
+        indexer.written = ends
+        return len(history)
 
 
 async def restore(
