@@ -135,6 +135,7 @@ class Scorer:
         """The extender's bind: kube-scheduler chose the node. "" when bound, else why not."""
         if self.binder is None:
             return "berth: the scorer does not bind (run `berth scorer --bind`)"
+        await self.check_store()  # it reserves: not in a Redis that lost the other reservations
         engine = self.engine
         key = f"{namespace}/{name}"
         pod = engine.state.pods.get(key)
