@@ -11,6 +11,7 @@ import logging
 
 import msgspec
 
+from berth.adapters.epoch import epoch_lost
 from berth.adapters.metrics import Metrics
 from berth.core.events import Event
 from berth.core.pipeline.records import DecisionRecord, encode_record
@@ -74,7 +75,7 @@ class Scorer:
     async def check_store(self) -> None:
         """Before a batch: the store still holds this scorer's state, or it is recovered first."""
         now = await self.store.epoch()
-        if now is not None and (self.epoch is None or now == self.epoch):
+        if now is not None and not epoch_lost(self.epoch, now):
             self.epoch = now  # as this process left it, or as a scorer before it did (a restart)
             return
         await self.recover(lost=self.epoch is not None)
