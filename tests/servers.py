@@ -99,3 +99,10 @@ def stop_only(server: Server) -> None:
 def restart_redis(server: Server) -> Server:
     """A persistent redis-server stopped with stop_only, started again with its data, on its port."""
     return start_redis(persist=True, port=server.port, workdir=server.workdir)
+
+
+def restart_redis_empty(server: Server) -> Server:
+    """A redis-server stopped with stop_only, started again on its port without its data, as one
+    without persistence comes back (the old working directory is removed)."""
+    shutil.rmtree(server.workdir, ignore_errors=True)
+    return start_redis(port=server.port)

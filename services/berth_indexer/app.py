@@ -11,6 +11,11 @@ Per batch (stream.take_events), in this order, so a crash at any point loses not
 
 The engine works out batch N+1 while batch N's writes are under way (Redis runs the Lua on its own
 core); writes stay in order, one batch at a time.
+
+Redis losing the index (a restart without persistence, a failover to a replica that lagged) is
+noticed at start, by a watermark behind what the group committed, and on every write, by the epoch
+key or a watermark not being what this process wrote (berth.adapters.epoch). The index is then
+written again from the topic, from where Redis still has it, before the batch goes on.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import os
 import sys
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +38,9 @@ from faust.streams import _current_event
 from berth.adapters import worker
 from berth.adapters.collector import COLLECTOR
 from berth.adapters.connect import kafka_bus, redis_client, unreachable
+from berth.adapters.epoch import index_behind
 from berth.adapters.metrics import Metrics
-from berth.adapters.redisindex import RedisIndex
+from berth.adapters.redisindex import IndexLost, RedisIndex
 from berth.core.pipeline.indexer import IndexerEngine, Op
 from berth.core.ports import CLUSTER_EVENTS, Message
 from berth.settings import Settings
@@ -59,6 +65,11 @@ class Indexer:
     send_watermark: Callable[[bytes], Awaitable[None]]
     dead_letter: Callable[[bytes], Awaitable[None]]  # sends a dead-letter record
     topic: str = CLUSTER_EVENTS  # where the events come from, for the dead-letter records
+    # The topic's messages before the given offset of each partition, from the start: what the
+    # index is written again from when Redis lost it (None: it cannot be, IndexLost ends the worker).
+    read_topic: Callable[[dict[int, int]], Awaitable[list[Message]]] | None = None
+    epoch: str | None = None  # the token of the index in Redis, once claimed (berth.adapters.epoch)
+    written: dict[int, int] = field(default_factory=dict)  # partition -> watermark Redis must have at least
     caught_up: bool = False
     batches: int = 0
     steps: deque[str] = field(default_factory=lambda: deque(maxlen=60))  # the latest side effects, in order
@@ -94,7 +105,14 @@ class Indexer:
         """Dead letters, Redis, then the watermark record. Returns the usage of nodes the batch changed."""
         for record in batch.rejected:
             await self.dead_letter(record)
-        await self.index.apply(batch.ops, {(WATERMARKS, p): offset for p, offset in batch.watermarks.items()})
+        if self.epoch is None:
+            self.epoch = await self.index.claim_epoch()
+        marks = {(WATERMARKS, p): offset for p, offset in batch.watermarks.items()}
+        try:
+            await self.index.apply(batch.ops, marks, self.epoch, self.expected())
+        except IndexLost:  # this batch's ops were worked out against the index Redis no longer has
+            await self.recover(batch.watermarks)
+        self.written.update(batch.watermarks)
         self.steps.append("redis")
         for partition, offset in batch.watermarks.items():
             await self.send_watermark(msgspec.json.encode({"partition": partition, "offset": offset}))
@@ -103,6 +121,37 @@ class Indexer:
         self.caught_up = not batch.full
         self.batches += 1
         return batch.usage
+
+    def expected(self) -> dict[tuple[str, int], int]:
+        """The watermarks Redis must have at least: what this process wrote or found there."""
+        return {(WATERMARKS, p): offset for p, offset in self.written.items()}
+
+    def lost(self, behind: dict[int, int]) -> None:
+        """One line and the metric: Redis lost (part of) the index. behind: partition -> offset it has."""
+        log.warning(
+            "Redis lost the index: writing it again from the topic",
+            extra={"partitions": {str(p): offset for p, offset in behind.items()}},
+        )
+        self.metrics.redis_lost.labels("indexer").inc()
+
+    async def recover(self, upto: dict[int, int]) -> None:
+        """Redis lost the index while this process ran: write it again from the topic, up to what this
+        process has written and `upto` (the batch in hand), from where Redis still has each partition.
+        A fresh engine works it out; the agent's own engine is already past that point."""
+        if self.read_topic is None:
+            raise IndexLost("Redis lost the index, and this indexer cannot read the topic to write it again")
+        while True:
+            targets = {**self.written, **upto}
+            found = await self.index.watermarks(WATERMARKS, sorted(targets))
+            self.lost(index_behind(found, targets))
+            self.epoch = await self.index.claim_epoch()
+            messages = await self.read_topic(targets)
+            try:
+                await restore(IndexerEngine(), self.index, messages, found, self.epoch)
+            except IndexLost:  # lost again meanwhile: once more
+                continue
+            self.written.update(targets)
+            return
 
 
 @dataclass
@@ -188,6 +237,14 @@ def build(
         await dead.send(value=record)
         metrics.dead_letters.labels("indexer").inc()
 
+    async def read_topic(ends: dict[int, int]) -> list[Message]:
+        bus = kafka_bus(settings, "indexer-rebuild")
+        await bus.start()
+        try:
+            return await bus.read_until(t.cluster_events, ends)
+        finally:
+            await bus.stop()
+
     indexer = Indexer(
         IndexerEngine(),
         RedisIndex(client, settings.redis.prefix),
@@ -195,6 +252,7 @@ def build(
         send_watermark or produce_watermark,
         dead_letter or produce_dead_letter,
         t.cluster_events,
+        read_topic if from_history else None,
     )
     rebuilt = not from_history
     # The batch being written. Kept out here: faust restarts the agent on a rebalance, and the new
@@ -221,12 +279,7 @@ def build(
         if exc is None:
             return
         # Its events stay unacknowledged: nothing of the batch is committed, whatever ends the worker.
-        gone = unreachable(exc)
-        if gone is not None:  # Redis (past its client's backoff) or the broker: one line and exit 1, as
-            # every service ends; faust's own shutdown would log the error again and again, with tracebacks
-            logging.shutdown()
-            print(f"berth indexer: cannot go on: {gone}", file=sys.stderr, flush=True)
-            os._exit(1)
+        end_if_unreachable(exc)
         log.error("indexer write failed", exc_info=exc)
         crashing.add(asyncio.ensure_future(app.crash(exc)))
 
@@ -235,7 +288,11 @@ def build(
         nonlocal rebuilt, writing
         async for batch in stream.take_events(BATCH, within=0.2):  # type: ignore[attr-defined]
             if not rebuilt:  # what this group committed before: rebuild the in-memory view from it
-                n = await rebuild(settings, indexer.engine)
+                try:
+                    n = await rebuild(settings, indexer)
+                except Exception as exc:  # Redis away (it is read now) or the broker: as a failed write
+                    end_if_unreachable(exc)
+                    raise
                 rebuilt = True
                 log.info("state rebuilt", extra={"events": n})
             # The first event per partition holds back the commit: faust commits up to the first
@@ -258,16 +315,72 @@ def build(
     return app, indexer
 
 
-async def rebuild(settings: Settings, engine: IndexerEngine) -> int:
-    """Replay what the group committed into the engine (no writes: Redis has it already)."""
+def end_if_unreachable(exc: BaseException) -> None:
+    """Redis (past its client's backoff) or the broker gone: one line and exit 1, as every service
+    ends; faust's own shutdown would log the error again and again, with tracebacks."""
+    gone = unreachable(exc)
+    if gone is not None:
+        logging.shutdown()
+        print(f"berth indexer: cannot go on: {gone}", file=sys.stderr, flush=True)
+        os._exit(1)
+
+
+async def rebuild(settings: Settings, indexer: Indexer) -> int:
+    """Replay what the group committed into the engine. Where Redis's index is behind that (Redis
+    lost it), those events are written to Redis again too."""
     bus = kafka_bus(settings, "indexer-rebuild")
     await bus.start()
     try:
         history = await bus.history(settings.topics.cluster_events, settings.groups.indexer)
     finally:
         await bus.stop()
+    ends: dict[int, int] = {}
     for msg in history:
-        with contextlib.suppress(*worker.POISON):  # it went to the dead-letter topic the first time
-            engine.handle_raw(msg.value, msg.offset + 1)
-    engine.end_batch()
-    return len(history)
+        ends[msg.partition] = msg.offset + 1
+    while True:
+        found = await indexer.index.watermarks(WATERMARKS, sorted(ends))
+        behind = index_behind(found, ends)
+        if behind:
+            indexer.lost(behind)
+        indexer.epoch = await indexer.index.claim_epoch()
+        indexer.engine = IndexerEngine()
+        try:
+            await restore(indexer.engine, indexer.index, history, {**ends, **behind}, indexer.epoch)
+        except IndexLost:  # lost again meanwhile: once more
+            continue
+        indexer.written = ends
+        return len(history)
+
+
+async def restore(
+    engine: IndexerEngine, index: RedisIndex, messages: list[Message], start: Mapping[int, int], epoch: str
+) -> int:
+    """Feed a topic's messages (from its start, in partition order) to the engine; from start[p] on
+    they are written to Redis too, in batches, each with its watermarks. Returns how many were written.
+    Redis's index must be what these messages made of it up to start[p] (nothing, at 0)."""
+    later: list[Message] = []
+    for msg in messages:
+        if msg.offset < start.get(msg.partition, 0):
+            _ops_of(engine, msg)  # Redis has them already
+        else:
+            later.append(msg)
+    done = engine.end_batch()  # the index as it was when the last of those was written
+    if not later:
+        return 0
+    if done:
+        await index.apply(done, None, epoch)
+    for i in range(0, len(later), BATCH):
+        ops: list[Op] = []
+        marks: dict[tuple[str, int], int] = {}
+        for msg in later[i : i + BATCH]:
+            ops += _ops_of(engine, msg)
+            marks[(WATERMARKS, msg.partition)] = msg.offset + 1
+        await index.apply(ops + engine.end_batch(), marks, epoch)
+    return len(later)
+
+
+def _ops_of(engine: IndexerEngine, msg: Message) -> list[Op]:
+    """A message's operations; none for one that was dead-lettered the first time."""
+    with contextlib.suppress(*worker.POISON):
+        return engine.handle_raw(msg.value, msg.offset + 1)[0]
+    return []

@@ -38,6 +38,10 @@ def serve(settings: Settings, data_dir: str) -> int:
         port = await http.start()
         log.info("serving /healthz, /readyz and /metrics", extra={"port": port})
 
-    worker = faust.Worker(app, loglevel=settings.service.log_level, quiet=True, redirect_stdouts=False)
+    # override_logging=False keeps berth's JSON lines (berth.adapters.logs): faust's own set-up
+    # replaces the root handler and disables every logger made before it, berth's included
+    worker = faust.Worker(
+        app, loglevel=settings.service.log_level, quiet=True, redirect_stdouts=False, override_logging=False
+    )
     worker.execute_from_commandline()
     return 0

@@ -76,7 +76,7 @@ async def serve(
         await worker.run(
             bus, t.cluster_events, settings.groups.scorer, scorer.handle, stop, progress,
             dead_letter_topic=t.dead_letter, service="scorer", drain=False, metrics=metrics, on_assign=take_over,
-            on_flushed=scorer.flushed,
+            on_flushed=scorer.flushed, before_batch=scorer.check_store,
         )  # fmt: skip
     finally:
         await bus.stop()

@@ -1,14 +1,22 @@
-"""The scorer's handler: the engine decides, the store makes reservations atomic across replicas."""
+"""The scorer's handler: the engine decides, the store makes reservations atomic across replicas.
+
+Before each batch it checks that the store still holds its state (the scorer's epoch key,
+berth.adapters.epoch). If Redis lost it, the dedup marks are written again from the decisions topic
+and this scorer's reservations from its engine, before anything is decided again.
+"""
 
 from __future__ import annotations
 
 import logging
 
+import msgspec
+
+from berth.adapters.epoch import epoch_lost
 from berth.adapters.metrics import Metrics
 from berth.core.events import Event
 from berth.core.pipeline.records import DecisionRecord, encode_record
 from berth.core.pipeline.scorer import ScorerEngine
-from berth.core.ports import DECISIONS, Bus, Store
+from berth.core.ports import DECISIONS, Bus, Message, Store
 from berth.core.resources import PODS
 from berth.core.state import Reservation
 from berth_scorer.binder import Binder, BindError
@@ -36,6 +44,7 @@ class Scorer:
         self.topic = topic
         self.metrics = metrics
         self._sent: dict[str, None] = {}  # decision ids sent, marked as emitted once the broker has them
+        self.epoch: str | None = None  # the token of the store's state, once seen or set
 
     async def handle(self, ev: Event) -> None:
         records = self.engine.handle(ev)
@@ -62,6 +71,39 @@ class Scorer:
                 log.info(
                     r.message, extra={"decision_id": r.decision_id, "pod": r.pod, "status": r.status, "node": r.node}
                 )
+
+    async def check_store(self) -> None:
+        """Before a batch: the store still holds this scorer's state, or it is recovered first."""
+        now = await self.store.epoch()
+        if now is not None and not epoch_lost(self.epoch, now):
+            self.epoch = now  # as this process left it, or as a scorer before it did (a restart)
+            return
+        await self.recover(lost=self.epoch is not None)
+
+    async def recover(self, lost: bool) -> None:
+        """The store has no state (lost: it had some while this process ran; else: it was emptied
+        before, or berth starts afresh): every decision on the decisions topic is marked as
+        emitted again, and this scorer takes its engine's reservations again."""
+        decided = decision_ids(await self.bus.records(self.topic))
+        if lost or decided:
+            log.warning(
+                "Redis lost the scorer's state: marking decisions from the decisions topic, taking reservations again",
+                extra={"decisions": len(decided), "reservations": len(self.engine.state.held())},
+            )
+            if self.metrics is not None:
+                self.metrics.redis_lost.labels("scorer").inc()
+        await self.store.mark_decided(decided)
+        await self.retake()
+        self.epoch = await self.store.claim_epoch()
+
+    async def retake(self) -> None:
+        """Take the engine's reservations in the store again (an empty store: only another replica
+        recovering at the same time can have taken their PVs since; those pods are decided again)."""
+        for held in self.engine.state.held():
+            pvs = [pv for _, pv in held.bindings]
+            if not await self.store.reserve(held.pod.key, held.node, pvs, {**held.pod.requests, PODS: 1}):
+                log.info("reservation lost while recovering", extra={"pod": held.pod.key, "node": held.node})
+                self.engine.revoke(held.pod.key)
 
     async def _preempt(self, r: DecisionRecord) -> None:
         """A preemption of a pod berth schedules itself, in --bind mode: the scorer carries it out."""
@@ -94,6 +136,7 @@ class Scorer:
         """The extender's bind: kube-scheduler chose the node. "" when bound, else why not."""
         if self.binder is None:
             return "berth: the scorer does not bind (run `berth scorer --bind`)"
+        await self.check_store()  # it reserves: not in a Redis that lost the other reservations
         engine = self.engine
         key = f"{namespace}/{name}"
         pod = engine.state.pods.get(key)
@@ -114,3 +157,21 @@ class Scorer:
             await self.store.release(key)
             return f"berth: {e}"
         return ""
+
+
+class _Decided(msgspec.Struct, rename="camel"):
+    decision_id: str
+
+
+def decision_ids(messages: list[Message]) -> list[str]:
+    """The decision ids on the decisions topic (a record that does not read as one is passed over)."""
+    out: list[str] = []
+    for msg in messages:
+        try:
+            out.append(_decode_decided(msg.value).decision_id)
+        except msgspec.DecodeError:
+            continue
+    return out
+
+
+_decode_decided = msgspec.json.Decoder(_Decided).decode

@@ -104,3 +104,21 @@ async def test_history_is_what_the_group_committed(bus: Bus) -> None:
     await c.commit()
     await c.stop()
     assert [m.value for m in await bus.history(t, "g")] == [bytes([0]), bytes([1]), bytes([2])]
+
+
+@pytest.mark.asyncio
+async def test_records_are_every_message_so_far_in_partition_order(bus: Bus) -> None:
+    t = topic()
+    assert await bus.records(t) == []  # no such topic
+    await bus.create_topics({t: 2})
+    assert await bus.records(t) == []
+    keys = [f"k{i}".encode() for i in range(8)]
+    for i, key in enumerate(keys):
+        await bus.send(t, bytes([i]), key)
+    await bus.flush()
+    got = await bus.records(t)
+    assert sorted(m.value for m in got) == [bytes([i]) for i in range(8)]
+    assert [(m.partition, m.offset) for m in got] == sorted((m.partition, m.offset) for m in got)
+    await bus.send(t, bytes([8]), keys[0])
+    await bus.flush()
+    assert len(await bus.records(t)) == 9

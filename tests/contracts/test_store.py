@@ -66,3 +66,11 @@ async def test_big_numbers_stay_exact(store: Store) -> None:
 @pytest.mark.asyncio
 async def test_releasing_nothing_is_harmless(store: Store) -> None:
     await store.release(name("pod"))
+
+
+@pytest.mark.asyncio
+async def test_the_epoch_is_set_once(store: Store) -> None:
+    assert await store.epoch() is None
+    token = await store.claim_epoch()
+    assert token and await store.epoch() == token
+    assert await store.claim_epoch() == token

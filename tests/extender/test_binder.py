@@ -141,3 +141,16 @@ async def test_claims_to_provision_get_the_selected_node(api: FakeAPI, client: K
     annotations = api.get("persistentvolumeclaims", "d", "default")["metadata"]["annotations"]
     assert annotations[SELECTED_NODE] == "n1"
     assert api.get("pods", "web", "default")["spec"]["nodeName"] == "n1"
+
+
+@pytest.mark.asyncio
+async def test_the_extender_bind_recovers_a_store_that_lost_its_state_first(api: FakeAPI, client: KubeClient) -> None:
+    scorer, store, _ = setup(client)
+    await scorer.check_store()
+    await feed(scorer, api, *base(), pod("web", ("a",)), pod("api", cpu="1"))
+    assert await store.reservation("default/api") is not None
+    store.__init__()  # type: ignore[misc]  # Redis restarted empty
+    assert await scorer.bind("default", "web", "", "n2") == ""
+    assert await store.reservation(KEY) == ("n2", ["pv2"])
+    held = scorer.engine.state.reserved("default/api")
+    assert held is not None and await store.reservation("default/api") == (held.node, [])  # taken again

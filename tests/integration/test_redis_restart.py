@@ -83,7 +83,7 @@ def test_redis_restarted_mid_stream(broker: Server, redis_server: Server, tmp_pa
     with service("indexer", clean, "--data-dir", str(tmp_path / "clean"), log_dir=tmp_path):
         asyncio.run(publish(clean, SAMPLE))
         watermark_reaches(clean, total)
-    undisturbed = asyncio.run(redis_dump(clean))
+    undisturbed = asyncio.run(redis_dump(clean, epochs=False))
 
     redis = start_redis(persist=True)
     try:
@@ -118,7 +118,7 @@ def test_redis_restarted_mid_stream(broker: Server, redis_server: Server, tmp_pa
                 done = len({d["decisionId"] for d in got}) >= len(want) and int(str(mark or 0)) >= total
                 if done or time.monotonic() > deadline:
                     break
-            index = asyncio.run(redis_dump(env))
+            index = asyncio.run(redis_dump(env, epochs=False))
         runs = {s.name: (s.exits, [_plain(p.read_text()) for p in s.runs]) for s in (indexer, scorer)}
     finally:
         redis.stop()

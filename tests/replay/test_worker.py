@@ -82,3 +82,27 @@ def test_a_resource_version_of_unicode_digits_is_handled_not_a_crash() -> None:
     assert odd != GOOD
     handled, dead = asyncio.run(_run([GOOD, odd, GOOD]))
     assert handled == ["n1", "n1", "n1"] and dead == []
+
+
+def test_before_batch_runs_before_each_batch_is_handled() -> None:
+    """The scorer checks that Redis still holds its state there, before anything is decided."""
+
+    async def go() -> list[str]:
+        bus = MemoryBus()
+        await bus.create_topics({"events": 1})
+        for _ in range(5):
+            await bus.send("events", GOOD)
+        steps: list[str] = []
+
+        async def handle(ev: Event) -> None:
+            steps.append("handle")
+
+        async def check() -> None:
+            steps.append("check")
+
+        done = asyncio.Event()
+        done.set()
+        await run(bus, "events", "g", handle, done, batch=2, before_batch=check)
+        return steps
+
+    assert asyncio.run(go()) == ["check", "handle", "handle", "check", "handle", "handle", "check", "handle"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.errors import KafkaTimeoutError, TopicAlreadyExistsError
 
 from berth.core.ports import Message
 
@@ -91,7 +91,45 @@ class KafkaBus:
             committed = await admin.list_consumer_group_offsets(group, partitions=tps) if tps else {}
         finally:
             await admin.close()
-        ends = {tp.partition: meta.offset for tp, meta in committed.items() if meta.offset > 0}
+        return await self.read_until(topic, {tp.partition: meta.offset for tp, meta in committed.items()})
+
+    async def records(self, topic: str) -> list[Message]:
+        admin = AIOKafkaAdminClient(**self._common())
+        await admin.start()
+        try:
+            meta = await admin.describe_topics([topic])
+            partitions = sorted(p["partition"] for p in meta[0]["partitions"]) if meta else []
+        finally:
+            await admin.close()
+        out: list[Message] = []
+        if not partitions:
+            return out
+        reader = AIOKafkaConsumer(group_id=None, enable_auto_commit=False, **self._common())
+        await reader.start()
+        try:
+            for p in partitions:
+                tp = TopicPartition(topic, p)
+                reader.assign([tp])
+                await reader.seek_to_beginning(tp)
+                # the end is the high watermark of the fetch responses (Tansu's ListOffsets is not
+                # reliable for this, see KafkaConsumer.lag)
+                idle = 0
+                while True:
+                    got = (await reader.getmany(tp, timeout_ms=1000, max_records=5000)).get(tp, [])
+                    out += [Message(r.topic, r.partition, r.offset, r.key, r.value) for r in got]
+                    high = reader.highwater(tp)
+                    if high is not None and await reader.position(tp) >= high:
+                        break
+                    idle = 0 if got else idle + 1
+                    if idle >= 60:  # a minute without a record or the partition's end: no hang
+                        raise KafkaTimeoutError(f"reading {topic}/{p}: no records and no end in 60 s")
+        finally:
+            await reader.stop()
+        return out
+
+    async def read_until(self, topic: str, ends: Mapping[int, int]) -> list[Message]:
+        """The messages of each partition before its offset in `ends`, from the start, in partition order."""
+        ends = {p: end for p, end in ends.items() if end > 0}
         out: list[Message] = []
         if not ends:
             return out  # (an unassigned group-less consumer fails to stop cleanly in aiokafka)

@@ -7,6 +7,7 @@ committed offsets, at-least-once delivery from the committed position, atomic re
 from __future__ import annotations
 
 import asyncio
+import uuid
 import zlib
 from collections.abc import Mapping
 
@@ -59,6 +60,9 @@ class MemoryBus:
         for p, log in enumerate(self.topics.get(topic, [])):
             out.extend(log[: self.committed.get((group, topic, p), 0)])
         return out
+
+    async def records(self, topic: str) -> list[Message]:
+        return [m for log in self.topics.get(topic, []) for m in log]
 
     async def stop(self) -> None:
         return None
@@ -125,6 +129,7 @@ class MemoryStore:
         self.resv: dict[str, dict[str, int]] = {}
         self.held: dict[str, tuple[str, list[str], dict[str, int]]] = {}
         self.pv_owner: dict[str, str] = {}
+        self.token: str | None = None
 
     async def decided(self, decision_id: str) -> bool:
         return decision_id in self.seen
@@ -171,6 +176,14 @@ class MemoryStore:
 
     async def reserved(self, node: str) -> dict[str, int]:
         return {k: v for k, v in self.resv.get(node, {}).items() if v}
+
+    async def epoch(self) -> str | None:
+        return self.token
+
+    async def claim_epoch(self) -> str:
+        if self.token is None:
+            self.token = uuid.uuid4().hex
+        return self.token
 
     async def close(self) -> None:
         return None

@@ -31,6 +31,12 @@ class Metrics:
             registry=r,
         )
         self.reservations = Counter("berth_reservations", "Reservations tried in the store", ["result"], registry=r)
+        self.redis_lost = Counter(
+            "berth_redis_data_lost",
+            "Times Redis was found to have lost the service's state (which it then rebuilt from the topics)",
+            ["service"],
+            registry=r,
+        )
         self.buffer_statuses = Counter("berth_buffer_statuses", "Buffer status changes emitted", registry=r)
 
     def plugin(self, plugin: str, point: str, seconds: float) -> None:

@@ -5,6 +5,7 @@ Keys (all under a configurable prefix, see docs/redis-layout.md):
   {p}resv:{node}       hash: resource -> requests reserved on the node by all scorer replicas
   {p}held:{pod}        hash: node, pvs (JSON), requests (JSON) of a reservation
   {p}pvowner:{pv}      the pod a PV is reserved for
+  {p}epoch:scorer      the token standing for all of these (berth.adapters.epoch)
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from redis.asyncio import Redis
+
+from berth.adapters.epoch import SCORER, claim_epoch, read_epoch
 
 _RESERVE = """
 local p, pod, node = ARGV[1], ARGV[2], ARGV[3]
@@ -81,12 +84,11 @@ class RedisStore:
         return bool(await self.r.exists(f"{self.p}decided:{decision_id}"))
 
     async def mark_decided(self, decision_ids: list[str]) -> None:
-        if not decision_ids:
-            return
-        async with self.r.pipeline(transaction=False) as pipe:
-            for d in decision_ids:
-                pipe.set(f"{self.p}decided:{d}", 1, ex=self.ttl)
-            await pipe.execute()
+        for i in range(0, len(decision_ids), 10_000):  # a recovery marks a whole topic's
+            async with self.r.pipeline(transaction=False) as pipe:
+                for d in decision_ids[i : i + 10_000]:
+                    pipe.set(f"{self.p}decided:{d}", 1, ex=self.ttl)
+                await pipe.execute()
 
     async def reserve(
         self, pod: str, node: str, pvs: list[str], requests: Mapping[str, int], budget: Mapping[str, int] | None = None
@@ -121,6 +123,12 @@ class RedisStore:
             if int(v):
                 out[k.decode() if isinstance(k, bytes) else k] = int(v)
         return out
+
+    async def epoch(self) -> str | None:
+        return await read_epoch(self.r, self.p, SCORER)
+
+    async def claim_epoch(self) -> str:
+        return await claim_epoch(self.r, self.p, SCORER)
 
     async def close(self) -> None:
         await self.r.aclose()

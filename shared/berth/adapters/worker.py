@@ -62,12 +62,14 @@ async def run(
     metrics: Metrics | None = None,
     on_assign: Callable[[], Awaitable[None]] | None = None,
     on_flushed: Callable[[], Awaitable[None]] | None = None,
+    before_batch: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Consume until `done` is set: then, with drain, until nothing is left (the embedded pipeline);
     without, at once after the batch in hand (a service shutting down).
 
     on_assign runs before the first batch after this member's partitions change (a standby taking
     over): the service rebuilds its state from what the group committed, then goes on from there.
+    before_batch runs before each batch is handled (the scorer checks that Redis still holds its state).
     on_flushed runs once the broker has acknowledged a batch's records, before the commit.
     A message is decoded here, once, unless it carries its decoded event (the in-memory bus)."""
     consumer = bus.consumer([topic], group)
@@ -87,6 +89,8 @@ async def run(
                 if done.is_set() and progress.lag == 0:
                     return
                 continue
+            if before_batch is not None:
+                await before_batch()
             for msg in messages:
                 try:
                     ev = decode_message(msg)

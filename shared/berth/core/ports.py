@@ -63,6 +63,11 @@ class Bus(Protocol):
         what a restarted service already handled, to rebuild its state from."""
         ...
 
+    async def records(self, topic: str) -> list[Message]:
+        """Every message of a topic up to its end now, in partition order (what the scorer
+        recovers its dedup marks from when Redis lost them)."""
+        ...
+
     async def stop(self) -> None: ...
 
 
@@ -95,6 +100,14 @@ class Store(Protocol):
 
     async def reserved(self, node: str) -> dict[str, int]:
         """What all replicas have reserved on a node, per resource."""
+        ...
+
+    async def epoch(self) -> str | None:
+        """The token standing for the state in the store (None: there is none, or it was lost)."""
+        ...
+
+    async def claim_epoch(self) -> str:
+        """Set a new token if there is none; returns the token there now."""
         ...
 
     async def close(self) -> None: ...

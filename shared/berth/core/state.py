@@ -321,6 +321,10 @@ class ClusterState:
         held = self._held.get(pod_key)
         return None if held is None else held.reservation
 
+    def held(self) -> list[Reservation]:
+        """Every reservation held now, by pod key."""
+        return [self._held[key].reservation for key in sorted(self._held)]
+
     # ---- trial removal (kube's RemovePod / AddPod on a snapshot copy) ------
     def lift(self, pod_key: str) -> Pod | None:
         """Take a pod off its node as if it were gone (preemption's dry run and its victims), whatever
