@@ -34,6 +34,7 @@ from tests.preemption.helpers import (
     knode,
     kpod,
     pdb,
+    priority_class,
 )
 
 NODE_RES = {"cpu": "200m", "memory": "400"}
@@ -1088,3 +1089,35 @@ def test_preempt(
     got = h.plugin.post_filter(h.cycle(pod), h.every_node(), h.scheduler.dry_runner)
     assert (got.nominated_node or None) == nominated
     assert sorted(v.split("/")[-1] for v in got.victims) == victims
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    pods=st.lists(
+        st.tuples(st.integers(0, 3), st.sampled_from([None, LOW, MID, HIGH]), st.sampled_from(["", "low", "high"])),
+        max_size=10,
+    ),
+    gone=st.sets(st.integers(0, 9), max_size=4),
+    preemptor=st.sampled_from([LOW, MID, HIGH]),
+    low_value=st.sampled_from([NEG, MID, VERY_HIGH]),
+    default=st.booleans(),
+)
+def test_with_no_lower_priority_pod_anywhere_no_node_is_dry_run(
+    pods: list[tuple[int, int | None, str]], gone: set[int], preemptor: int, low_value: int, default: bool
+) -> None:
+    # the shortcut (PreemptionStore.lowest) against kube's per-node dry run (victims_on, node by node)
+    h = Harness().add(*(knode(f"node{i}", VERY_LARGE) for i in range(4)))
+    h.add(priority_class("low", low_value, default=default), priority_class("high", HIGH))
+    for i, (n, prio, cls) in enumerate(pods):
+        h.add(kpod(f"p{i}", f"node{n}", prio, SMALL, **({"priorityClassName": cls} if cls else {})))
+    for i in gone & set(range(len(pods))):
+        h.state.lift(f"default/p{i}")
+    placed = [p for on in h.plugin.store.pods_on.values() for p in on.values()]
+    want = min((h.plugin.store.priority(p) for p in placed), default=None)
+    assert h.plugin.store.lowest() == want
+    cycle = h.cycle(kpod("p", priority=preemptor, req=LARGE))
+    candidates, rejected = h.plugin.find_candidates(cycle, h.every_node(), h.scheduler.dry_runner)
+    if want is None or want >= preemptor:
+        assert candidates == []
+        one_by_one = {n: h.plugin.victims_on(cycle, [n], h.scheduler.dry_runner, [])[n] for n in rejected}
+        assert rejected == one_by_one and len(rejected) == 4

@@ -24,6 +24,7 @@ Where kube is random berth is deterministic (docs/plugins.md, DefaultPreemption)
 from __future__ import annotations
 
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -68,6 +69,9 @@ class PreemptionStore:
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.pods_on: dict[str, dict[str, Pod]] = {}
         self._placed: dict[str, str] = {}  # pod key -> node
+        # what the placed pods' priorities come from, (spec.priority, priorityClassName), and how many
+        # pods each: the lowest priority on any node without a pass over the pods
+        self._sources: Counter[tuple[int | None, str]] = Counter()
 
     def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
         store: dict[str, Any] = self.classes if isinstance(obj, PriorityClass) else self.pdbs
@@ -81,16 +85,29 @@ class PreemptionStore:
         key = (new or old).key  # type: ignore[union-attr]
         prev = self._placed.pop(key, None)
         if prev is not None:
-            self.pods_on[prev].pop(key, None)
+            gone = self.pods_on[prev].pop(key, None)
+            if gone is not None:
+                source = (gone.priority, gone.priority_class_name)
+                self._sources[source] -= 1
+                if not self._sources[source]:
+                    del self._sources[source]
         if new is not None and new.node_name and not new.terminated:
             self._placed[key] = new.node_name
             self.pods_on.setdefault(new.node_name, {})[key] = new
+            self._sources[(new.priority, new.priority_class_name)] += 1
 
     def node_changed(self, state: ClusterState, slot: int) -> None:
         return None
 
     def priority(self, pod: Pod) -> int:
         return priority_of(pod, self.classes)
+
+    def lowest(self) -> int | None:
+        """The lowest priority of a pod on a node (None: no pod is on a node), as the classes are now."""
+        return min(
+            (priority_of(Pod("", "", priority=p, priority_class_name=c), self.classes) for p, c in self._sources),
+            default=None,
+        )
 
 
 @dataclass(frozen=True)
@@ -218,6 +235,10 @@ class DefaultPreemption:
         wanted = self.candidate_count(len(potential))
         start = self.offset(cycle.pod, len(potential))
         order = potential[start:] + potential[:start]
+        lowest = self.store.lowest()
+        if lowest is None or lowest >= self.store.priority(cycle.pod):
+            # no pod anywhere has a lower priority: every node's dry run finds no victims
+            return [], dict.fromkeys(order, Rejected(Code.UNRESOLVABLE, (NO_VICTIMS,)))
         chunk = wanted if dry_run.node_local else 1
         pdbs = list(self.store.pdbs.values())
         room = self._room(cycle, statuses, dry_run)
