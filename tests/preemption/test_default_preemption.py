@@ -1105,7 +1105,7 @@ def test_preempt(
 def test_with_no_lower_priority_pod_anywhere_no_node_is_dry_run(
     pods: list[tuple[int, int | None, str]], gone: set[int], preemptor: int, low_value: int, default: bool
 ) -> None:
-    # the shortcut (PreemptionStore.lowest) against kube's per-node dry run (victims_on, node by node)
+    # the shortcut (PreemptionStore.lowest) against kube's dry run of every potential node
     h = Harness().add(*(knode(f"node{i}", VERY_LARGE) for i in range(4)))
     h.add(priority_class("low", low_value, default=default), priority_class("high", HIGH))
     for i, (n, prio, cls) in enumerate(pods):
@@ -1116,8 +1116,7 @@ def test_with_no_lower_priority_pod_anywhere_no_node_is_dry_run(
     want = min((h.plugin.store.priority(p) for p in placed), default=None)
     assert h.plugin.store.lowest() == want
     cycle = h.cycle(kpod("p", priority=preemptor, req=LARGE))
-    candidates, rejected = h.plugin.find_candidates(cycle, h.every_node(), h.scheduler.dry_runner)
-    if want is None or want >= preemptor:
-        assert candidates == []
-        one_by_one = {n: h.plugin.victims_on(cycle, [n], h.scheduler.dry_runner, [])[n] for n in rejected}
-        assert rejected == one_by_one and len(rejected) == 4
+    assert h.plugin.no_lower_priority(cycle.pod) is (want is None or want >= preemptor)
+    got = h.plugin.post_filter(cycle, h.every_node(), h.scheduler.dry_runner)
+    h.plugin.no_lower_priority = lambda pod: False  # type: ignore[method-assign]  # every node dry-run
+    assert got == h.plugin.post_filter(cycle, h.every_node(), h.scheduler.dry_runner)

@@ -180,13 +180,20 @@ class DefaultPreemption:
         nodes = self.state.nodes
         if not len(nodes):
             return PostFilterResult(Status(Code.UNSCHEDULABLE, "", NAME))  # kube fails before PostFilter
-        candidates, rejected = self.find_candidates(cycle, statuses, dry_run)
-        if not candidates:
-            counts: dict[str, int] = {}
+        counts: dict[str, int] = {}
+        if self.no_lower_priority(pod):  # every potential node's dry run would find no victims
+            tried = int(np.count_nonzero(statuses.rejected(Code.UNSCHEDULABLE)))
+            candidates: list[Candidate] = []
+            if tried:
+                counts[NO_VICTIMS] = tried
+        else:
+            candidates, rejected = self.find_candidates(cycle, statuses, dry_run)
+            tried = len(rejected)
             for r in rejected.values():
                 for reason in r.reasons:
                     counts[reason] = counts.get(reason, 0) + 1
-            others = len(nodes) - len(rejected)
+        if not candidates:
+            others = len(nodes) - tried
             if others:
                 counts[NOT_HELPFUL] = counts.get(NOT_HELPFUL, 0) + others
             message = f"preemption: {fit_error(len(nodes), counts)}"
@@ -213,6 +220,12 @@ class DefaultPreemption:
         return True, ""
 
     # ---- candidates ----------------------------------------------------------------------------
+    def no_lower_priority(self, pod: Pod) -> bool:
+        """No pod on any node has a lower priority than this one (a cluster without PriorityClasses):
+        then the dry run of every node ends in kube's "No preemption victims found"."""
+        lowest = self.store.lowest()
+        return lowest is None or lowest >= self.store.priority(pod)
+
     def candidate_count(self, potential: int) -> int:
         """kube's calculateNumCandidates."""
         n = potential * self.args.min_candidate_nodes_percentage // 100
@@ -235,10 +248,6 @@ class DefaultPreemption:
         wanted = self.candidate_count(len(potential))
         start = self.offset(cycle.pod, len(potential))
         order = potential[start:] + potential[:start]
-        lowest = self.store.lowest()
-        if lowest is None or lowest >= self.store.priority(cycle.pod):
-            # no pod anywhere has a lower priority: every node's dry run finds no victims
-            return [], dict.fromkeys(order, Rejected(Code.UNRESOLVABLE, (NO_VICTIMS,)))
         chunk = wanted if dry_run.node_local else 1
         pdbs = list(self.store.pdbs.values())
         room = self._room(cycle, statuses, dry_run)
