@@ -70,7 +70,7 @@ def add_parser(sub: Any) -> None:
         metavar="CONFIG",
         help="replay the same logs under these configs too, each in its own process, side by side",
     )
-    p.add_argument("--jobs", type=int, metavar="N", help="replays run at once with --compare (default: the CPUs)")
+    p.add_argument("--jobs", type=int, metavar="N", help="replays run at once with --compare (default: all of them)")
     p.add_argument("--diff", metavar="OUT.jsonl", help="the pods the first two runs placed differently")
     p.add_argument(
         "--rejects",
@@ -190,13 +190,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _replay_all(args: argparse.Namespace, configs: list[str | None]) -> list[RunResult]:
     """One replay per config. With several, the logs are read and decoded once, here, and up to
-    --jobs replays run at once (default: the CPUs): the first in this process, the others each in a
-    process forked from it, which inherits the decoded events instead of decoding them again
+    --jobs replays run at once (default: all of them): the first in this process, the others each
+    in a process forked from it, which inherits the decoded events instead of decoding them again.
+    All at once, not one per CPU: three replays on two CPUs then take 1.5 replays' time, not two
     (docs/replay.md, Performance)."""
     if len(configs) == 1:
         return [replay_one(args, configs[0], 0)]
     log = read_log(args)
-    jobs = max(1, args.jobs or os.cpu_count() or 1)
+    jobs = max(1, args.jobs or len(configs))
     if jobs == 1:
         return [replay_one(args, c, i, False, log) for i, c in enumerate(configs)]
     global _LOG
@@ -289,8 +290,6 @@ def placement_diff(
 
 def publish(args: argparse.Namespace) -> int:
     """Send the log's events to Kafka, keyed per object, each carrying its log position."""
-    import os
-
     from berth.adapters.connect import kafka_bus, topics_of
     from berth.core.events import encode_line
     from berth.settings import from_env
