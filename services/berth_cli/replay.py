@@ -202,7 +202,6 @@ def _replay_all(args: argparse.Namespace, configs: list[str | None]) -> list[Run
         return [replay_one(args, c, i, False, log) for i, c in enumerate(configs)]
     global _LOG
     _LOG = log
-    gc.freeze()  # the forked replays share these pages: collections here must not write to them
     ctx = multiprocessing.get_context("fork")  # no thread or event loop runs yet in this process
     with ProcessPoolExecutor(max_workers=min(jobs, len(configs)) - 1, mp_context=ctx) as pool:
         futures = [pool.submit(_replay_forked, args, c, i) for i, c in enumerate(configs) if i]
@@ -223,9 +222,18 @@ _LOG: Log | None = None  # the decoded logs, inherited by the forked replays
 
 
 def read_log(args: argparse.Namespace) -> Log:
+    """The events are kept for every replay: the collector would only walk them again and again while
+    they pile up, so it waits; then they are frozen (left out of collections, so that the forked
+    replays share their pages: berth.adapters.collector)."""
     rejects: list[Reject] = []
     unreadable: list[Reject] = []
-    return Log(list(events(args.logs, rejects, args.strict, args.until, unreadable)), rejects, unreadable)
+    gc.disable()
+    try:
+        kept = list(events(args.logs, rejects, args.strict, args.until, unreadable))
+    finally:
+        gc.enable()
+    gc.freeze()
+    return Log(kept, rejects, unreadable)
 
 
 def _replay_forked(args: argparse.Namespace, config: str | None, index: int) -> RunResult:
