@@ -192,8 +192,8 @@ def _replay_all(args: argparse.Namespace, configs: list[str | None]) -> list[Run
     """One replay per config. With several, the logs are read and decoded once, here, and up to
     --jobs replays run at once (default: all of them): the first in this process, the others each
     in a process forked from it, which inherits the decoded events instead of decoding them again.
-    All at once, not one per CPU: three replays on two CPUs then take 1.5 replays' time, not two
-    (docs/replay.md, Performance)."""
+    All at once, not one per CPU: three replays on two idle CPUs then take about 1.5 times one
+    replay, not two rounds (docs/replay.md, Performance)."""
     if len(configs) == 1:
         return [replay_one(args, configs[0], 0)]
     log = read_log(args)
@@ -203,10 +203,13 @@ def _replay_all(args: argparse.Namespace, configs: list[str | None]) -> list[Run
     global _LOG
     _LOG = log
     ctx = multiprocessing.get_context("fork")  # no thread or event loop runs yet in this process
-    with ProcessPoolExecutor(max_workers=min(jobs, len(configs)) - 1, mp_context=ctx) as pool:
-        futures = [pool.submit(_replay_forked, args, c, i) for i, c in enumerate(configs) if i]
-        first = replay_one(args, configs[0], 0, False, log)  # meanwhile, here
-        return [first, *(f.result() for f in futures)]
+    try:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(configs)) - 1, mp_context=ctx) as pool:
+            futures = [pool.submit(_replay_forked, args, c, i) for i, c in enumerate(configs) if i]
+            first = replay_one(args, configs[0], 0, False, log)  # meanwhile, here
+            return [first, *(f.result() for f in futures)]
+    finally:
+        _LOG = None
 
 
 @dataclass
