@@ -11,6 +11,7 @@ BENCHES = [
     "loadaware",
     "combined",
     "replay",
+    "compare",
     "steady",
     "streaming",
     "interpod",

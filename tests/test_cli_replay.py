@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from berth.adapters.eventlog import read_events
 from berth.core.decision import fit_error
 from berth.core.events import Event
 from berth.core.pipeline.scorer import ScorerEngine
+from berth_cli import replay as cli_replay
 from berth_cli.main import main
 
 LOGS = Path(__file__).parent / "data" / "logs"
@@ -204,6 +206,34 @@ def test_n_way_compare_in_processes_gives_what_one_process_gives(
     assert code == 0
     assert (alone / "d.jsonl").read_bytes() == (three / "d.compare2.jsonl").read_bytes()
     assert {**json.loads((alone / "s.json").read_text())["runs"][0], "label": ""} == {**runs[2], "label": ""}
+
+
+@pytest.mark.parametrize("jobs", ["1", "2", "3"])
+def test_each_run_of_a_compare_writes_what_its_config_writes_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    """A compare decodes the logs once and its replays share them (in this process, or inherited by
+    forked ones): each run's decisions and summary are what a replay under its config alone writes,
+    over several logs, rejected lines included."""
+    examples = Path(__file__).parent.parent / "examples"
+    configs = [str(examples / "most-free.yaml"), str(examples / "capacity-priority-off.yaml")]
+    logs = [LOCAL, str(LOGS / "buffers.jsonl"), str(LOGS / "scarce-pvs.jsonl")]
+    both = tmp_path / "compare"
+    argv = [*logs, "--compare", *configs, "--jobs", jobs, "--decisions", str(both / "d.jsonl")]
+    read: list[str] = []
+    monkeypatch.setattr(cli_replay, "read_events", lambda path, *a: read.append(path) or read_events(path, *a))
+    assert replay(capsys, *argv, "--summary", str(both / "s.json"))[0] == 0
+    assert read == logs  # each log decoded once, here, whatever the replays
+    monkeypatch.undo()
+    runs = json.loads((both / "s.json").read_text())["runs"]
+    for i, (config, name) in enumerate(zip([None, *configs], ["d", "d.compare", "d.compare2"], strict=True)):
+        alone = tmp_path / f"alone{i}"
+        argv = [*logs, *(["--config", config] if config else []), "--decisions", str(alone / "d.jsonl")]
+        assert replay(capsys, *argv, "--summary", str(alone / "s.json"))[0] == 0
+        assert (alone / "d.jsonl").read_bytes() == (both / f"{name}.jsonl").read_bytes()
+        assert json.loads((alone / "s.json").read_text())["runs"] == [runs[i]]
+        assert (alone / "d.rejects.jsonl").read_bytes() == (both / "d.rejects.jsonl").read_bytes()
+    assert len({(both / f"{name}.jsonl").read_bytes() for name in ("d", "d.compare", "d.compare2")}) > 1
 
 
 def _placed(r: dict | None) -> tuple[str, list[str]] | None:
