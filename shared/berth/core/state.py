@@ -11,7 +11,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -47,6 +47,13 @@ class Extension(Protocol):
     def node_changed(self, state: ClusterState, slot: int) -> None:
         """The node in this slot was added, changed or removed."""
         ...
+
+
+@runtime_checkable
+class Dozes(Protocol):
+    """An extension that can put off the work of its kinds' changes until it is next read."""
+
+    def doze(self) -> None: ...
 
 
 def newer(new: str, old: str) -> bool:
@@ -139,6 +146,12 @@ class ClusterState:
         if owner is not None and owner() is not None and owner() is not self:
             raise ValueError(f"{type(ext).__name__} already belongs to another ClusterState; build the profile again")
         ext._berth_owner = weakref.ref(self)  # type: ignore[attr-defined]
+
+    def doze(self) -> None:
+        """Extensions that can put off their work until read do so (a view that may never be read)."""
+        for ext in self.extensions:
+            if isinstance(ext, Dozes):
+                ext.doze()
 
     # ---- applying changes --------------------------------------------------
     def apply(self, obj: Any, deleted: bool = False) -> bool:
