@@ -109,6 +109,7 @@ class ClusterState:
         self.cap_index: dict[str, CapacityIndex] = {}
         self.pvs_by_claim: dict[str, set[str]] = {}
         self.extensions: list[Extension] = []
+        self._by_kind: dict[type, tuple[Extension, ...]] = {}  # the extensions of a model's type
         for ext in extensions:
             self._own(ext)
             self.extensions.append(ext)
@@ -135,6 +136,7 @@ class ClusterState:
             return
         self._own(ext)
         self.extensions.append(ext)
+        self._by_kind.clear()
         for slot in self.nodes.slot.values():
             ext.node_changed(self, slot)
         for pod in self.pods.values():
@@ -167,12 +169,13 @@ class ClusterState:
         if apply is not None:
             apply(obj, deleted)
             return True
-        known = False
-        for ext in self.extensions:  # every extension of the kind sees it (PriorityClasses: two)
-            if isinstance(obj, ext.kinds):
-                ext.apply(self, obj, deleted)
-                known = True
-        return known
+        cls = type(obj)
+        extensions = self._by_kind.get(cls)
+        if extensions is None:  # every extension of the kind sees it (PriorityClasses: two)
+            extensions = self._by_kind[cls] = tuple(e for e in self.extensions if issubclass(cls, e.kinds))
+        for ext in extensions:
+            ext.apply(self, obj, deleted)
+        return bool(extensions)
 
     @staticmethod
     def _put(store: dict[str, Any], key: str, obj: Any, deleted: bool) -> None:
