@@ -116,3 +116,17 @@ def test_errors_name_object_and_field(raw: Any, message: str) -> None:
 
 def test_unknown_kind_is_none() -> None:
     assert convert({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}) is None
+
+
+def test_equal_labels_and_annotations_are_one_dict() -> None:
+    """A workload's pods (or a node's PVs) share their labels' dict; equal in another order is not the same."""
+
+    def labelled(name: str, labels: dict[str, str], annotations: dict[str, str] | None = None) -> Any:
+        meta = {"name": name, "namespace": "ns", "labels": labels, "annotations": annotations}
+        return convert({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"nodeSelector": labels}})
+
+    a, b = labelled("a", {"app": "web", "tier": "1"}), labelled("b", {"app": "web", "tier": "1"})
+    c = labelled("c", {"tier": "1", "app": "web"})
+    assert a.labels is b.labels and a.node_selector is b.node_selector
+    assert c.labels == a.labels and c.labels is not a.labels and list(c.labels) == ["tier", "app"]
+    assert labelled("d", {}).labels == {} and labelled("d", {}).annotations == {}

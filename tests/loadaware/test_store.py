@@ -316,3 +316,82 @@ def test_sums_are_a_full_recount(steps: list[tuple[Any, ...]], include_sys: bool
         s = world.state.nodes.slot["n"]
         assert store.delta[s].tolist() == want.node_delta.tolist() and store.est[s].tolist() == want.node_est.tolist()
         assert store.prod[s].tolist() == (want.prod_usage + want.prod_delta).tolist()
+
+
+_DOZE_STEPS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("pod"), st.sampled_from("pqr"), st.sampled_from("ab"), st.sampled_from([30, 3600]), st.just("")
+        ),
+        st.tuples(st.just("gone"), st.sampled_from("pqr")),
+        st.tuples(
+            st.just("metric"),
+            st.sampled_from("ab"),
+            st.sampled_from([None, 0, 30, 120]),
+            st.lists(st.tuples(st.sampled_from("pqr"), st.sampled_from(["koord-prod", "koord-batch"])), max_size=2),
+            st.sampled_from([None, "5m0s"]),
+        ),
+        st.tuples(st.just("unmetric"), st.sampled_from("ab")),
+        st.tuples(st.just("node"), st.just("b")),
+    ),
+    max_size=14,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_DOZE_STEPS, st.booleans(), st.integers(min_value=0, max_value=14), st.booleans())
+def test_a_dozing_store_wakes_as_the_one_that_stayed_awake(
+    steps: list[tuple[Any, ...]], include_sys: bool, doze_at: int, aggregated: bool
+) -> None:
+    """A store that dozes (NodeMetrics only kept until it is read) reads, once woken, exactly as one
+    that took every change in as it came: records, pods' sums and every slot array."""
+    args = {**BASE, "prodUsageIncludeSys": include_sys}
+    if aggregated:
+        args["aggregated"] = {
+            "usageThresholds": {"cpu": 70},
+            "usageAggregationType": "p95",
+            "scoreAggregationType": "p95",
+        }
+    awake, dozing = World(args, node("a")), World(args, node("a"))
+    for rv, step in enumerate(steps, start=1):
+        if rv - 1 == doze_at:
+            dozing.state.doze()
+        if step[0] == "pod":
+            change, deleted = pod(step[1], step[2], scheduled=ago(step[3]), rv=str(rv)), False
+        elif step[0] == "gone":
+            change, deleted = pod(step[1], "a", rv=str(rv)), True
+        elif step[0] == "metric":
+            _, name, age, reported, duration = step
+            change = node_metric(
+                name,
+                update=None if age is None else T0 - timedelta(seconds=age),
+                pods=[pod_usage(p, "500m", "1Gi", priority=prio) for p, prio in reported],
+                system=("1", "1Gi"),
+                agg=None if duration is None else {duration: {"p95": ("3", "2Gi")}},
+                rv=str(rv),
+            )
+            deleted = False
+        elif step[0] == "unmetric":
+            change, deleted = node_metric(step[1], rv=str(rv)), True
+        else:
+            change, deleted = node(step[1]), False
+        awake.apply(change, deleted)
+        dozing.apply(change, deleted)
+    a, d = awake.plugin.store.views(), dozing.plugin.store.views()
+    assert sorted(a.records) == sorted(d.records)
+    for name, want in a.records.items():
+        got = d.records[name]
+        assert sums(got) == sums(want)
+        assert (got.metric, got.window, got.interval, sorted(got.pods)) == (
+            want.metric,
+            want.window,
+            want.interval,
+            sorted(want.pods),
+        )
+    read_where = {"agg_f": a.agg_f_ok, "agg_s": a.agg_s_ok}  # rows read only where these say so
+    for key, value in vars(a).items():
+        if isinstance(value, np.ndarray) or (isinstance(value, list) and value and isinstance(value[0], np.ndarray)):
+            ok = read_where.get(key, slice(None))
+            assert np.array_equal(np.asarray(value)[ok], np.asarray(getattr(d, key))[ok]), key
+    assert awake.filter(pod("x", cpu="2")) == dozing.filter(pod("x", cpu="2"))
+    assert awake.score(pod("x", cpu="2")) == dozing.score(pod("x", cpu="2"))

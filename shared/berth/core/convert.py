@@ -215,6 +215,24 @@ def inline_disks(vol: wc.Volume) -> list[InlineDisk]:
     return out
 
 
+_TEXTS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+_NO_TEXTS: dict[str, str] = {}
+
+
+def texts(v: dict[str, str] | None) -> dict[str, str]:
+    """Labels, annotations, a node selector: one dict shared by the objects that have equal ones (a
+    workload's pods, a node's PVs), as models never change them; a bounded cache."""
+    if not v:
+        return _NO_TEXTS
+    key = tuple(v.items())
+    out = _TEXTS.get(key)
+    if out is None:
+        if len(_TEXTS) >= 65536:
+            _TEXTS.clear()
+        out = _TEXTS[key] = v
+    return out
+
+
 _TOLERATIONS: dict[tuple[wc.Toleration, ...], tuple[Toleration, ...]] = {}  # most pods have admission's defaults
 
 
@@ -298,8 +316,8 @@ def pod(v: wc.Pod) -> Pod:
         name=name,
         uid=meta.uid or "",
         resource_version=meta.resource_version or "",
-        labels=meta.labels or {},
-        annotations=meta.annotations or {},
+        labels=texts(meta.labels),
+        annotations=texts(meta.annotations),
         owner_refs=owner_refs(meta),
         creation=creation,
         deleting=meta.deletion_timestamp is not None,
@@ -308,7 +326,7 @@ def pod(v: wc.Pod) -> Pod:
         scheduler_name=spec.scheduler_name or "default-scheduler",
         priority=spec.priority,
         priority_class_name=spec.priority_class_name or "",
-        node_selector=spec.node_selector or {},
+        node_selector=texts(spec.node_selector),
         affinity=None if required is None else node_selector(required),
         tolerations=tolerations(spec.tolerations) if spec.tolerations else (),
         volumes=tuple(volumes),
@@ -346,8 +364,8 @@ def node(v: wc.Node) -> Node:
         name=name_of(meta),
         uid=meta.uid or "",
         resource_version=meta.resource_version or "",
-        labels=meta.labels or {},
-        annotations=meta.annotations or {},
+        labels=texts(meta.labels),
+        annotations=texts(meta.annotations),
         unschedulable=bool(spec.unschedulable),
         taints=tuple(Taint(key=t.key or "", value=t.value or "", effect=t.effect or "") for t in spec.taints or ()),
         allocatable=allocatable,
@@ -390,7 +408,7 @@ def pv(v: wc.PersistentVolume) -> PersistentVolume:
     meta = v.metadata or EMPTY_META
     name = name_of(meta)
     spec = v.spec or wc.PersistentVolumeSpec()
-    annotations = meta.annotations or {}
+    annotations = texts(meta.annotations)
     ref = spec.claim_ref
     required = None if spec.node_affinity is None else spec.node_affinity.required
     storage_class, volume_mode, attributes_class = _volume_texts(annotations, spec)
@@ -398,7 +416,7 @@ def pv(v: wc.PersistentVolume) -> PersistentVolume:
     return PersistentVolume(
         name=name,
         resource_version=meta.resource_version or "",
-        labels=meta.labels or {},
+        labels=texts(meta.labels),
         annotations=annotations,
         storage_class=storage_class,
         capacity=_storage(spec.capacity, "spec.capacity") or 0,
@@ -422,7 +440,7 @@ def pvc(v: wc.PersistentVolumeClaim) -> PersistentVolumeClaim:
     meta = v.metadata or EMPTY_META
     name = name_of(meta)
     spec = v.spec or wc.PersistentVolumeClaimSpec()
-    annotations = meta.annotations or {}
+    annotations = texts(meta.annotations)
     storage_class, volume_mode, attributes_class = _volume_texts(annotations, spec)
     requests = None if spec.resources is None else spec.resources.requests
     return PersistentVolumeClaim(
@@ -430,7 +448,7 @@ def pvc(v: wc.PersistentVolumeClaim) -> PersistentVolumeClaim:
         name=name,
         uid=meta.uid or "",
         resource_version=meta.resource_version or "",
-        labels=meta.labels or {},
+        labels=texts(meta.labels),
         annotations=annotations,
         owner_refs=owner_refs(meta),
         storage_class=storage_class,
@@ -447,7 +465,7 @@ def pvc(v: wc.PersistentVolumeClaim) -> PersistentVolumeClaim:
 
 def storage_class(v: wc.StorageClass) -> StorageClass:
     meta = v.metadata or EMPTY_META
-    annotations = meta.annotations or {}
+    annotations = texts(meta.annotations)
     weight = None
     if ANN_CLASS_WEIGHT in annotations:
         text = annotations[ANN_CLASS_WEIGHT]

@@ -4,6 +4,10 @@ Quantities: storage sizes (PV capacity, claim requests, CSIStorageCapacity) are
 exact nano-units (see quantity.py). Resource lists map a resource name to kube's
 integer form: millicores for cpu, whole units (rounded up) for everything else.
 Times are timezone-aware datetimes.
+
+Models (here and in loadaware, buffers, preemption and selectors) are trees of immutable data that
+never take part in a reference cycle: they are left out of the garbage collector (gc=False), which
+saves each its collector header and the collector's young passes their scanning.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ ANN_BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
 ANN_CLASS_WEIGHT = "storageclass.kubernetes.io/weight"
 
 
-class OwnerRef(msgspec.Struct, frozen=True):
+class OwnerRef(msgspec.Struct, frozen=True, gc=False):
     kind: str
     name: str
     uid: str = ""
@@ -31,7 +35,7 @@ class OwnerRef(msgspec.Struct, frozen=True):
     controller: bool = False
 
 
-class Toleration(msgspec.Struct, frozen=True):
+class Toleration(msgspec.Struct, frozen=True, gc=False):
     key: str = ""
     operator: str = "Equal"
     value: str = ""
@@ -47,20 +51,20 @@ class Toleration(msgspec.Struct, frozen=True):
         return self.operator in ("", "Equal") and self.value == taint.value
 
 
-class Taint(msgspec.Struct, frozen=True):
+class Taint(msgspec.Struct, frozen=True, gc=False):
     key: str
     value: str = ""
     effect: str = ""
 
 
-class PodCondition(msgspec.Struct, frozen=True):
+class PodCondition(msgspec.Struct, frozen=True, gc=False):
     type: str
     status: str
     last_transition_time: datetime | None = None
     reason: str = ""
 
 
-class PodVolume(msgspec.Struct, frozen=True):
+class PodVolume(msgspec.Struct, frozen=True, gc=False):
     """A PVC-backed pod volume: a persistentVolumeClaim or a generic ephemeral volume."""
 
     name: str
@@ -68,7 +72,7 @@ class PodVolume(msgspec.Struct, frozen=True):
     ephemeral: bool = False
 
 
-class InlineDisk(msgspec.Struct, frozen=True):
+class InlineDisk(msgspec.Struct, frozen=True, gc=False):
     """An inline gcePersistentDisk, awsElasticBlockStore, iscsi or rbd volume: what names the disk
     (pdName, volumeID, iqn, image), the RBD pool and monitors, and readOnly."""
 
@@ -79,7 +83,7 @@ class InlineDisk(msgspec.Struct, frozen=True):
     monitors: tuple[str, ...] = ()
 
 
-class Pod(msgspec.Struct, frozen=True):
+class Pod(msgspec.Struct, frozen=True, gc=False):
     namespace: str
     name: str
     uid: str = ""
@@ -138,7 +142,7 @@ class Pod(msgspec.Struct, frozen=True):
         return next((o for o in self.owner_refs if o.controller), None)
 
 
-class Node(msgspec.Struct, frozen=True):
+class Node(msgspec.Struct, frozen=True, gc=False):
     name: str
     uid: str = ""
     resource_version: str = ""
@@ -151,7 +155,7 @@ class Node(msgspec.Struct, frozen=True):
     images: dict[str, int] = {}  # status.images: each name as written -> the image's size in bytes
 
 
-class ClaimRef(msgspec.Struct, frozen=True):
+class ClaimRef(msgspec.Struct, frozen=True, gc=False):
     namespace: str
     name: str
     uid: str = ""
@@ -161,7 +165,7 @@ class ClaimRef(msgspec.Struct, frozen=True):
         return self.namespace == claim.namespace and self.name == claim.name and (not self.uid or self.uid == claim.uid)
 
 
-class PersistentVolume(msgspec.Struct, frozen=True):
+class PersistentVolume(msgspec.Struct, frozen=True, gc=False):
     name: str
     resource_version: str = ""
     labels: dict[str, str] = {}
@@ -182,7 +186,7 @@ class PersistentVolume(msgspec.Struct, frozen=True):
     migrated_handle: str = ""
 
 
-class PersistentVolumeClaim(msgspec.Struct, frozen=True):
+class PersistentVolumeClaim(msgspec.Struct, frozen=True, gc=False):
     namespace: str
     name: str
     uid: str = ""
@@ -213,7 +217,7 @@ class PersistentVolumeClaim(msgspec.Struct, frozen=True):
         return self.annotations.get(ANN_SELECTED_NODE)
 
 
-class StorageClass(msgspec.Struct, frozen=True):
+class StorageClass(msgspec.Struct, frozen=True, gc=False):
     name: str
     resource_version: str = ""
     annotations: dict[str, str] = {}
@@ -227,13 +231,13 @@ class StorageClass(msgspec.Struct, frozen=True):
         return self.provisioner not in ("", "kubernetes.io/no-provisioner")
 
 
-class CSIDriver(msgspec.Struct, frozen=True):
+class CSIDriver(msgspec.Struct, frozen=True, gc=False):
     name: str
     resource_version: str = ""
     storage_capacity: bool = False
 
 
-class CSIStorageCapacity(msgspec.Struct, frozen=True):
+class CSIStorageCapacity(msgspec.Struct, frozen=True, gc=False):
     namespace: str
     name: str
     resource_version: str = ""
@@ -254,7 +258,7 @@ class CSIStorageCapacity(msgspec.Struct, frozen=True):
 # ---- inter-pod affinity, topology spread and namespaces (InterPodAffinity, PodTopologySpread) ----
 
 
-class PodAffinityTerm(msgspec.Struct, frozen=True):
+class PodAffinityTerm(msgspec.Struct, frozen=True, gc=False):
     """One pod (anti-)affinity term. selector None matches no pod; namespaces empty and namespace_selector
     None mean the namespace of the pod that owns the term. weight: a preferred term's weight."""
 
@@ -265,7 +269,7 @@ class PodAffinityTerm(msgspec.Struct, frozen=True):
     weight: int = 0
 
 
-class PodAffinity(msgspec.Struct, frozen=True):
+class PodAffinity(msgspec.Struct, frozen=True, gc=False):
     """A pod's podAffinity and podAntiAffinity (present: the pod is a "pod with affinity", even if empty)."""
 
     required: tuple[PodAffinityTerm, ...] = ()
@@ -274,7 +278,7 @@ class PodAffinity(msgspec.Struct, frozen=True):
     preferred_anti: tuple[PodAffinityTerm, ...] = ()
 
 
-class SpreadConstraint(msgspec.Struct, frozen=True):
+class SpreadConstraint(msgspec.Struct, frozen=True, gc=False):
     """One topologySpreadConstraints entry; policies and minDomains defaulted as the plugin does."""
 
     max_skew: int
@@ -287,13 +291,13 @@ class SpreadConstraint(msgspec.Struct, frozen=True):
     match_label_keys: tuple[str, ...] = ()
 
 
-class Namespace(msgspec.Struct, frozen=True):
+class Namespace(msgspec.Struct, frozen=True, gc=False):
     name: str
     resource_version: str = ""
     labels: dict[str, str] = {}
 
 
-class Service(msgspec.Struct, frozen=True):
+class Service(msgspec.Struct, frozen=True, gc=False):
     """A Service's pod selector (PodTopologySpread's default constraints); None: no selector, no pod."""
 
     namespace: str
@@ -302,7 +306,7 @@ class Service(msgspec.Struct, frozen=True):
     selector: dict[str, str] | None = None
 
 
-class CSINode(msgspec.Struct, frozen=True):
+class CSINode(msgspec.Struct, frozen=True, gc=False):
     """A node's CSI drivers; `limits`: per driver, the most volumes it can attach (allocatable.count)."""
 
     name: str

@@ -34,7 +34,7 @@ def _parse_int64(value: str) -> int | None:
     return n if -(2**63) <= n < 2**63 else None
 
 
-class Requirement(msgspec.Struct, frozen=True):
+class Requirement(msgspec.Struct, frozen=True, gc=False):
     key: str
     operator: str
     values: tuple[str, ...] = ()
@@ -74,7 +74,7 @@ class Requirement(msgspec.Struct, frozen=True):
         return have > want if op == "Gt" else have < want
 
 
-class NodeSelectorTerm(msgspec.Struct, frozen=True):
+class NodeSelectorTerm(msgspec.Struct, frozen=True, gc=False):
     match_expressions: tuple[Requirement, ...] = ()
     match_fields: tuple[Requirement, ...] = ()
 
@@ -97,7 +97,7 @@ class NodeSelectorTerm(msgspec.Struct, frozen=True):
         return all(r.matches(fields) for r in self.match_fields)
 
 
-class NodeSelector(msgspec.Struct, frozen=True):
+class NodeSelector(msgspec.Struct, frozen=True, gc=False):
     """Terms are ORed; a term with nothing in it is dropped, and no terms match nothing."""
 
     terms: tuple[NodeSelectorTerm, ...] = ()
@@ -106,7 +106,7 @@ class NodeSelector(msgspec.Struct, frozen=True):
         return any(t.matches(labels, node_name) for t in self.terms)
 
 
-class LabelSelector(msgspec.Struct, frozen=True):
+class LabelSelector(msgspec.Struct, frozen=True, gc=False):
     """matchLabels and matchExpressions, ANDed. The empty selector matches everything."""
 
     match_labels: tuple[tuple[str, str], ...] = ()
@@ -126,7 +126,7 @@ class LabelSelector(msgspec.Struct, frozen=True):
         return all(r.matches(labels) for r in self.match_expressions)
 
 
-class TopologyTerm(msgspec.Struct, frozen=True):
+class TopologyTerm(msgspec.Struct, frozen=True, gc=False):
     """One StorageClass allowedTopologies term: every key must have one of its values."""
 
     expressions: tuple[tuple[str, tuple[str, ...]], ...] = ()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -47,6 +47,13 @@ class Extension(Protocol):
     def node_changed(self, state: ClusterState, slot: int) -> None:
         """The node in this slot was added, changed or removed."""
         ...
+
+
+@runtime_checkable
+class Dozes(Protocol):
+    """An extension that can put off the work of its kinds' changes until it is next read."""
+
+    def doze(self) -> None: ...
 
 
 def newer(new: str, old: str) -> bool:
@@ -102,6 +109,7 @@ class ClusterState:
         self.cap_index: dict[str, CapacityIndex] = {}
         self.pvs_by_claim: dict[str, set[str]] = {}
         self.extensions: list[Extension] = []
+        self._by_kind: dict[type, tuple[Extension, ...]] = {}  # the extensions of a model's type
         for ext in extensions:
             self._own(ext)
             self.extensions.append(ext)
@@ -128,6 +136,7 @@ class ClusterState:
             return
         self._own(ext)
         self.extensions.append(ext)
+        self._by_kind.clear()
         for slot in self.nodes.slot.values():
             ext.node_changed(self, slot)
         for pod in self.pods.values():
@@ -139,6 +148,12 @@ class ClusterState:
         if owner is not None and owner() is not None and owner() is not self:
             raise ValueError(f"{type(ext).__name__} already belongs to another ClusterState; build the profile again")
         ext._berth_owner = weakref.ref(self)  # type: ignore[attr-defined]
+
+    def doze(self) -> None:
+        """Extensions that can put off their work until read do so (a view that may never be read)."""
+        for ext in self.extensions:
+            if isinstance(ext, Dozes):
+                ext.doze()
 
     # ---- applying changes --------------------------------------------------
     def apply(self, obj: Any, deleted: bool = False) -> bool:
@@ -154,12 +169,13 @@ class ClusterState:
         if apply is not None:
             apply(obj, deleted)
             return True
-        known = False
-        for ext in self.extensions:  # every extension of the kind sees it (PriorityClasses: two)
-            if isinstance(obj, ext.kinds):
-                ext.apply(self, obj, deleted)
-                known = True
-        return known
+        cls = type(obj)
+        extensions = self._by_kind.get(cls)
+        if extensions is None:  # every extension of the kind sees it (PriorityClasses: two)
+            extensions = self._by_kind[cls] = tuple(e for e in self.extensions if issubclass(cls, e.kinds))
+        for ext in extensions:
+            ext.apply(self, obj, deleted)
+        return bool(extensions)
 
     @staticmethod
     def _put(store: dict[str, Any], key: str, obj: Any, deleted: bool) -> None:

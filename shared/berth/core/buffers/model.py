@@ -23,17 +23,17 @@ INT32_MAX = 2**31 - 1
 MilliList = dict[str, int]
 
 
-class LocalRef(msgspec.Struct, frozen=True):
+class LocalRef(msgspec.Struct, frozen=True, gc=False):
     name: str
 
 
-class ScalableRef(msgspec.Struct, frozen=True):
+class ScalableRef(msgspec.Struct, frozen=True, gc=False):
     api_group: str
     kind: str
     name: str
 
 
-class BufferSpec(msgspec.Struct, frozen=True):
+class BufferSpec(msgspec.Struct, frozen=True, gc=False):
     pod_template_ref: LocalRef | None = None
     scalable_ref: ScalableRef | None = None
     replicas: int | None = None
@@ -42,7 +42,7 @@ class BufferSpec(msgspec.Struct, frozen=True):
     provisioning_strategy: str = ACTIVE_CAPACITY
 
 
-class Condition(msgspec.Struct, frozen=True):
+class Condition(msgspec.Struct, frozen=True, gc=False):
     type: str
     status: str
     reason: str
@@ -51,7 +51,7 @@ class Condition(msgspec.Struct, frozen=True):
     observed_generation: int = 0
 
 
-class BufferStatus(msgspec.Struct, frozen=True):
+class BufferStatus(msgspec.Struct, frozen=True, gc=False):
     pod_template_ref: str | None = None
     replicas: int | None = None
     pod_template_generation: int | None = None
@@ -62,7 +62,7 @@ class BufferStatus(msgspec.Struct, frozen=True):
         return next((c for c in self.conditions if c.type == type_), None)
 
 
-class CapacityBuffer(msgspec.Struct, frozen=True):
+class CapacityBuffer(msgspec.Struct, frozen=True, gc=False):
     namespace: str
     name: str
     uid: str = ""
@@ -79,7 +79,7 @@ class CapacityBuffer(msgspec.Struct, frozen=True):
         return f"{self.namespace}/{self.name}"
 
 
-class PodTemplate(msgspec.Struct, frozen=True):
+class PodTemplate(msgspec.Struct, frozen=True, gc=False):
     namespace: str
     name: str
     uid: str = ""
@@ -92,7 +92,7 @@ class PodTemplate(msgspec.Struct, frozen=True):
         return f"{self.namespace}/{self.name}"
 
 
-class Workload(msgspec.Struct, frozen=True):
+class Workload(msgspec.Struct, frozen=True, gc=False):
     """A workload with a pod template; one subclass per kind keeps state keys apart."""
 
     namespace: str
@@ -146,13 +146,13 @@ WORKLOAD_TYPES: tuple[type[Workload], ...] = (
 )
 
 
-class ScopeRequirement(msgspec.Struct, frozen=True):
+class ScopeRequirement(msgspec.Struct, frozen=True, gc=False):
     scope_name: str
     operator: str
     values: tuple[str, ...] = ()
 
 
-class ResourceQuota(msgspec.Struct, frozen=True):
+class ResourceQuota(msgspec.Struct, frozen=True, gc=False):
     namespace: str
     name: str
     uid: str = ""

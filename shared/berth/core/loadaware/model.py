@@ -26,7 +26,7 @@ LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
 LABEL_QOS_CLASS = "koordinator.sh/qosClass"
 
 
-class PodMetric(msgspec.Struct, frozen=True):
+class PodMetric(msgspec.Struct, frozen=True, gc=False):
     """One status.podsMetric[] entry."""
 
     namespace: str
@@ -39,14 +39,14 @@ class PodMetric(msgspec.Struct, frozen=True):
         return f"{self.namespace}/{self.name}"
 
 
-class AggregatedUsage(msgspec.Struct, frozen=True):
+class AggregatedUsage(msgspec.Struct, frozen=True, gc=False):
     """One status.nodeMetric.aggregatedNodeUsages[] entry: aggregation type -> usage."""
 
     duration: int  # nanoseconds
     usage: dict[str, ResourceList] = {}
 
 
-class NodeMetric(msgspec.Struct, frozen=True):
+class NodeMetric(msgspec.Struct, frozen=True, gc=False):
     name: str
     resource_version: str = ""
     update_time: datetime | None = None

@@ -208,6 +208,9 @@ class NodeMetricStore:
         self._objs: list[Node | None] = []
         self.cap = 0
         self._alloc_arrays(0)
+        # dozing: NodeMetrics are only kept (with their times) and the slot arrays left as they are,
+        # until the store is next read (see doze)
+        self._dozing = False
 
     # ---- slot arrays ------------------------------------------------------
     def _alloc_arrays(self, cap: int) -> None:
@@ -333,6 +336,8 @@ class NodeMetricStore:
 
     def views(self) -> NodeMetricStore:
         """Refresh the derived arrays of the slots changed since the last call; returns self."""
+        if self._dozing:
+            self._wake()
         if len(self._dirty) == 1:  # the usual case: one node changed; a slice indexes faster
             s = next(iter(self._dirty))
             self._derive(slice(s, s + 1))
@@ -376,6 +381,21 @@ class NodeMetricStore:
         """Register with a state that already holds pods (NodeMetrics it dropped are not recovered)."""
         state.attach(self)
 
+    def doze(self) -> None:
+        """Put off a NodeMetric's work until the store is next read (`views`): a metric is only kept,
+        with its time, and the pods' sums and slot rows are made again from the last metrics then.
+        For a cluster view that may never be read (the buffer controller's, until a buffer exists)."""
+        self._dozing = True
+
+    def _wake(self) -> None:
+        self._dozing = False
+        for rec in self.records.values():
+            if rec.metric is not None:
+                self._load_metric(rec, rec.metric)
+        for s in range(self.cap):
+            if self._objs[s] is not None:
+                self._write_slot(s, self._objs[s])
+
     # ---- Extension hooks --------------------------------------------------
     def node_changed(self, state: ClusterState, slot: int) -> None:
         if len(state.nodes.valid) > self.cap:
@@ -404,6 +424,11 @@ class NodeMetricStore:
         else:
             if rec is None:
                 rec = self.records[obj.name] = NodeLoad(self.res.zeros())
+            if self._dozing:  # taken in when the store wakes; the time is kept as it comes
+                rec.metric = obj
+                if obj.update_time is not None:
+                    rec.window = to_us(obj.update_time)
+                return
             resummed = self._load_metric(rec, obj)
         s = self._slot(state, obj.name)
         if s is not None:
@@ -482,7 +507,7 @@ class NodeMetricStore:
         self.pods[e.key] = e
         rec.add(e)
         s = self._slot(state, e.node)
-        if s is not None:
+        if s is not None and not self._dozing:
             self._write_pods(s, rec)
 
     def _unassign(self, state: ClusterState, e: PodEntry) -> None:
@@ -493,7 +518,7 @@ class NodeMetricStore:
         if rec.empty:
             del self.records[e.node]
         s = self._slot(state, e.node)
-        if s is not None:
+        if s is not None and not self._dozing:
             self._write_pods(s, self.records.get(e.node))
 
 

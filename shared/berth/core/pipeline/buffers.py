@@ -55,6 +55,8 @@ class BufferEngine:
         self.store = BufferStore()
         self.state = ClusterState(extensions=[self.store])
         self.scheduler = Scheduler(config.build(self.state), top_nodes=0)
+        # the plugins' state is read only to place fake pods, once a buffer exists: until then it dozes
+        self.state.doze()
         self.applier = Applier(self.state)
         self.resync = resync
         self.max_chunks = max_chunks

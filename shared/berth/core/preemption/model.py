@@ -20,7 +20,7 @@ PREEMPT_LOWER = "PreemptLowerPriority"
 NEVER = "Never"
 
 
-class PriorityClass(msgspec.Struct, frozen=True):
+class PriorityClass(msgspec.Struct, frozen=True, gc=False):
     name: str
     resource_version: str = ""
     value: int = 0
@@ -28,7 +28,7 @@ class PriorityClass(msgspec.Struct, frozen=True):
     preemption_policy: str = PREEMPT_LOWER
 
 
-class PodDisruptionBudget(msgspec.Struct, frozen=True):
+class PodDisruptionBudget(msgspec.Struct, frozen=True, gc=False):
     """policy/v1. Preemption reads the selector and status.disruptionsAllowed / disruptedPods only;
     minAvailable and maxUnavailable (an int or "N%") are kept for what reports them."""
 
