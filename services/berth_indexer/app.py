@@ -35,8 +35,10 @@ from berth.adapters.collector import COLLECTOR
 from berth.adapters.connect import kafka_bus, redis_client, unreachable
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import RedisIndex
+from berth.core.amounts import parse_time
+from berth.core.events import format_time, snapshot_events
 from berth.core.pipeline.indexer import IndexerEngine, Op
-from berth.core.ports import CLUSTER_EVENTS, Message
+from berth.core.ports import CLUSTER_EVENTS, INDEX_WATERMARKS, Message
 from berth.settings import Settings
 from berth_indexer.tuning import LeanMonitor, RawBytes, transport_for
 
@@ -46,7 +48,7 @@ BATCH = 1000
 # drained to 40%: each pause costs a fetch round trip, so with faust's 4096 a backlog paused every
 # 0.1 s of work. 20 batches of the bench log's 1.2 kB events are 25 MB of values.
 BUFFER = 20 * BATCH
-WATERMARKS = "berth.index-watermarks"
+WATERMARKS = INDEX_WATERMARKS
 
 
 @dataclass
@@ -88,13 +90,15 @@ class Indexer:
         ops += self.engine.end_batch()
         touched = self.engine.take_touched()
         usage = self.engine.usage(touched) if touched else {}
-        return Prepared(ops, rejected, dict(sorted(marks.items())), len(values), full, usage)
+        clock = "" if self.engine.clock is None else format_time(self.engine.clock)
+        return Prepared(ops, rejected, dict(sorted(marks.items())), len(values), full, usage, clock)
 
     async def write(self, batch: Prepared) -> dict[str, dict[str, int]]:
         """Dead letters, Redis, then the watermark record. Returns the usage of nodes the batch changed."""
         for record in batch.rejected:
             await self.dead_letter(record)
-        await self.index.apply(batch.ops, {(WATERMARKS, p): offset for p, offset in batch.watermarks.items()})
+        marks = {(WATERMARKS, p): offset for p, offset in batch.watermarks.items()}
+        await self.index.apply(batch.ops, marks, batch.clock)
         self.steps.append("redis")
         for partition, offset in batch.watermarks.items():
             await self.send_watermark(msgspec.json.encode({"partition": partition, "offset": offset}))
@@ -115,6 +119,7 @@ class Prepared:
     size: int
     full: bool
     usage: dict[str, dict[str, int]]
+    clock: str = ""  # the newest event time the engine has seen
 
 
 def credentials(settings: Settings) -> Any:
@@ -235,9 +240,9 @@ def build(
         nonlocal rebuilt, writing
         async for batch in stream.take_events(BATCH, within=0.2):  # type: ignore[attr-defined]
             if not rebuilt:  # what this group committed before: rebuild the in-memory view from it
-                n = await rebuild(settings, indexer.engine)
+                source, n = await rebuild(settings, indexer.engine, indexer.index)
                 rebuilt = True
-                log.info("state rebuilt", extra={"events": n})
+                log.info(f"state rebuilt from {source}", extra={"source": source, "count": n})
             # The first event per partition holds back the commit: faust commits up to the first
             # unacknowledged offset. But before its first commit of a partition (a fresh group)
             # faust skips a gap at the head, so until a batch of a partition is written here,
@@ -258,8 +263,24 @@ def build(
     return app, indexer
 
 
-async def rebuild(settings: Settings, engine: IndexerEngine) -> int:
-    """Replay what the group committed into the engine (no writes: Redis has it already)."""
+async def rebuild(settings: Settings, engine: IndexerEngine, index: RedisIndex) -> tuple[str, int]:
+    """The engine's view from what Redis holds (its objects), else by replaying what the group
+    committed (no writes either way: Redis has it already). Returns (source, objects or events).
+    Events the group committed below the watermarks come again and change nothing (resourceVersions)."""
+    snap = await index.snapshot(WATERMARKS, settings.topics.partitions)
+    if snap.watermarks:
+        events, _ = snapshot_events(snap.objects)
+        engine.clock = parse_time(snap.clock) if snap.clock else None
+        for ev in events:
+            engine.handle(ev)
+        engine.end_batch()
+        engine.take_touched()
+        return "redis", len(events)
+    return "history", await replay(settings, engine)
+
+
+async def replay(settings: Settings, engine: IndexerEngine) -> int:
+    """Replay what the group committed into the engine."""
     bus = kafka_bus(settings, "indexer-rebuild")
     await bus.start()
     try:

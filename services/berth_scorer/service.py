@@ -38,7 +38,10 @@ class Scorer:
         self._sent: dict[str, None] = {}  # decision ids sent, marked as emitted once the broker has them
 
     async def handle(self, ev: Event) -> None:
-        records = self.engine.handle(ev)
+        await self.publish(self.engine.handle(ev))
+
+    async def publish(self, records: list[DecisionRecord]) -> None:
+        """Reserve and emit decisions the engine made (once each: see flushed)."""
         for key in self.engine.take_released():  # first: what this event freed may be taken below
             await self.store.release(key)
         for r in records:

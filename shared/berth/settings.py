@@ -93,15 +93,32 @@ class TopicSettings:
     buffer_status: str = BUFFER_STATUS
     dead_letter: str = DEAD_LETTER
     partitions: int = 1
+    # "partition:offset,...": cluster-events below these offsets read as deleted by retention (for
+    # brokers without DeleteRecords, such as the tests' Tansu); empty: everything the broker has
+    retained_from: str = ""
 
     def validate(self) -> list[str]:
         out = [
             f"BERTH_TOPIC_{f.name.upper()}: is required"
             for f in fields(self)
-            if f.name != "partitions" and not getattr(self, f.name)
+            if f.name not in ("partitions", "retained_from") and not getattr(self, f.name)
         ]
         if self.partitions < 1:
             out.append(f"BERTH_TOPIC_PARTITIONS: must be at least 1, got {self.partitions}")
+        try:
+            self.retained()
+        except ValueError:
+            out.append(f"BERTH_TOPIC_RETAINED_FROM: want partition:offset,..., got {self.retained_from!r}")
+        return out
+
+    def retained(self) -> dict[int, int]:
+        """BERTH_TOPIC_RETAINED_FROM as partition -> first offset kept."""
+        out = {}
+        for part in filter(None, (p.strip() for p in self.retained_from.split(","))):
+            partition, offset = part.split(":")
+            if int(partition) < 0 or int(offset) < 0:
+                raise ValueError(part)
+            out[int(partition)] = int(offset)
         return out
 
 

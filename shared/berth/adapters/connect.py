@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiokafka.errors import KafkaError
@@ -12,6 +12,7 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 
 from berth.adapters.kafka import KafkaBus
+from berth.adapters.redisindex import RedisIndex
 from berth.adapters.redisstore import RedisStore
 from berth.adapters.worker import POISON
 from berth.core.errors import InputError
@@ -31,6 +32,7 @@ def kafka_bus(settings: Settings, service: str) -> KafkaBus:
         session_timeout_ms=k.session_timeout_ms,
         request_timeout_ms=k.request_timeout_ms,
         fetch_max_wait_ms=k.fetch_max_wait_ms,
+        retained={settings.topics.cluster_events: settings.topics.retained()},
     )
 
 
@@ -44,6 +46,10 @@ def patient() -> dict[str, Any]:
 def redis_store(settings: Settings) -> RedisStore:
     r = settings.redis
     return RedisStore.from_url(r.url, prefix=r.prefix, **r.client_kwargs(), **patient())
+
+
+def redis_index(settings: Settings) -> RedisIndex:
+    return RedisIndex(redis_client(settings), settings.redis.prefix)
 
 
 def redis_client(settings: Settings) -> Redis:
@@ -75,11 +81,13 @@ def topics_of(settings: Settings) -> dict[str, int]:
     return {t.cluster_events: t.partitions, t.decisions: t.partitions, t.buffer_status: t.partitions, t.dead_letter: 1}
 
 
-async def rebuild(bus: Bus, topic: str, group: str, handle: Callable[[Event], Any]) -> int:
-    """Replay what the group already committed, to rebuild in-memory state without emitting.
-    Returns how many events were replayed."""
+async def rebuild(
+    bus: Bus, topic: str, group: str, handle: Callable[[Event], Any], start: Mapping[int, int] | None = None
+) -> int:
+    """Replay what the group already committed (from `start` per partition, else the beginning),
+    to rebuild in-memory state without emitting. Returns how many events were replayed."""
     count = 0
-    for msg in await bus.history(topic, group):
+    for msg in await bus.history(topic, group, start):
         try:
             ev = decode_message(msg)
             handle(ev)

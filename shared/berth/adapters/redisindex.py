@@ -4,6 +4,7 @@ when its resourceVersion is newer than the one stored (so redelivery is harmless
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import msgspec
 from redis.asyncio import Redis
@@ -11,7 +12,10 @@ from redis.asyncio import Redis
 from berth.core.pipeline.indexer import Op
 
 # ARGV[1] prefix, ARGV[2] JSON [[guard key or "", rv or "", [[cmd, key, args...], ...]], ...],
-# then pairs of (watermark key, offset), set after the operations
+# ARGV[3] JSON [[key, value], ...] set after the operations (the watermarks), ARGV[4] JSON
+# [[key, time], ...] set where later than what is there (the clock), ARGV[5...] objects' bytes.
+# Two commands of berth's own: OBJSET key i (the object in ARGV[i], and its name in the set of
+# objects) and OBJDEL key. KEYS[1] names the slot (Redis Cluster), every key shares its hash tag.
 _APPLY = """
 local p = ARGV[1]
 local applied = 0
@@ -25,19 +29,57 @@ for _, op in ipairs(cjson.decode(ARGV[2])) do
   if fresh then
     if guard ~= '' then redis.call('SET', p .. guard, rv) end
     for _, a in ipairs(actions) do
-      local args = {a[1], p .. a[2]}
-      for i = 3, #a do args[#args + 1] = a[i] end
-      redis.call(unpack(args))
+      if a[1] == 'OBJSET' then
+        redis.call('SET', p .. 'obj:' .. a[2], ARGV[tonumber(a[3])])
+        redis.call('SADD', p .. 'objects', a[2])
+      elseif a[1] == 'OBJDEL' then
+        redis.call('DEL', p .. 'obj:' .. a[2])
+        redis.call('SREM', p .. 'objects', a[2])
+      else
+        local args = {a[1], p .. a[2]}
+        for i = 3, #a do args[#args + 1] = a[i] end
+        redis.call(unpack(args))
+      end
     end
     applied = applied + 1
   end
 end
-for i = 3, #ARGV, 2 do redis.call('SET', p .. ARGV[i], ARGV[i + 1]) end
+for _, kv in ipairs(cjson.decode(ARGV[3])) do redis.call('SET', p .. kv[1], kv[2]) end
+for _, kv in ipairs(cjson.decode(ARGV[4])) do
+  local have = redis.call('GET', p .. kv[1])
+  if not have or have < kv[2] then redis.call('SET', p .. kv[1], kv[2]) end
+end
 return applied
+"""
+
+# ARGV[1] prefix, ARGV[2...] watermark keys. One consistent read (a script runs alone): the
+# watermarks, the clock keys' values, the objects' names and their bytes, all as of one batch.
+_SNAPSHOT = """
+local p = ARGV[1]
+local marks = {}
+for i = 2, #ARGV do marks[#marks + 1] = redis.call('GET', p .. ARGV[i]) or '' end
+local names = redis.call('SMEMBERS', p .. 'objects')
+local values = {}
+for i = 1, #names, 1000 do
+  local chunk = {}
+  for j = i, math.min(i + 999, #names) do chunk[#chunk + 1] = p .. 'obj:' .. names[j] end
+  for _, v in ipairs(redis.call('MGET', unpack(chunk))) do values[#values + 1] = v or '' end
+end
+return {marks, names, values}
 """
 CHUNK = 500
 _NO_GUARD = ("", "")
 _encode = msgspec.json.Encoder().encode
+CLOCK = "clock"
+
+
+class Snapshot(NamedTuple):
+    """What the indexer had written as of one batch: per partition the next offset it includes
+    (partitions without a watermark left out), the newest event time, and every object's bytes."""
+
+    watermarks: dict[int, int]
+    clock: str
+    objects: list[tuple[str, bytes]]  # (kind/namespace/name, msgpack of its wire Struct)
 
 
 class RedisIndex:
@@ -45,25 +87,51 @@ class RedisIndex:
         self.r = client
         self.p = prefix
         self._apply = client.register_script(_APPLY)
+        self._snapshot = client.register_script(_SNAPSHOT)
+        self._slot = [prefix + "objects"]  # KEYS[1] of every script: where Redis Cluster runs it
 
-    async def apply(self, ops: list[Op], watermarks: Mapping[tuple[str, int], int] | None = None) -> int:
+    async def apply(
+        self,
+        ops: list[Op],
+        watermarks: Mapping[tuple[str, int], int] | None = None,
+        clock: str = "",
+    ) -> int:
         """Apply operations in order (one Lua call per CHUNK, all in one round trip); returns how many
-        were fresh. `watermarks` ((topic, partition) -> next offset) are set by the last call, after them."""
+        were fresh. `watermarks` ((topic, partition) -> next offset) are set by the last call, after
+        them, and so is the clock (the newest event time indexed), where it is later."""
         if not ops and not watermarks:
             return 0
-        chunks = [
-            _encode([(op.guard or _NO_GUARD) + (op.actions,) for op in ops[i : i + CHUNK]])
-            for i in range(0, len(ops), CHUNK)
-        ] or [b"[]"]
-        calls: list[list[str | bytes | int]] = [[self.p, chunk] for chunk in chunks]
-        for (topic, partition), offset in sorted((watermarks or {}).items()):
-            calls[-1] += [_watermark_key(topic, partition), offset]
+        calls: list[list[str | bytes | int]] = []
+        for i in range(0, len(ops), CHUNK):
+            values: list[bytes] = []
+            rows = []
+            for op in ops[i : i + CHUNK]:
+                actions = op.actions
+                if op.value is not None:
+                    values.append(op.value)
+                    actions = [[*a, str(4 + len(values))] if a[0] == "OBJSET" else a for a in actions]
+                rows.append((op.guard or _NO_GUARD) + (actions,))
+            calls.append([self.p, _encode(rows), b"[]", b"[]", *values])
+        if not calls:
+            calls.append([self.p, b"[]", b"[]", b"[]"])
+        marks = [[_watermark_key(topic, p), str(o)] for (topic, p), o in sorted((watermarks or {}).items())]
+        calls[-1][2] = _encode(marks)
+        if clock:
+            calls[-1][3] = _encode([[CLOCK, clock]])
         if len(calls) == 1:
-            return int(await self._apply(keys=[], args=calls[0]))
+            return int(await self._apply(keys=self._slot, args=calls[0]))
         async with self.r.pipeline(transaction=False) as pipe:
             for args in calls:
-                await self._apply(keys=[], args=args, client=pipe)
+                await self._apply(keys=self._slot, args=args, client=pipe)
             return sum(int(n) for n in await pipe.execute())
+
+    async def snapshot(self, topic: str, partitions: int) -> Snapshot:
+        """The watermarks of the partitions, the clock and every object, read in one script."""
+        keys = [_watermark_key(topic, p) for p in range(partitions)] + [CLOCK]
+        marks, names, values = await self._snapshot(keys=self._slot, args=[self.p, *keys])
+        watermarks = {p: int(m) for p, m in enumerate(marks[:partitions]) if m}
+        objects = [(_text(n), bytes(v)) for n, v in zip(names, values, strict=True) if v]
+        return Snapshot(watermarks, _text(marks[partitions]), objects)
 
     async def node_pvs(self, node: str, storage_class: str) -> list[tuple[str, int]]:
         """A node's available local PVs of a class, smallest first: (name, capacity bytes)."""
