@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import sys
+import time
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -28,7 +29,9 @@ from typing import Any
 
 import faust
 import msgspec
+from faust.exceptions import ConsumerNotStarted
 from faust.streams import _current_event
+from faust.types import TP
 
 from berth.adapters import worker
 from berth.adapters.collector import COLLECTOR
@@ -63,7 +66,10 @@ class Indexer:
     topic: str = CLUSTER_EVENTS  # where the events come from, for the dead-letter records
     caught_up: bool = False
     batches: int = 0
+    marks: dict[int, int] = field(default_factory=dict)  # partition -> watermark written
+    written_at: float = 0.0  # the producer's time stamp of the last event written (s since epoch)
     steps: deque[str] = field(default_factory=lambda: deque(maxlen=60))  # the latest side effects, in order
+    highwater: Callable[[int], int | None] = lambda partition: None  # the partition's end (build() sets it)
 
     async def handle(self, values: list[tuple[bytes, int, int]], full: bool) -> dict[str, dict[str, int]]:
         """values: (message bytes, partition, offset). Returns the usage of nodes the batch changed."""
@@ -106,7 +112,23 @@ class Indexer:
         self.metrics.events.labels("indexer").inc(batch.size)
         self.caught_up = not batch.full
         self.batches += 1
+        self.marks.update(batch.watermarks)
         return batch.usage
+
+    def lag(self, highwater: Callable[[int], int | None], now: float) -> tuple[int, float]:
+        """(events, seconds) behind the topic's end: events on the partitions it has written that it
+        has not written yet (highwater: the partition's end, None if not known), and how old the
+        last event written is while any remain (a bound on the oldest one not written); (0, 0) when
+        caught up."""
+        events = 0
+        for partition, mark in self.marks.items():
+            end = highwater(partition)
+            if end is not None:
+                events += max(0, end - mark)
+        seconds = max(0.0, now - self.written_at) if events and self.written_at else 0.0
+        self.metrics.indexer_lag_events.set(events)
+        self.metrics.indexer_lag_seconds.set(seconds)
+        return events, seconds
 
 
 @dataclass
@@ -208,6 +230,8 @@ def build(
 
     async def finish(batch: list[faust.EventT[bytes]], held: list[faust.EventT[bytes]], prepared: Prepared) -> None:
         changed = await indexer.write(prepared)
+        indexer.written_at = batch[-1].message.timestamp or 0.0
+        indexer.lag(indexer.highwater, time.time())
         # Table writes take their changelog partition from the current event. This runs in its
         # own task, so setting it here cannot change what take_events files the next event under.
         _current_event.set(weakref.ref(batch[-1]))
@@ -260,6 +284,14 @@ def build(
             writing.add_done_callback(failed)
             COLLECTOR.handled(len(batch))  # freeze what the engine kept (berth.adapters.collector)
 
+    def highwater(partition: int) -> int | None:
+        try:
+            end = app.consumer.highwater(TP(t.cluster_events, partition))
+        except (AttributeError, KeyError, ConsumerNotStarted):  # not consuming yet
+            return None
+        return int(end) if end is not None else None
+
+    indexer.highwater = highwater
     return app, indexer
 
 

@@ -165,6 +165,7 @@ class ServiceSettings:
     strict_config: bool = False  # plugins berth does not implement are errors, not warnings
     top_nodes: int = 10  # nodes listed per decision on the bus; 0 = all
     gc_thaw_every: int = 1_000_000  # events between full garbage collections (berth.adapters.collector)
+    indexer_max_lag_seconds: int = 300  # the indexer's /readyz fails further behind the topic's end than this
 
     def validate(self) -> list[str]:
         out = []
@@ -174,6 +175,8 @@ class ServiceSettings:
             out.append(f"BERTH_LOG_LEVEL: want DEBUG, INFO, WARNING or ERROR, got {self.log_level!r}")
         if self.top_nodes < 0:
             out.append(f"BERTH_TOP_NODES: must be 0 or more, got {self.top_nodes}")
+        if self.indexer_max_lag_seconds < 1:
+            out.append(f"BERTH_INDEXER_MAX_LAG_SECONDS: must be at least 1, got {self.indexer_max_lag_seconds}")
         if self.gc_thaw_every < 1000:
             out.append(f"BERTH_GC_THAW_EVERY: must be 1000 or more, got {self.gc_thaw_every}")
         return out
@@ -200,6 +203,7 @@ ENV: dict[str, tuple[str, str]] = {
     "BERTH_STRICT_CONFIG": ("service", "strict_config"),
     "BERTH_TOP_NODES": ("service", "top_nodes"),
     "BERTH_GC_THAW_EVERY": ("service", "gc_thaw_every"),
+    "BERTH_INDEXER_MAX_LAG_SECONDS": ("service", "indexer_max_lag_seconds"),
 }
 
 

@@ -309,3 +309,18 @@ async def test_a_failed_redis_write_produces_nothing() -> None:
         await indexer.handle([(raw(node("n1")), 0, 0)], full=False)
     assert rec.sent == [] and not indexer.steps  # not produced, so not acknowledged: it comes again
     await gone.aclose()
+
+
+@pytest.mark.asyncio
+async def test_the_lag_is_what_the_topic_has_beyond_the_watermarks_written(index: RedisIndex) -> None:
+    rec = Recorder()
+    metrics = Metrics("indexer")
+    indexer = Indexer(IndexerEngine(), index, metrics, rec.send, rec.dead_letter)
+    assert indexer.lag(lambda p: 10, 1000.0) == (0, 0.0)  # nothing written yet: nothing known
+    await indexer.handle([(raw(node("n1")), 0, 0), (raw(node("n2")), 0, 1), (raw(node("n3")), 1, 4)], full=False)
+    indexer.written_at = 900.0
+    ends = {0: 10, 1: 5}
+    assert indexer.lag(ends.get, 1000.0) == (8, 100.0)
+    assert metrics.indexer_lag_events._value.get() == 8 and metrics.indexer_lag_seconds._value.get() == 100.0
+    assert indexer.lag({0: 2, 1: 5}.get, 1000.0) == (0, 0.0)  # caught up: no age
+    assert indexer.lag({0: None, 1: 7}.get, 1000.0) == (2, 100.0)  # an end not known yet counts nothing
