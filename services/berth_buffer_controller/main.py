@@ -50,7 +50,7 @@ async def serve(
         await bus.create_topics(topics_of(settings))
         controller = BufferController(engine, bus, t.buffer_status, metrics, write_status)
 
-        checkpoints = Checkpoints(index.r, settings.redis.prefix, settings.groups.buffer_controller)
+        checkpoints = Checkpoints(index.r, settings.redis.key_prefix, settings.groups.buffer_controller)
         held_partitions: list[int] = []
         base: dict[int, int] = {}
 

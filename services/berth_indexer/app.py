@@ -217,7 +217,7 @@ def build(
 
     indexer = Indexer(
         IndexerEngine(),
-        RedisIndex(client, settings.redis.prefix),
+        RedisIndex(client, settings.redis.key_prefix),
         metrics,
         send_watermark or produce_watermark,
         dead_letter or produce_dead_letter,

@@ -73,7 +73,7 @@ async def serve(
     try:
         await bus.create_topics(topics_of(settings))
 
-        checkpoints = Checkpoints(index.r, settings.redis.prefix, settings.groups.scorer)
+        checkpoints = Checkpoints(index.r, settings.redis.key_prefix, settings.groups.scorer)
         held_partitions: list[int] = []
         base: dict[int, int] = {}
 

@@ -139,9 +139,20 @@ class RedisSettings:
     tls: bool = False
     ca_file: str = ""
     prefix: str = "berth:"
+    cluster: bool = False  # a Redis Cluster: every key gets the prefix as its hash tag (one slot)
+
+    @property
+    def key_prefix(self) -> str:
+        """What every key starts with. In a cluster the prefix is a hash tag, so that every Lua
+        script touches one slot (unless the prefix already holds one)."""
+        if not self.cluster or ("{" in self.prefix and "}" in self.prefix.split("{", 1)[1]):
+            return self.prefix
+        return "{" + self.prefix + "}"
 
     def validate(self) -> list[str]:
         out = []
+        if self.cluster and self.url.startswith("unix://"):
+            out.append("BERTH_REDIS_CLUSTER: a cluster is reached over TCP, not unix://")
         if not self.url.startswith(("redis://", "rediss://", "unix://")):
             out.append(f"BERTH_REDIS_URL: want redis://, rediss:// or unix://, got {self.url!r}")
         if "@" in self.url.split("//", 1)[-1].split("/", 1)[0] and ":" in self.url.split("//", 1)[-1].split("@", 1)[0]:

@@ -66,3 +66,14 @@ async def test_big_numbers_stay_exact(store: Store) -> None:
 @pytest.mark.asyncio
 async def test_releasing_nothing_is_harmless(store: Store) -> None:
     await store.release(name("pod"))
+
+
+@pytest.mark.asyncio
+async def test_holdings_lists_every_reservation(store: Store) -> None:
+    """What a scorer starting from Redis takes back: pod -> node."""
+    assert await store.holdings() == {}
+    assert await store.reserve("ns/a", "n1", ["pv-1"], {"cpu": 1})
+    assert await store.reserve("ns/b", "n2", [], {"cpu": 1})
+    assert await store.holdings() == {"ns/a": "n1", "ns/b": "n2"}
+    await store.release("ns/a")
+    assert await store.holdings() == {"ns/b": "n2"}

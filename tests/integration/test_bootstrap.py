@@ -14,15 +14,16 @@ import time
 from pathlib import Path
 
 import pytest
-from redis.asyncio import Redis
 
+from berth.adapters.connect import redis_client
 from berth.adapters.eventlog import read_events
 from berth.adapters.kafka import KafkaBus
+from berth.settings import from_env
 from tests.integration.services import collect, decode, isolated_env, service
 from tests.integration.test_equivalence import embedded
 from tests.integration.test_indexer_restart import WATERMARK
 from tests.integration.test_streaming import publish
-from tests.servers import Server
+from tests.servers import Cluster, Server
 
 SAMPLE = str(Path(__file__).parents[2] / "examples" / "small.jsonl.gz")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -61,10 +62,33 @@ def started(*logs: Path, timeout: float = 60) -> None:
 def test_restarted_scorer_and_buffer_controller_start_from_redis_and_decide_as_an_uninterrupted_run(
     broker: Server, redis_server: Server, tmp_path: Path
 ) -> None:
+    restarted_after_half(isolated_env(broker, redis_server, BERTH_LOG_LEVEL="INFO"), tmp_path)
+
+
+def test_the_same_on_a_redis_cluster(broker: Server, redis_cluster: Cluster, tmp_path: Path) -> None:
+    """Three masters on loopback; every key berth writes carries the prefix as its hash tag."""
+    env = isolated_env(broker, redis_cluster, BERTH_LOG_LEVEL="INFO", BERTH_REDIS_CLUSTER="1")
+    restarted_after_half(env, tmp_path)
+    assert asyncio.run(_slots(env)) == 1
+
+
+async def _slots(env: dict[str, str]) -> int:
+    """How many slots hold the run's keys (all of them on every node)."""
+    settings = from_env(env)
+    client = redis_client(settings, patiently=False)
+    slots = set()
+    try:
+        async for key in client.scan_iter(f"{settings.redis.key_prefix}*", count=1000):
+            slots.add(await client.cluster_keyslot(key))
+    finally:
+        await client.aclose()
+    return len(slots)
+
+
+def restarted_after_half(env: dict[str, str], tmp_path: Path) -> None:
     want_decisions, want_statuses = embedded(SAMPLE)
     total = sum(1 for _ in read_events(SAMPLE))
     half = total // 2
-    env = isolated_env(broker, redis_server, BERTH_LOG_LEVEL="INFO")
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir(), second.mkdir()
     with service("indexer", env, "--data-dir", str(tmp_path / "faust"), log_dir=tmp_path):
@@ -133,9 +157,10 @@ def test_an_indexer_killed_mid_batch_loses_nothing_while_a_scorer_starts_from_it
 
 
 async def _watermark(env: dict[str, str]) -> str:
-    client = Redis.from_url(env["BERTH_REDIS_URL"])
+    settings = from_env(env)
+    client = redis_client(settings, patiently=False)
     try:
-        return str(int(await client.get(env["BERTH_REDIS_PREFIX"] + WATERMARK) or 0))
+        return str(int(await client.get(settings.redis.key_prefix + WATERMARK) or 0))
     finally:
         await client.aclose()
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from aiokafka.errors import KafkaError
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
@@ -44,22 +45,27 @@ def patient() -> dict[str, Any]:
 
 
 def redis_store(settings: Settings) -> RedisStore:
-    r = settings.redis
-    return RedisStore.from_url(r.url, prefix=r.prefix, **r.client_kwargs(), **patient())
+    return RedisStore(redis_client(settings), settings.redis.key_prefix)
 
 
 def redis_index(settings: Settings) -> RedisIndex:
-    return RedisIndex(redis_client(settings), settings.redis.prefix)
+    return RedisIndex(redis_client(settings), settings.redis.key_prefix)
 
 
-def redis_client(settings: Settings) -> Redis:
+def redis_client(settings: Settings, patiently: bool = True) -> Redis:
+    """A client of the Redis the settings name: a RedisCluster with BERTH_REDIS_CLUSTER (it offers
+    the same commands; berth's keys share one hash tag there, see RedisSettings.key_prefix)."""
     r = settings.redis
-    return Redis.from_url(r.url, **r.client_kwargs(), **patient())
+    more = patient() if patiently else {}
+    if r.cluster:
+        client: Any = RedisCluster.from_url(r.url, **r.client_kwargs(), **more)
+        return cast(Redis, client)
+    return Redis.from_url(r.url, **r.client_kwargs(), **more)
 
 
 async def check_redis(settings: Settings) -> None:
     """Fail fast, before a service starts its workers, when Redis cannot be reached."""
-    client = Redis.from_url(settings.redis.url, **settings.redis.client_kwargs())
+    client = redis_client(settings, patiently=False)
     try:
         await client.ping()
     finally:

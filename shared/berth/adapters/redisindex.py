@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import msgspec
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 
 from berth.core.pipeline.indexer import Op
 
@@ -118,8 +119,8 @@ class RedisIndex:
         calls[-1][2] = _encode(marks)
         if clock:
             calls[-1][3] = _encode([[CLOCK, clock]])
-        if len(calls) == 1:
-            return int(await self._apply(keys=self._slot, args=calls[0]))
+        if len(calls) == 1 or isinstance(self.r, RedisCluster):  # (a cluster pipeline cannot load scripts)
+            return sum([int(await self._apply(keys=self._slot, args=args)) for args in calls])
         async with self.r.pipeline(transaction=False) as pipe:
             for args in calls:
                 await self._apply(keys=self._slot, args=args, client=pipe)
