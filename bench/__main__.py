@@ -13,6 +13,7 @@ BENCHES = [
     "replay",
     "steady",
     "streaming",
+    "bootstrap",
     "interpod",
     "preemption",
     "memory",

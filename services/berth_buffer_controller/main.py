@@ -63,6 +63,7 @@ async def serve(
             got = await start_state(bus, index, checkpoints, t.cluster_events, partitions, fresh)
             controller.engine = fresh
             held_partitions, base = partitions, dict(got.committed)
+            await save({})  # the state as of the commit: a standby after this one need not rebuild it
             seconds = time.monotonic() - begun
             metrics.started(got.source, got.objects, got.events, seconds)
             source = f"from {got.source} ({got.objects} objects, {got.events} events, {seconds:.1f} s)"

@@ -98,6 +98,7 @@ async def serve(
                 await scorer.publish(late)
                 await bus.flush()
                 await scorer.flushed()
+            await save({})  # the state as of the commit: a standby after this one need not rebuild it
             seconds = time.monotonic() - begun
             metrics.started(got.source, got.objects, got.events, seconds)
             source = f"from {got.source} ({got.objects} objects, {got.events} events, {seconds:.1f} s)"
