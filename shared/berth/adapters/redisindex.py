@@ -97,16 +97,20 @@ class RedisIndex:
         watermarks: Mapping[tuple[str, int], int] | None = None,
         clock: str = "",
     ) -> int:
-        """Apply operations in order (one Lua call per CHUNK, all in one round trip); returns how many
-        were fresh. `watermarks` ((topic, partition) -> next offset) are set by the last call, after
-        them, and so is the clock (the newest event time indexed), where it is later."""
+        """Apply operations in order, all at once (one Lua call per CHUNK in one MULTI/EXEC, one
+        round trip; one call for them all on a Redis Cluster, whose pipelines cannot load scripts),
+        so a reader never sees part of a batch; returns how many were fresh. `watermarks` ((topic,
+        partition) -> next offset) are set by the last call, after them, and so is the clock (the
+        newest event time indexed), where it is later."""
         if not ops and not watermarks:
             return 0
+        cluster = isinstance(self.r, RedisCluster)
+        size = max(len(ops), 1) if cluster else CHUNK
         calls: list[list[str | bytes | int]] = []
-        for i in range(0, len(ops), CHUNK):
+        for i in range(0, len(ops), size):
             values: list[bytes] = []
             rows = []
-            for op in ops[i : i + CHUNK]:
+            for op in ops[i : i + size]:
                 actions = op.actions
                 if op.value is not None:
                     values.append(op.value)
@@ -119,9 +123,9 @@ class RedisIndex:
         calls[-1][2] = _encode(marks)
         if clock:
             calls[-1][3] = _encode([[CLOCK, clock]])
-        if len(calls) == 1 or isinstance(self.r, RedisCluster):  # (a cluster pipeline cannot load scripts)
-            return sum([int(await self._apply(keys=self._slot, args=args)) for args in calls])
-        async with self.r.pipeline(transaction=False) as pipe:
+        if len(calls) == 1:
+            return int(await self._apply(keys=self._slot, args=calls[0]))
+        async with self.r.pipeline(transaction=True) as pipe:
             for args in calls:
                 await self._apply(keys=self._slot, args=args, client=pipe)
             return sum(int(n) for n in await pipe.execute())
