@@ -11,6 +11,8 @@ import asyncio
 import signal
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ from tests.integration.services import collect, decode, isolated_env, service
 from tests.integration.test_equivalence import embedded
 from tests.integration.test_indexer_restart import WATERMARK
 from tests.integration.test_streaming import publish
-from tests.servers import Cluster, Server
+from tests.servers import Cluster, Server, free_port
 
 SAMPLE = str(Path(__file__).parents[2] / "examples" / "small.jsonl.gz")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -49,6 +51,15 @@ def outputs(env: dict[str, str], decisions: int, statuses: int) -> tuple[list[ob
 def started_from(log: Path) -> list[str]:
     text = log.read_text()
     return [s for s in ("redis", "history") if f"state built from {s}" in text]
+
+
+def http(port: int, route: str) -> str:
+    """The body of a GET, whatever its status (/readyz answers 503 while catching up)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{route}", timeout=5) as r:
+            return str(r.read().decode())
+    except urllib.error.HTTPError as e:
+        return str(e.read().decode())
 
 
 def started(*logs: Path, timeout: float = 60) -> None:
@@ -98,14 +109,22 @@ def restarted_after_half(env: dict[str, str], tmp_path: Path) -> None:
             committed_reaches(env, env["BERTH_GROUP_SCORER"], half)
             committed_reaches(env, env["BERTH_GROUP_BUFFER_CONTROLLER"], half)
         later = {**env, "BERTH_TOPIC_RETAINED_FROM": f"0:{half}"}
-        with service("scorer", later, log_dir=second), service("buffer-controller", later, log_dir=second):
+        port = free_port()
+        with (
+            service("scorer", {**later, "BERTH_HTTP_PORT": str(port)}, log_dir=second),
+            service("buffer-controller", later, log_dir=second),
+        ):
             # the rest of the log once they have started: a service that starts after the indexer
             # went past its group's commit decides the pods it missed at once (see docs/services.md)
             started(second / "scorer.log", second / "buffer-controller.log")
+            readyz, metrics = http(port, "/readyz"), http(port, "/metrics")
             asyncio.run(publish(env, SAMPLE, only=range(half, total)))
             decisions, statuses = outputs(env, len(want_decisions), len(want_statuses))
     assert started_from(first / "scorer.log") == ["history"]
     assert started_from(second / "scorer.log") == ["redis"]
+    assert "state: from redis (" in readyz
+    assert 'berth_state_source{source="redis"} 1.0' in metrics
+    assert 'berth_state_source{source="history"} 0.0' in metrics
     assert started_from(second / "buffer-controller.log") == ["redis"]
     assert len(decisions) == len(want_decisions)
     assert decisions == want_decisions
