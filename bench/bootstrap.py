@@ -10,12 +10,14 @@ last, each measured process pinned to the last):
      the same worker of that tree indexes it too, into its own prefix and group, in the same sitting;
   2. the scorer's group is committed at the end of the topic, as a scorer that had handled it all;
   3. `berth scorer` is started three times, each timed from spawn to /readyz answering 200:
-     (h) with Redis holding no state for it (its own prefix): it replays the history, as before;
      (r1) on the indexer's Redis state, before any checkpoint of its group: objects, then the pods
      still pending decided once (no events after the watermark to replay);
-     (r2) the same again, now with the checkpoint r1 wrote: a restarted scorer.
+     (r2) the same again, now with the checkpoint r1 wrote: a restarted scorer;
+     (h) with Redis holding no state for it (its own prefix): it replays the history, as before
+     (given up after BENCH_HISTORY_SECONDS, default 600, on a busy machine).
      Each also reports berth_state_seconds, the state's own build time; the rest is start-up and
-     the group join (Tansu holds a JoinGroup for half the session timeout).
+     the group join (Tansu holds a JoinGroup for half the session timeout). The scorer is not
+     pinned: it has the whole machine, as the broker and Redis do.
 """
 
 from __future__ import annotations
@@ -65,11 +67,11 @@ def run() -> None:
         asyncio.run(commit_at_end(env, total))
         print(f"scorer group committed at {total:,}: a scorer that had handled the whole log, restarted")
         fresh = {**env, "BERTH_REDIS_PREFIX": env["BERTH_REDIS_PREFIX"] + "none:"}
-        for label, e in (("h. history (Redis holds no state)", fresh), ("r1. Redis, no checkpoint yet", env)):
-            report(label, ready(e, worker_cpu))
-        r2 = ready(env, worker_cpu)
+        report("r1. Redis, no checkpoint yet", ready(env, TIMEOUT))
+        r2 = ready(env, TIMEOUT)
         report("r2. Redis, with its checkpoint (a restarted scorer)", r2)
         print(f"   target <= {TARGET_READY:.0f} s from Redis: {'PASS' if r2['seconds'] <= TARGET_READY else 'MISS'}")
+        report("h. history (Redis holds no state)", ready(fresh, float(os.environ.get("BENCH_HISTORY_SECONDS", "600"))))
     finally:
         pin(0, before)
         broker.stop()
@@ -146,8 +148,9 @@ async def commit_at_end(env: dict[str, str], total: int) -> None:
         await consumer.stop()
 
 
-def ready(env: dict[str, str], where: set[int]) -> dict[str, Any]:
-    """Start `berth scorer`; seconds from spawn to /readyz 200, what it said, its state seconds."""
+def ready(env: dict[str, str], cap: float) -> dict[str, Any]:
+    """Start `berth scorer`; seconds from spawn to /readyz 200, what it said, its state seconds
+    (or, past `cap`, how long it was given)."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="berth-bench-ready-") as tmp:
         log = open(Path(tmp) / "scorer.log", "wb")  # noqa: SIM115 - closed below
@@ -155,10 +158,16 @@ def ready(env: dict[str, str], where: set[int]) -> dict[str, Any]:
         proc = subprocess.Popen(
             [BERTH, "scorer"], env={**env, "BERTH_HTTP_PORT": str(port)}, stdout=log, stderr=subprocess.STDOUT
         )
-        pin(proc.pid, where)
         try:
             while True:
-                if proc.poll() is not None or time.monotonic() > t0 + TIMEOUT:
+                if time.monotonic() > t0 + cap:
+                    return {
+                        "seconds": cap,
+                        "said": f"not ready after {cap:.0f} s",
+                        "built": 0.0,
+                        "cpu": cpu_seconds(proc.pid),
+                    }
+                if proc.poll() is not None:
                     raise RuntimeError(f"scorer failed:\n{(Path(tmp) / 'scorer.log').read_text()[-3000:]}")
                 status, body = get(port, "/readyz")
                 if status == 200:

@@ -221,7 +221,7 @@ async def test_writes_apply_once_whatever_the_redelivery(index: RedisIndex) -> N
     assert await index.used("n1") == {"cpu": 1000, "pods": 1}
     assert await index.node_pvs("n1", "local") == [("a", 10 * GI)]
     snap = await index.snapshot("berth.index-watermarks", 2)
-    assert snap.watermarks == {0: 3} and snap.clock == "2026-11-01T10:00:00Z"
+    assert snap.watermarks == snap.after == {0: 3} and snap.clock == "2026-11-01T10:00:00Z"
     assert sorted(snap.objects) == sorted((e.key.decode(), msgspec.msgpack.encode(e.wire)) for e in events)
 
 

@@ -1,8 +1,8 @@
 """Where a scorer or buffer controller starts from: the indexer's state in Redis, or the topic's history.
 
-A service that starts, or a standby that takes a partition over, reads in one Lua script the
-indexer's watermarks (per partition, the next cluster-events offset Redis includes), its clock and
-every object it keeps; it applies the objects, then replays the topic from the watermarks up to
+A service that starts, or a standby that takes a partition over, reads the indexer's watermarks
+(per partition, the next cluster-events offset Redis includes), every object it keeps, then the
+watermarks again and its clock (RedisIndex.snapshot); it applies the objects, then replays the topic from the watermarks up to
 what its own group committed, without emitting; the worker loop goes on from there.
 
 Objects are not all of a service's state: the scorer's waiting pods (their attempts and backoff),
@@ -18,12 +18,15 @@ went on), the scorer emits those decisions: their pods' events arrive as already
 Redis "holds no state" when there is no watermark key for any of the topic's partitions (a first
 start): then the whole history is replayed from offset 0, as before.
 
-The race with the indexer, and why it is safe: the snapshot is one script, so the objects are those
-of the batches up to the watermarks it returns, never part of a later batch. Events from the
-watermark on are applied again from the topic; applying is idempotent by resourceVersion, so one
-the snapshot already holds (the indexer commits after it writes, so its group may be behind its own
-watermark) changes nothing, and a deletion after the watermark arrives as its DELETED event. A
-deleted object's guard key stays in Redis, so a redelivered older event cannot bring it back there.
+The race with the indexer, and why it is safe: the watermarks W are read first, then the objects
+(in chunks, while the indexer writes on), then the watermarks again (W2). Each object read is as
+some batch below W2 left it; every event from W on is applied again from the topic, idempotent by
+resourceVersion: an object the snapshot holds at a later version skips the older events, an object
+deleted or created after W gets its DELETED or ADDED event, so once the replay reaches the commit C
+every object is at its last version before C, provided W2 <= C. Nothing reads the state in
+between. When W2 > C (the indexer went past the group's commit), the snapshot may hold changes
+the service has not handled yet: it is "ahead", see below. A deleted object's guard key stays in
+Redis, so a redelivered older event cannot bring it back there.
 """
 
 from __future__ import annotations
@@ -117,7 +120,9 @@ async def start_state(
         n = await rebuild(bus, topic, checkpoints.group, engine.handle)
         return Start(HISTORY, 0, n, {}, False, False, {}, await bus.committed_offsets(topic, checkpoints.group))
     committed = await bus.committed_offsets(topic, checkpoints.group)
-    ahead = any(w > committed.get(p, 0) for p, w in marks.items())
+    # objects may be as late as the watermarks read after them: past the commit, the events in
+    # between are already in the state when they arrive
+    ahead = any(w > committed.get(p, 0) for p, w in snap.after.items() if p in partitions)
     saved = await checkpoints.load(partitions)
     usable = saved is not None and all(saved.offsets.get(p, 0) >= committed.get(p, 0) for p in partitions)
     events, bad = snapshot_events(snap.objects)

@@ -53,33 +53,22 @@ end
 return applied
 """
 
-# ARGV[1] prefix, ARGV[2...] watermark keys. One consistent read (a script runs alone): the
-# watermarks, the clock keys' values, the objects' names and their bytes, all as of one batch.
-_SNAPSHOT = """
-local p = ARGV[1]
-local marks = {}
-for i = 2, #ARGV do marks[#marks + 1] = redis.call('GET', p .. ARGV[i]) or '' end
-local names = redis.call('SMEMBERS', p .. 'objects')
-local values = {}
-for i = 1, #names, 1000 do
-  local chunk = {}
-  for j = i, math.min(i + 999, #names) do chunk[#chunk + 1] = p .. 'obj:' .. names[j] end
-  for _, v in ipairs(redis.call('MGET', unpack(chunk))) do values[#values + 1] = v or '' end
-end
-return {marks, names, values}
-"""
 CHUNK = 500
+SNAPSHOT_CHUNK = 1000  # objects per MGET when a service reads them all
 _NO_GUARD = ("", "")
 _encode = msgspec.json.Encoder().encode
 CLOCK = "clock"
 
 
 class Snapshot(NamedTuple):
-    """What the indexer had written as of one batch: per partition the next offset it includes
-    (partitions without a watermark left out), the newest event time, and every object's bytes."""
+    """Every object the indexer keeps, read in chunks while it may write on: each object is as some
+    batch between the watermarks read before and after left it (an object the batches after
+    `watermarks` changed comes again from the topic; see berth.adapters.bootstrap). Partitions
+    without a watermark are left out."""
 
-    watermarks: dict[int, int]
-    clock: str
+    watermarks: dict[int, int]  # per partition, read before the objects: replay from here
+    after: dict[int, int]  # the same, read after them: no object is newer than this
+    clock: str  # the newest event time indexed, read after the objects
     objects: list[tuple[str, bytes]]  # (kind/namespace/name, msgpack of its wire Struct)
 
 
@@ -88,7 +77,6 @@ class RedisIndex:
         self.r = client
         self.p = prefix
         self._apply = client.register_script(_APPLY)
-        self._snapshot = client.register_script(_SNAPSHOT)
         self._slot = [prefix + "objects"]  # KEYS[1] of every script: where Redis Cluster runs it
 
     async def apply(
@@ -131,12 +119,30 @@ class RedisIndex:
             return sum(int(n) for n in await pipe.execute())
 
     async def snapshot(self, topic: str, partitions: int) -> Snapshot:
-        """The watermarks of the partitions, the clock and every object, read in one script."""
-        keys = [_watermark_key(topic, p) for p in range(partitions)] + [CLOCK]
-        marks, names, values = await self._snapshot(keys=self._slot, args=[self.p, *keys])
-        watermarks = {p: int(m) for p, m in enumerate(marks[:partitions]) if m}
-        objects = [(_text(n), bytes(v)) for n, v in zip(names, values, strict=True) if v]
-        return Snapshot(watermarks, _text(marks[partitions]), objects)
+        """The watermarks of the partitions, then every object (names, then values MGET in chunks
+        of SNAPSHOT_CHUNK, pipelined: Redis is never held long), then the watermarks and the clock."""
+        keys = [self.p + _watermark_key(topic, p) for p in range(partitions)]
+        before = await self.r.mget(keys)
+        names = sorted(_text(n) for n in await self.r.smembers(self.p + "objects"))
+        objects: list[tuple[str, bytes]] = []
+        cluster = isinstance(self.r, RedisCluster)  # (its pipelines refuse MGET: one at a time there)
+        for i in range(0, len(names), SNAPSHOT_CHUNK * 8):
+            part = names[i : i + SNAPSHOT_CHUNK * 8]
+            chunks = [
+                [f"{self.p}obj:{n}" for n in part[j : j + SNAPSHOT_CHUNK]] for j in range(0, len(part), SNAPSHOT_CHUNK)
+            ]
+            if cluster:
+                got = [v for chunk in chunks for v in await self.r.mget(chunk)]
+            else:
+                async with self.r.pipeline(transaction=False) as pipe:
+                    for chunk in chunks:
+                        pipe.mget(chunk)
+                    got = [v for values in await pipe.execute() for v in values]
+            objects += [
+                (n, v if isinstance(v, bytes) else v.encode()) for n, v in zip(part, got, strict=True) if v is not None
+            ]
+        *after, clock = await self.r.mget([*keys, self.p + CLOCK])
+        return Snapshot(_marks(before), _marks(after), _text(clock) if clock else "", objects)
 
     async def node_pvs(self, node: str, storage_class: str) -> list[tuple[str, int]]:
         """A node's available local PVs of a class, smallest first: (name, capacity bytes)."""
@@ -157,6 +163,10 @@ class RedisIndex:
 def _watermark_key(topic: str, partition: int) -> str:
     """Without the prefix: the Lua script adds it, as it does to every key it writes."""
     return f"watermark:{topic}:{partition}"
+
+
+def _marks(values: list[bytes | str | None]) -> dict[int, int]:
+    return {p: int(v) for p, v in enumerate(values) if v is not None}
 
 
 def _text(value: bytes | str) -> str:
