@@ -36,7 +36,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from tests.integration.services import BERTH, isolated_env, run_berth, stop
 from tests.servers import free_port, start_broker, start_redis
 
-from bench.replay import log_path
+from bench.replay import TOP_NODES, log_path
 from bench.streaming import SKIP, cpu_seconds, cpus, pin
 
 TIMEOUT = 900.0
@@ -156,7 +156,10 @@ def ready(env: dict[str, str], cap: float) -> dict[str, Any]:
         log = open(Path(tmp) / "scorer.log", "wb")  # noqa: SIM115 - closed below
         t0 = time.monotonic()
         proc = subprocess.Popen(
-            [BERTH, "scorer"], env={**env, "BERTH_HTTP_PORT": str(port)}, stdout=log, stderr=subprocess.STDOUT
+            [BERTH, "scorer"],
+            env={**env, "BERTH_HTTP_PORT": str(port), "BERTH_TOP_NODES": str(TOP_NODES)},  # as bench.replay
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             while True:
