@@ -251,11 +251,8 @@ def build(
             return
         # Its events stay unacknowledged: nothing of the batch is committed, whatever ends the worker.
         gone = unreachable(exc)
-        if gone is not None:  # Redis (past its client's backoff) or the broker: one line and exit 1, as
-            # every service ends; faust's own shutdown would log the error again and again, with tracebacks
-            logging.shutdown()
-            print(f"berth indexer: cannot go on: {gone}", file=sys.stderr, flush=True)
-            os._exit(1)
+        if gone is not None:  # Redis (past its client's backoff) or the broker
+            give_up(gone)
         log.error("indexer write failed", exc_info=exc)
         crashing.add(asyncio.ensure_future(app.crash(exc)))
 
@@ -264,7 +261,12 @@ def build(
         nonlocal rebuilt, writing
         async for batch in stream.take_events(BATCH, within=0.2):  # type: ignore[attr-defined]
             if not rebuilt:  # what this group committed before: rebuild the in-memory view from it
-                source, n = await rebuild(settings, indexer.engine, indexer.index)
+                try:
+                    source, n = await rebuild(settings, indexer.engine, indexer.index)
+                except Exception as e:  # Redis or the broker gone: one line and exit 1, as a failed write
+                    if unreachable(e) is None:
+                        raise
+                    give_up(str(unreachable(e)))
                 rebuilt = True
                 log.info(f"state rebuilt from {source}", extra={"source": source, "count": n})
             # The first event per partition holds back the commit: faust commits up to the first
@@ -293,6 +295,14 @@ def build(
 
     indexer.highwater = highwater
     return app, indexer
+
+
+def give_up(gone: str) -> None:
+    """One line and exit 1, as every service ends; faust's own shutdown would log the error again
+    and again, with tracebacks."""
+    logging.shutdown()
+    print(f"berth indexer: cannot go on: {gone}", file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 async def rebuild(settings: Settings, engine: IndexerEngine, index: RedisIndex) -> tuple[str, int]:
