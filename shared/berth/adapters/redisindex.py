@@ -104,7 +104,6 @@ class RedisIndex:
         ops: list[Op],
         watermarks: Watermarks | None = None,
         clock: str = "",
-        *,
         epoch: str = "",
         expect: Watermarks | None = None,
     ) -> int:
