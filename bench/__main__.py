@@ -14,7 +14,6 @@ BENCHES = [
     "compare",
     "steady",
     "streaming",
-    "bootstrap",
     "interpod",
     "preemption",
     "memory",
