@@ -322,10 +322,11 @@ class DefaultPreemption:
             ranked.sort(key=lambda r: r[:3])
             pods = [r[3] for r in ranked]
             judged = None
-            slot = slot_of[node]
-            by_amounts = room is not None and (room.judged[slot] or room.blocked(slot) is not None)
-            if room is not None and by_amounts and (room.safe or dry_run.removal_safe(cycle, pods)):
-                judged = self._by_amounts(node, [r[2] for r in ranked], pods, room, pdbs)
+            if room is not None:
+                slot = slot_of[node]
+                blocked = None if room.judged[slot] else room.blocked(slot)
+                if (room.judged[slot] or blocked is not None) and (room.safe or dry_run.removal_safe(cycle, pods)):
+                    judged = self._by_amounts(node, [r[2] for r in ranked], pods, room, pdbs, blocked)
             if judged is None:
                 lower[node] = pods
             else:
@@ -366,11 +367,18 @@ class DefaultPreemption:
         return out
 
     def _by_amounts(
-        self, node: str, keys: list[str], pods: list[Pod], room: Room, pdbs: list[PodDisruptionBudget]
+        self,
+        node: str,
+        keys: list[str],
+        pods: list[Pod],
+        room: Room,
+        pdbs: list[PodDisruptionBudget],
+        blocked: tuple[Code, tuple[str, ...]] | None = None,
     ) -> Candidate | Rejected | None:
         """The dry run on one node by its free amounts, with the same order and outcome; None when a
         pod's requests are not counted on this node (the dry run proper decides then). pods: the
-        lower-priority ones, most important first; keys: their namespace/names."""
+        lower-priority ones, most important first; keys: their namespace/names; blocked: the status of
+        the next filter on a node the node fit rejects first (Room.blocked)."""
         slot = self.state.nodes.slot[node]
         names = [name for name, _ in room.wants]
         amounts: list[list[int]] = []
@@ -389,7 +397,6 @@ class DefaultPreemption:
             return Rejected(
                 Code.UNSCHEDULABLE, tuple(room.reason(n) for n, s in zip(names, slack, strict=True) if s < 0)
             )
-        blocked = None if room.judged[slot] else room.blocked(slot)
         if blocked is not None:  # the node fit passes with them all gone; the next filter still fails
             return Rejected(*blocked)
         flags = violates_pdb(pods, pdbs)
