@@ -15,6 +15,7 @@ BENCHES = [
     "steady",
     "streaming",
     "interpod",
+    "decide50k",
     "preemption",
     "memory",
 ]
