@@ -2,11 +2,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from berth.core.amounts import Bad
+from berth.core.convert import _pod_amounts, _work_out_amounts
 from berth.core.errors import InputError
 from berth.core.kinds import convert
 from berth.core.quantity import parse_nanos
+from berth.core.wire import core as wc
 from tests.builders import pod, pv, pvc
 
 
@@ -130,3 +136,36 @@ def test_equal_labels_and_annotations_are_one_dict() -> None:
     assert a.labels is b.labels and a.node_selector is b.node_selector
     assert c.labels == a.labels and c.labels is not a.labels and list(c.labels) == ["tier", "app"]
     assert labelled("d", {}).labels == {} and labelled("d", {}).annotations == {}
+
+
+_FIGURES = st.sampled_from([1, 1.0, "1", "1000m", "500m", 0.5, "2Gi", "1Ki", 2048, "0", "bad", "1e3"])
+_LIST = st.dictionaries(st.sampled_from(["cpu", "memory", "example.com/gpu"]), _FIGURES, max_size=3)
+_CONTAINER = st.fixed_dictionaries(
+    {"name": st.just("c")},
+    optional={
+        "resources": st.fixed_dictionaries({}, optional={"requests": _LIST, "limits": _LIST}),
+        "restartPolicy": st.just("Always"),
+    },
+)
+_SPEC = st.fixed_dictionaries(
+    {"containers": st.lists(_CONTAINER, min_size=1, max_size=2)},
+    optional={"initContainers": st.lists(_CONTAINER, max_size=2), "overhead": _LIST},
+)
+
+
+@given(st.lists(_SPEC, min_size=1, max_size=6))
+@settings(max_examples=200, deadline=None)
+def test_amounts_shared_between_pods_are_the_ones_worked_out_for_each(specs: list[dict[str, Any]]) -> None:
+    """Pods whose specs list the same figures share one answer (equal figures of different types,
+    1 and 1.0, share it too); each is what working the spec out afresh gives, or the same error."""
+    for spec in specs:
+        wire = msgspec.convert(spec, wc.PodSpec, from_attributes=False)
+        try:
+            fresh: object = _work_out_amounts(wire, "spec")
+        except Bad as e:
+            fresh = str(e)
+        try:
+            got: object = _pod_amounts(wire, "spec")
+        except Bad as e:
+            got = str(e)
+        assert got == fresh

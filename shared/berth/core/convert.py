@@ -136,7 +136,36 @@ def _names_cpu_memory(r: dict[str, int]) -> bool:
     return resources.CPU in r and resources.MEMORY in r
 
 
-def _pod_amounts(spec: wc.PodSpec, at: str) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+Amounts = tuple[dict[str, int], dict[str, int], dict[str, int]]
+_AMOUNTS: dict[object, Amounts] = {}  # a workload's pods list the same figures: worked out once
+
+
+def _figures(v: wc.ResourceRequirements | None) -> object:
+    if v is None:
+        return None
+    return (tuple(v.requests.items()) if v.requests else (), tuple(v.limits.items()) if v.limits else ())
+
+
+def _pod_amounts(spec: wc.PodSpec, at: str) -> Amounts:
+    """(requests, limits, non-zero cpu and memory), shared by the pods whose specs list the same
+    figures (models never change them); a bounded cache in front of `_work_out_amounts`."""
+    inits = spec.init_containers
+    key = (
+        tuple(_figures(c.resources) for c in spec.containers or ()),
+        tuple((_figures(c.resources), c.restart_policy) for c in inits) if inits else (),
+        tuple(spec.overhead.items()) if spec.overhead else (),
+        _figures(spec.resources),
+    )
+    out = _AMOUNTS.get(key)
+    if out is None:
+        out = _work_out_amounts(spec, at)
+        if len(_AMOUNTS) >= 16384:
+            _AMOUNTS.clear()
+        _AMOUNTS[key] = out
+    return out
+
+
+def _work_out_amounts(spec: wc.PodSpec, at: str) -> Amounts:
     """(requests, limits, non-zero cpu and memory): the last as kube's scoring counts them
     (NonMissingContainerRequests): a container naming no cpu counts 100m, none memory 200Mi."""
     reqs, lims = [], []
