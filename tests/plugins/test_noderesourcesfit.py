@@ -472,16 +472,21 @@ def test_filter_ignored_resources(case: str, args: dict[str, Any] | None, req: d
             ],
         ),
         (
-            "ScoringStrategy: params with another type",
+            # kube's ValidateNodeResourcesFitArgs checks the shape whenever requestedToCapacityRatio is
+            # given, whatever the type, and LeastAllocated then ignores it
+            "ScoringStrategy: params with another type are checked and ignored",
             {
                 "scoringStrategy": {
                     "type": "LeastAllocated",
                     "requestedToCapacityRatio": {"shape": [{"utilization": 1, "score": 1}]},
                 }
             },
-            [
-                "scoringStrategy.requestedToCapacityRatio: Forbidden: must be nil when type is not RequestedToCapacityRatio"
-            ],
+            [],
+        ),
+        (
+            "ScoringStrategy: a bad shape with another type",
+            {"scoringStrategy": {"type": "MostAllocated", "requestedToCapacityRatio": {"shape": []}}},
+            ["scoringStrategy.shape: Required value: at least one point must be specified"],
         ),
         (
             "ScoringStrategy: shape points (TestValidateFunctionShape: unsorted, out of range)",

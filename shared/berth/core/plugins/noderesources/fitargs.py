@@ -85,17 +85,13 @@ def _strategy(raw: Any, path: str, problems: Problems) -> ScoringStrategy:
                 )
             )
     ratio = raw.get("requestedToCapacityRatio")
-    shape = None
-    if kind == RATIO:
-        if ratio is None:
-            problems.append(
-                f"{path}.requestedToCapacityRatio: Required value: must be specified when type is RequestedToCapacityRatio"
-            )
-        else:
-            shape = _shape(ratio, path, problems)
-    elif ratio is not None:
+    # kube validates the shape whenever it is given, and another type ignores it
+    shape = None if ratio is None else _shape(ratio, path, problems)
+    if kind != RATIO:
+        shape = None
+    elif ratio is None:  # kube accepts this and then fails reading the shape: berth says so
         problems.append(
-            f"{path}.requestedToCapacityRatio: Forbidden: must be nil when type is not RequestedToCapacityRatio"
+            f"{path}.requestedToCapacityRatio: Required value: must be specified when type is RequestedToCapacityRatio"
         )
     return ScoringStrategy(type=kind if kind in STRATEGIES else LEAST, resources=resources, shape=shape)
 
