@@ -45,6 +45,7 @@ class NodeTable:
         self._used_by_name: dict[str, dict[str, int]] = {}
         self._labels: dict[str, dict[str, set[int]]] = {}
         self._masks: dict[Hashable, Mask] = {}
+        self._slot_lists: dict[NodeSelector | None, npt.NDArray[np.int64]] = {}  # selector_slots' answers
         self._rank: Ints | None = None
         self.label_version = 0
 
@@ -125,6 +126,7 @@ class NodeTable:
         self._alloc = grow(self._alloc.T).T.copy()  # resource by slot: one resource is contiguous
         self._used = grow(self._used.T).T.copy()
         self._masks.clear()
+        self._slot_lists.clear()
 
     def _taint_id(self, taints: tuple[Taint, ...]) -> int:
         key = tuple(t for t in taints if t.effect in ("NoSchedule", "NoExecute"))
@@ -189,6 +191,7 @@ class NodeTable:
     def _labels_changed(self) -> None:
         self.label_version += 1
         self._masks.clear()
+        self._slot_lists.clear()
         self._rank = None
 
     def _slots_mask(self, slots: set[int] | list[int]) -> Mask:
@@ -317,7 +320,17 @@ class NodeTable:
         return self._rank
 
     def selector_slots(self, sel: NodeSelector | None) -> npt.NDArray[np.int64]:
-        """Slot numbers a NodeSelector matches. Fast for the local-PV shape (one term of In)."""
+        """Slot numbers a NodeSelector matches (read-only; one answer per selector until labels
+        change or slots grow: a node's local PVs share theirs)."""
+        out = self._slot_lists.get(sel)
+        if out is None:
+            out = self._selector_slots(sel)
+            out.setflags(write=False)
+            self._slot_lists[sel] = out
+        return out
+
+    def _selector_slots(self, sel: NodeSelector | None) -> npt.NDArray[np.int64]:
+        """Fast for the local-PV shape (one term of In)."""
         if sel is not None and len(sel.terms) == 1:
             t = sel.terms[0]
             if (
