@@ -223,3 +223,25 @@ def test_a_nodemetric_update_retries_only_when_that_node_now_passes() -> None:
     _, records = replay(log)
     assert [(r.status, r.node) for r in records] == [("Unschedulable", None), ("Scheduled", "n2")]
     assert records[1].attempt == 2
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        pytest.param({}, id="a pending pod"),
+        pytest.param({"nodeName": "n1"}, id="a bound pod"),
+        pytest.param({"nodeName": "n1", "hostPorts": True}, id="a bound pod with a host port"),
+    ],
+)
+def test_the_deletion_of_a_pod_never_seen_changes_nothing(extra: dict[str, Any]) -> None:
+    """A log or watch that starts after a pod was added can still carry its deletion: every store of
+    the default profile (NodePorts' too) takes it as nothing to forget, and the next pod is decided."""
+    gone = pod("gone")
+    if extra.get("nodeName"):
+        gone["spec"]["nodeName"] = extra["nodeName"]
+    if extra.get("hostPorts"):
+        gone["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
+    log = cluster(Log()).add(gone, "DELETED").add(pod("next"))
+    engine, records = replay(log)
+    assert summary(records) == [("default/next", "Scheduled", "n1", 5)]
+    assert "default/gone" not in engine.state.pods

@@ -256,6 +256,8 @@ class ClusterState:
             else:
                 return  # still in flight: keep the assumed pod
         old = self.pods.get(key)
+        if deleted and old is None:
+            return  # a pod never seen (a log or watch that starts after it was added): nothing to forget
         new = None if deleted else pod
         self._put(self.pods, key, pod, deleted)
         self._account(key, new)
