@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 
 from berth.core.capindex import CapacityIndex
 from berth.core.model import (
@@ -109,6 +111,10 @@ class ClusterState:
         self.cap_index: dict[str, CapacityIndex] = {}
         self.pvs_by_claim: dict[str, set[str]] = {}
         self.extensions: list[Extension] = []
+        # what a node-local answer was computed from: a slot's version changes whenever its node, the
+        # pods counted on it or an extension's row for it (touch) change; versions only grow
+        self.changes = 0
+        self.versions: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._by_kind: dict[type, tuple[Extension, ...]] = {}  # the extensions of a model's type
         for ext in extensions:
             self._own(ext)
@@ -141,6 +147,7 @@ class ClusterState:
             ext.node_changed(self, slot)
         for pod in self.pods.values():
             ext.pod_changed(self, None, pod)
+        self.touch_all()
 
     def _own(self, ext: Extension) -> None:
         """An extension keeps one cluster view's state: it may not serve two ClusterStates."""
@@ -154,6 +161,43 @@ class ClusterState:
         for ext in self.extensions:
             if isinstance(ext, Dozes):
                 ext.doze()
+
+    # ---- versions (incremental evaluation) ---------------------------------
+    def touch(self, slot: int) -> None:
+        """The answers of node-local plugins on this slot may have changed."""
+        if slot >= len(self.versions):
+            grown = np.zeros(max(slot + 1, len(self.nodes.valid)), dtype=np.int64)
+            grown[: len(self.versions)] = self.versions
+            self.versions = grown
+        self.changes += 1
+        self.versions[slot] = self.changes
+
+    def touch_all(self) -> None:
+        versions = self.slot_versions()
+        self.changes += 1
+        versions[:] = self.changes
+
+    def touch_node(self, name: str | None) -> None:
+        slot = self.nodes.slot.get(name) if name else None
+        if slot is not None:
+            self.touch(slot)
+
+    def slot_versions(self) -> npt.NDArray[np.int64]:
+        """Every slot's version (as many as the node table has slots)."""
+        n = len(self.nodes.valid)
+        if len(self.versions) < n:
+            grown = np.zeros(n, dtype=np.int64)
+            grown[: len(self.versions)] = self.versions
+            self.versions = grown
+        return self.versions[:n]
+
+    def _pod_changed(self, old: Pod | None, new: Pod | None) -> None:
+        if old is not None:
+            self.touch_node(old.node_name)
+        if new is not None and (old is None or new.node_name != old.node_name):
+            self.touch_node(new.node_name)
+        for ext in self.extensions:
+            ext.pod_changed(self, old, new)
 
     # ---- applying changes --------------------------------------------------
     def apply(self, obj: Any, deleted: bool = False) -> bool:
@@ -207,6 +251,7 @@ class ClusterState:
         slot = self.nodes.remove(node.name) if deleted else self.nodes.upsert(node)
         if slot is None:
             return
+        self.touch(slot)
         for ext in self.extensions:
             ext.node_changed(self, slot)
 
@@ -259,8 +304,7 @@ class ClusterState:
         new = None if deleted else pod
         self._put(self.pods, key, pod, deleted)
         self._account(key, new)
-        for ext in self.extensions:
-            ext.pod_changed(self, old, new)
+        self._pod_changed(old, new)
 
     def _account(self, key: str, pod: Pod | None) -> None:
         prev = self._usage.pop(key, None)
@@ -297,8 +341,7 @@ class ClusterState:
         self._unhold(r.pod.key)  # a pod held twice keeps only its newest reservation
         self._held[r.pod.key] = held
         self._held_on.setdefault(r.node, set()).add(r.pod.key)
-        for ext in self.extensions:
-            ext.pod_changed(self, old, assumed)
+        self._pod_changed(old, assumed)
 
     def release(self, pod_key: str) -> None:
         """Undo a reservation: restore PVs and claims to the API server's versions."""
@@ -313,8 +356,7 @@ class ClusterState:
         pod = held.prior
         self._put(self.pods, pod_key, pod, pod is None)
         self._account(pod_key, pod)
-        for ext in self.extensions:
-            ext.pod_changed(self, assumed, pod)
+        self._pod_changed(assumed, pod)
 
     def reserved_on(self, node: str) -> dict[str, int]:
         """Requests of the pods reserved (decided, not yet bound) on a node, pods counted under 'pods'."""
@@ -349,8 +391,7 @@ class ClusterState:
         if pod is None:
             return None
         self._account(pod_key, None)
-        for ext in self.extensions:
-            ext.pod_changed(self, pod, None)
+        self._pod_changed(pod, None)
         return pod
 
     def usage_of(self, pod_key: str) -> tuple[str, Mapping[str, int]] | None:
@@ -361,8 +402,7 @@ class ClusterState:
         """Undo lift."""
         self.pods[pod.key] = pod
         self._account(pod.key, pod)
-        for ext in self.extensions:
-            ext.pod_changed(self, None, pod)
+        self._pod_changed(None, pod)
 
     # ---- reads -------------------------------------------------------------
     def class_index(self, storage_class: str) -> ClassIndex:
