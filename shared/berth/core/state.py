@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
-import numpy as np
-import numpy.typing as npt
 
 from berth.core.capindex import CapacityIndex
 from berth.core.model import (
@@ -111,10 +109,13 @@ class ClusterState:
         self.cap_index: dict[str, CapacityIndex] = {}
         self.pvs_by_claim: dict[str, set[str]] = {}
         self.extensions: list[Extension] = []
-        # what a node-local answer was computed from: a slot's version changes whenever its node, the
-        # pods counted on it or an extension's row for it (touch) change; versions only grow
+        # what node-local answers were computed from (berth.core.incremental): every change of a slot's
+        # node, of the pods counted on it or of an extension's row for it is a touch, numbered
+        # 1, 2, ...; the journal keeps the slots of the latest touches; epoch: every slot changed at once
         self.changes = 0
-        self.versions: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.epoch = 0
+        self._journal: list[int] = []
+        self._journal_start = 0  # touches before the journal's first
         self._by_kind: dict[type, tuple[Extension, ...]] = {}  # the extensions of a model's type
         for ext in extensions:
             self._own(ext)
@@ -162,34 +163,29 @@ class ClusterState:
             if isinstance(ext, Dozes):
                 ext.doze()
 
-    # ---- versions (incremental evaluation) ---------------------------------
+    # ---- touches (incremental evaluation) ----------------------------------
     def touch(self, slot: int) -> None:
         """The answers of node-local plugins on this slot may have changed."""
-        if slot >= len(self.versions):
-            grown = np.zeros(max(slot + 1, len(self.nodes.valid)), dtype=np.int64)
-            grown[: len(self.versions)] = self.versions
-            self.versions = grown
+        self._journal.append(slot)
         self.changes += 1
-        self.versions[slot] = self.changes
-
-    def touch_all(self) -> None:
-        versions = self.slot_versions()
-        self.changes += 1
-        versions[:] = self.changes
+        if len(self._journal) > _JOURNAL:
+            half = len(self._journal) // 2
+            del self._journal[:half]
+            self._journal_start += half
 
     def touch_node(self, name: str | None) -> None:
         slot = self.nodes.slot.get(name) if name else None
         if slot is not None:
             self.touch(slot)
 
-    def slot_versions(self) -> npt.NDArray[np.int64]:
-        """Every slot's version (as many as the node table has slots)."""
-        n = len(self.nodes.valid)
-        if len(self.versions) < n:
-            grown = np.zeros(n, dtype=np.int64)
-            grown[: len(self.versions)] = self.versions
-            self.versions = grown
-        return self.versions[:n]
+    def touch_all(self) -> None:
+        self.epoch += 1
+
+    def touched_since(self, change: int) -> list[int] | None:
+        """The slots touched after touch number `change`, repeats included; None: no longer known."""
+        if change < self._journal_start:
+            return None
+        return self._journal[change - self._journal_start :]
 
     def _pod_changed(self, old: Pod | None, new: Pod | None) -> None:
         if old is not None:
@@ -419,6 +415,7 @@ class ClusterState:
 
 
 _LAST = float("inf")
+_JOURNAL = 1 << 20  # touches kept; an answer older than them is computed again in full
 
 
 def _ref_key(ref: ClaimRef) -> str:

@@ -69,6 +69,11 @@ class LoadAwareScheduling:
         # for queueing hints: per pod list (a queue group's version), and per pod
         self._matrices: dict[int, tuple[Vec, Mask, Mask]] = {}
         self._estimates: dict[str, tuple[Pod, Vec, bool]] = {}
+        # every reason the Filter gives, in its order (berth.core.incremental)
+        reasons = [(EXPIRED, Code.UNSCHEDULABLE)] if self.args.filter_expired_node_metrics else []
+        for resource in self.res.names:
+            reasons += [(usage_reason(resource, agg), Code.UNSCHEDULABLE) for agg in (False, True)]
+        self._reasons = tuple(reasons)
         self.weights: Vec | None = self.res.vec(self.args.resource_weights)
         if self.args.dominant_resource_weight == 0 and not self.weights.any():
             self.weights = None  # upstream's nil weight vector: every score is 0
@@ -172,13 +177,7 @@ class LoadAwareScheduling:
         prepared = self._prepare(cycle)
         if prepared is None or is_daemonset(cycle.pod):
             return None
-        reasons = [(EXPIRED, Code.UNSCHEDULABLE)] if self.args.filter_expired_node_metrics else []
-        for resource in self.res.names:
-            reasons += [
-                (usage_reason(resource, False), Code.UNSCHEDULABLE),
-                (usage_reason(resource, True), Code.UNSCHEDULABLE),
-            ]
-        return Shape(self._shape_key(prepared, prepared[1]), tuple(reasons))
+        return Shape(self._shape_key(prepared, prepared[1]), self._reasons)
 
     def filter_on(self, cycle: Cycle, slots: Slots) -> list[Failure]:
         return self._filter(cycle, slots)
