@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from berth.adapters.eventlog import read_events
+from berth.core import state as state_module
 from berth.core.config import parse_config
 from berth.core.kinds import convert
 from berth.core.model import Pod
@@ -160,3 +161,21 @@ def test_sample_logs_decide_the_same_with_every_answer_kept(log: Path) -> None:
         records = [r for ev in read_events(str(log), []) for r in engine.handle(ev)]
         out.append(msgspec.json.encode(records))
     assert out[0] == out[1]
+
+
+@pytest.mark.parametrize(
+    ("since", "most", "want"),
+    [
+        (10, 100, []),
+        (8, 100, [8, 9]),
+        (6, 100, [6, 7, 8, 9]),
+        (5, 100, None),  # its touches are no longer in the journal
+        (8, 1, None),  # more touches than asked for
+    ],
+)
+def test_touched_since(monkeypatch: pytest.MonkeyPatch, since: int, most: int, want: list[int] | None) -> None:
+    monkeypatch.setattr(state_module, "_JOURNAL", 4)
+    state = ClusterState()
+    for slot in range(10):
+        state.touch(slot)
+    assert state.touched_since(since, most) == want

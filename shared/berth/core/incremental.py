@@ -124,9 +124,9 @@ class Answers:
         """The slots to compute again (only feasible ones, for a Score: the others stay stale), or
         None when a full pass is due."""
         state = cycle.state
-        touched = state.touched_since(kept.change) if kept.epoch == state.epoch else None
         n = len(kept.stale)
-        if touched is None or len(touched) > n:
+        touched = state.touched_since(kept.change, n) if kept.epoch == state.epoch else None
+        if touched is None:
             return None
         stale = kept.stale.copy()
         stale[np.fromiter(touched, dtype=np.intp, count=len(touched))] = True

@@ -181,9 +181,10 @@ class ClusterState:
     def touch_all(self) -> None:
         self.epoch += 1
 
-    def touched_since(self, change: int) -> list[int] | None:
-        """The slots touched after touch number `change`, repeats included; None: no longer known."""
-        if change < self._journal_start:
+    def touched_since(self, change: int, most: int) -> list[int] | None:
+        """The slots touched after touch number `change`, repeats included; None: no longer known, or
+        more than `most` touches."""
+        if change < self._journal_start or self.changes - change > most:
             return None
         return self._journal[change - self._journal_start :]
 
