@@ -11,6 +11,7 @@ BENCHES = [
     "loadaware",
     "combined",
     "replay",
+    "incremental",
     "compare",
     "steady",
     "streaming",

@@ -31,6 +31,7 @@ class Lane:
     suffix: str = ""
     top_nodes: int | None = None
     preemption_grace: float | None = None  # replay: carry preemptions out (ScorerEngine)
+    incremental: bool = True  # keep node-local plugins' answers per pod shape (Scheduler)
     scorer: ScorerEngine = field(init=False)
     buffers: BufferEngine = field(init=False)
     progress: worker.Progress = field(default_factory=worker.Progress)
@@ -39,7 +40,11 @@ class Lane:
         # each engine gets its own plugins: their state (NodeMetrics) belongs to one cluster view;
         # the models decoded from the events they both read are shared (they are immutable)
         self.scorer = ScorerEngine(
-            self.config, label=self.label, top_nodes=self.top_nodes, preemption_grace=self.preemption_grace
+            self.config,
+            label=self.label,
+            top_nodes=self.top_nodes,
+            preemption_grace=self.preemption_grace,
+            incremental=self.incremental,
         )
         self.buffers = BufferEngine(self.config)
 

@@ -99,6 +99,12 @@ def add_parser(sub: Any) -> None:
         help="a preemption's victims are deleted this long (log time) after its decision, and the "
         "preemptor is retried then (default 0)",
     )
+    p.add_argument(
+        "--no-incremental",
+        action="store_true",
+        help="run every plugin on every node in each cycle instead of keeping node-local plugins' "
+        "answers per pod shape (the same decisions, slower; docs/framework.md)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--bootstrap-servers",
@@ -255,6 +261,7 @@ def replay_one(
         load_config(config, args.strict_config, warn=False),
         top_nodes=top_nodes,
         preemption_grace=args.preemption_grace,
+        incremental=not args.no_incremental,
     )
     if args.start is not None:
         lane.scorer.hold_until(args.start)

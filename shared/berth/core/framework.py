@@ -20,7 +20,7 @@ A plugin module exports NAME, Args (an args Struct with `parse(raw, path, proble
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 Mask = npt.NDArray[np.bool_]
 Scores = npt.NDArray[np.int64]
+Slots = npt.NDArray[np.intp]
 MAX_NODE_SCORE = 100
 
 
@@ -291,6 +292,54 @@ class ReadsOtherNodes(Protocol):
         subset of that node's own pods (of `leaving`, pods of one node, when given) is removed, pods
         on other nodes unchanged (what a node-local filter guarantees always). False when unsure: DefaultPreemption then does the dry run proper."""
         ...
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a node-local plugin reads of a pod (key), and for a Filter every (reason, code) it can
+    give that pod, in the order its Failures come."""
+
+    key: Hashable
+    reasons: tuple[tuple[str, Code], ...] = ()
+
+
+@runtime_checkable
+class NodeLocalFilter(Protocol):
+    """A Filter whose answer on a node depends only on that node as ClusterState's slot versions
+    track it (its object, the pods counted on it, extensions' rows for it: ClusterState.touch), on
+    what moving() returns for it, and on the pod's fields its shape's key holds (plus anything
+    global the plugin reads, which the key must hold too). The scheduler may then keep its answers
+    per shape and compute again only the slots whose version or moving value changed (docs/framework.md)."""
+
+    name: str
+
+    def filter_shape(self, cycle: Cycle) -> Shape | None:
+        """None: not kept for this pod (the plugin's filter runs)."""
+        ...
+
+    def filter_on(self, cycle: Cycle, slots: Slots) -> list[Failure]:
+        """filter() on these slots only: masks over `slots`, reasons and codes from the shape's."""
+        ...
+
+    def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None:
+        """Per slot, what the answer also depends on that versions do not track (the clock); None: nothing."""
+        ...
+
+
+@runtime_checkable
+class NodeLocalScore(Protocol):
+    """A Score plugin whose score on a node is node-local in NodeLocalFilter's sense (NormalizeScore
+    still runs over every feasible slot)."""
+
+    name: str
+
+    def score_shape(self, cycle: Cycle) -> Shape | None: ...
+
+    def score_on(self, cycle: Cycle, slots: Slots) -> Scores:
+        """score() on these slots only, each taken as feasible."""
+        ...
+
+    def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None: ...
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ from berth.core.framework import (
     KeepsState,
     Mask,
     NodeFit,
+    NodeLocalFilter,
+    NodeLocalScore,
     NodeStatus,
     NodeToStatus,
     NormalizeScorePlugin,
@@ -52,6 +54,7 @@ from berth.core.framework import (
     ScorePlugin,
     Status,
 )
+from berth.core.incremental import Answers
 from berth.core.model import Pod
 from berth.core.preemption.nominator import Nominator
 from berth.core.sampling import BERTH_DEFAULT_PERCENTAGE, first_feasible, num_feasible_nodes_to_find
@@ -197,11 +200,17 @@ class _DryRun:
 
 
 class Scheduler:
-    def __init__(self, profile: Profile, top_nodes: int | None = None) -> None:
-        """top_nodes: None lists every node in a decision; N lists only the N best feasible ones."""
+    def __init__(self, profile: Profile, top_nodes: int | None = None, incremental: bool = True) -> None:
+        """top_nodes: None lists every node in a decision; N lists only the N best feasible ones.
+        incremental: keep node-local plugins' answers per pod shape and compute again only the nodes
+        changed since (berth.core.incremental); False runs every plugin on every node each cycle."""
         self.profile = profile
         self.state = profile.state
         self.top_nodes = top_nodes
+        self.answers = Answers() if incremental else None
+        # the plugins whose answers may be kept (a Protocol check is slow: made once)
+        self._local_filters = {id(p) for p in profile.filters if isinstance(p, NodeLocalFilter)}
+        self._local_scores = {id(p) for p, _ in profile.scorers if isinstance(p, NodeLocalScore)}
         # observe(plugin, extension point, seconds): timings for metrics; ("", "Decide", s) per pod
         self.observe: Callable[[str, str, float], None] | None = None
         plugins = [*profile.pre_filters, *profile.filters]
@@ -274,7 +283,8 @@ class Scheduler:
             for p in pods:
                 self.state.reserve(Reservation(p, node))
             try:
-                trial = self._filter_once(Cycle(cycle.pod, self.state, cycle.now), None)
+                # a trial state, undone at once: its answers are not worth keeping
+                trial = self._filter_once(Cycle(cycle.pod, self.state, cycle.now), None, keep=False)
             finally:
                 for p in pods:
                     self.state.release(p.key)
@@ -306,8 +316,8 @@ class Scheduler:
         out.failures = [f for _, failing in out.by_plugin for f in failing]
         return out
 
-    def _filter_once(self, cycle: Cycle, top_nodes: int | None) -> _Filtered:
-        """PreFilter, then Filter on every node at once."""
+    def _filter_once(self, cycle: Cycle, top_nodes: int | None, keep: bool = True) -> _Filtered:
+        """PreFilter, then Filter on every node at once (keep: with the kept answers, if any)."""
         pod, nodes = cycle.pod, self.state.nodes
         skipped: set[str] = set()
         for plugin in self.profile.pre_filters:
@@ -335,7 +345,10 @@ class Scheduler:
         for filt in self.profile.filters:
             if filt.name in skipped:
                 continue
-            found = self._timed(filt.name, "Filter", filt.filter, cycle)
+            if keep and self.answers is not None and id(filt) in self._local_filters:
+                found = self._timed(filt.name, "Filter", self.answers.filter, filt, cycle, filt.filter)
+            else:
+                found = self._timed(filt.name, "Filter", filt.filter, cycle)
             failing = []
             for f in found:
                 if f.code is Code.ERROR:
@@ -388,7 +401,11 @@ class Scheduler:
             for p, _ in self.profile.scorers:
                 if p.name in skipped:
                     continue
-                scores[p.name] = self._timed(p.name, "Score", p.score, cycle, feasible)
+                if self.answers is not None and id(p) in self._local_scores:
+                    scored = self._timed(p.name, "Score", self.answers.score, p, cycle, feasible, p.score)
+                else:
+                    scored = self._timed(p.name, "Score", p.score, cycle, feasible)
+                scores[p.name] = scored
                 normalizer = self.profile.normalizers.get(p.name)
                 if normalizer is not None:
                     self._timed(p.name, "NormalizeScore", normalizer.normalize_score, cycle, scores[p.name], feasible)

@@ -109,6 +109,13 @@ class ClusterState:
         self.cap_index: dict[str, CapacityIndex] = {}
         self.pvs_by_claim: dict[str, set[str]] = {}
         self.extensions: list[Extension] = []
+        # what node-local answers were computed from (berth.core.incremental): every change of a slot's
+        # node, of the pods counted on it or of an extension's row for it is a touch, numbered
+        # 1, 2, ...; the journal keeps the slots of the latest touches; epoch: every slot changed at once
+        self.changes = 0
+        self.epoch = 0
+        self._journal: list[int] = []
+        self._journal_start = 0  # touches before the journal's first
         self._by_kind: dict[type, tuple[Extension, ...]] = {}  # the extensions of a model's type
         for ext in extensions:
             self._own(ext)
@@ -141,6 +148,7 @@ class ClusterState:
             ext.node_changed(self, slot)
         for pod in self.pods.values():
             ext.pod_changed(self, None, pod)
+        self.touch_all()
 
     def _own(self, ext: Extension) -> None:
         """An extension keeps one cluster view's state: it may not serve two ClusterStates."""
@@ -154,6 +162,39 @@ class ClusterState:
         for ext in self.extensions:
             if isinstance(ext, Dozes):
                 ext.doze()
+
+    # ---- touches (incremental evaluation) ----------------------------------
+    def touch(self, slot: int) -> None:
+        """The answers of node-local plugins on this slot may have changed."""
+        self._journal.append(slot)
+        self.changes += 1
+        if len(self._journal) > _JOURNAL:
+            half = len(self._journal) // 2
+            del self._journal[:half]
+            self._journal_start += half
+
+    def touch_node(self, name: str | None) -> None:
+        slot = self.nodes.slot.get(name) if name else None
+        if slot is not None:
+            self.touch(slot)
+
+    def touch_all(self) -> None:
+        self.epoch += 1
+
+    def touched_since(self, change: int, most: int) -> list[int] | None:
+        """The slots touched after touch number `change`, repeats included; None: no longer known, or
+        more than `most` touches."""
+        if change < self._journal_start or self.changes - change > most:
+            return None
+        return self._journal[change - self._journal_start :]
+
+    def _pod_changed(self, old: Pod | None, new: Pod | None) -> None:
+        if old is not None:
+            self.touch_node(old.node_name)
+        if new is not None and (old is None or new.node_name != old.node_name):
+            self.touch_node(new.node_name)
+        for ext in self.extensions:
+            ext.pod_changed(self, old, new)
 
     # ---- applying changes --------------------------------------------------
     def apply(self, obj: Any, deleted: bool = False) -> bool:
@@ -207,6 +248,7 @@ class ClusterState:
         slot = self.nodes.remove(node.name) if deleted else self.nodes.upsert(node)
         if slot is None:
             return
+        self.touch(slot)
         for ext in self.extensions:
             ext.node_changed(self, slot)
 
@@ -261,8 +303,7 @@ class ClusterState:
         new = None if deleted else pod
         self._put(self.pods, key, pod, deleted)
         self._account(key, new)
-        for ext in self.extensions:
-            ext.pod_changed(self, old, new)
+        self._pod_changed(old, new)
 
     def _account(self, key: str, pod: Pod | None) -> None:
         prev = self._usage.pop(key, None)
@@ -299,8 +340,7 @@ class ClusterState:
         self._unhold(r.pod.key)  # a pod held twice keeps only its newest reservation
         self._held[r.pod.key] = held
         self._held_on.setdefault(r.node, set()).add(r.pod.key)
-        for ext in self.extensions:
-            ext.pod_changed(self, old, assumed)
+        self._pod_changed(old, assumed)
 
     def release(self, pod_key: str) -> None:
         """Undo a reservation: restore PVs and claims to the API server's versions."""
@@ -315,8 +355,7 @@ class ClusterState:
         pod = held.prior
         self._put(self.pods, pod_key, pod, pod is None)
         self._account(pod_key, pod)
-        for ext in self.extensions:
-            ext.pod_changed(self, assumed, pod)
+        self._pod_changed(assumed, pod)
 
     def reserved_on(self, node: str) -> dict[str, int]:
         """Requests of the pods reserved (decided, not yet bound) on a node, pods counted under 'pods'."""
@@ -351,8 +390,7 @@ class ClusterState:
         if pod is None:
             return None
         self._account(pod_key, None)
-        for ext in self.extensions:
-            ext.pod_changed(self, pod, None)
+        self._pod_changed(pod, None)
         return pod
 
     def usage_of(self, pod_key: str) -> tuple[str, Mapping[str, int]] | None:
@@ -363,8 +401,7 @@ class ClusterState:
         """Undo lift."""
         self.pods[pod.key] = pod
         self._account(pod.key, pod)
-        for ext in self.extensions:
-            ext.pod_changed(self, None, pod)
+        self._pod_changed(None, pod)
 
     # ---- reads -------------------------------------------------------------
     def class_index(self, storage_class: str) -> ClassIndex:
@@ -381,6 +418,7 @@ class ClusterState:
 
 
 _LAST = float("inf")
+_JOURNAL = 1 << 20  # touches kept; an answer older than them is computed again in full
 
 
 def _ref_key(ref: ClaimRef) -> str:

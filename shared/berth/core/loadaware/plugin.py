@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from berth.core.errors import ConfigError
 from berth.core.framework import (
@@ -20,6 +21,8 @@ from berth.core.framework import (
     Hint,
     Mask,
     Scores,
+    Shape,
+    Slots,
     Status,
 )
 from berth.core.loadaware.args import PLUGIN, LoadAwareSchedulingArgs, validate
@@ -35,6 +38,7 @@ Args = LoadAwareSchedulingArgs
 EXPIRED = "node(s) nodeMetric expired"
 NOT_ATTACHED = "LoadAwareScheduling: its NodeMetric store is not a ClusterState extension"
 _KEY = NAME
+_EXPIRED = NAME + "/expired"
 
 
 def usage_reason(resource: str, aggregated: bool) -> str:
@@ -65,6 +69,11 @@ class LoadAwareScheduling:
         # for queueing hints: per pod list (a queue group's version), and per pod
         self._matrices: dict[int, tuple[Vec, Mask, Mask]] = {}
         self._estimates: dict[str, tuple[Pod, Vec, bool]] = {}
+        # every reason the Filter gives, in its order (berth.core.incremental)
+        reasons = [(EXPIRED, Code.UNSCHEDULABLE)] if self.args.filter_expired_node_metrics else []
+        for resource in self.res.names:
+            reasons += [(usage_reason(resource, agg), Code.UNSCHEDULABLE) for agg in (False, True)]
+        self._reasons = tuple(reasons)
         self.weights: Vec | None = self.res.vec(self.args.resource_weights)
         if self.args.dominant_resource_weight == 0 and not self.weights.any():
             self.weights = None  # upstream's nil weight vector: every score is 0
@@ -100,9 +109,13 @@ class LoadAwareScheduling:
         return one[1], one[2]
 
     def _expired(self, cycle: Cycle) -> Mask:
-        st = self.store
-        limit = self.args.node_metric_expiration_seconds * US
-        return ~st.has_time | (to_us(cycle.now) - st.time_us >= limit)
+        """Per slot, computed once per cycle (the store does not change within one)."""
+        got: Mask | None = cycle.data.get(_EXPIRED)
+        if got is None or len(got) != len(self.store.has_time):
+            st = self.store
+            limit = self.args.node_metric_expiration_seconds * US
+            got = cycle.data[_EXPIRED] = ~st.has_time | (to_us(cycle.now) - st.time_us >= limit)
+        return got
 
     def pre_filter(self, cycle: Cycle) -> Status:
         if self._prepare(cycle) is None:
@@ -111,6 +124,10 @@ class LoadAwareScheduling:
 
     # ---- Filter -------------------------------------------------------------
     def filter(self, cycle: Cycle) -> list[Failure]:
+        return self._filter(cycle, None)
+
+    def _filter(self, cycle: Cycle, slots: Slots | None) -> list[Failure]:
+        """On every slot, or on these slots only (masks over them)."""
         prepared = self._prepare(cycle)
         if prepared is None:
             return [Failure(cycle.state.nodes.valid, NOT_ATTACHED, Code.ERROR)]
@@ -119,21 +136,25 @@ class LoadAwareScheduling:
             return []
         st = self.store.views()
         v = 1 if prod_pod else 0
-        check = cycle.state.nodes.valid & st.f_check[v]
+        ex, half, alloc = st.f_ex[v], st.f_half[v], st.alloc_f
+        agg_path, f_check, valid = st.f_agg[v], st.f_check[v], cycle.state.nodes.valid
+        if slots is not None:
+            ex, half, alloc = ex[:, slots], half[:, slots], alloc[:, slots]
+            agg_path, f_check, valid = agg_path[slots], f_check[slots], valid[slots]
+        check = valid & f_check
         out = []
         if self.args.filter_expired_node_metrics:
-            expired = check & self._expired(cycle)
+            expired = self._expired(cycle)
+            expired = check & (expired if slots is None else expired[slots])
             if not self.args.enable_schedule_when_node_metrics_expired and expired.any():
                 out.append(Failure(expired, EXPIRED))
             check &= ~expired
-        check &= st.has_nm
+        check &= st.has_nm if slots is None else st.has_nm[slots]
         if not check.any():
             return out
         # Go's Round(used / alloc * 100) > thr  <=>  used / alloc * 100 >= thr + 0.5 (exact for floats).
         # A node fails on the first resource over its threshold, in resource-name order.
         failing = np.zeros(len(check), dtype=bool)
-        ex, half, alloc = st.f_ex[v], st.f_half[v], st.alloc_f
-        agg_path = st.f_agg[v]
         for r, resource in enumerate(self.res.names):
             pct = (ex[r] + est[r]) / alloc[r]
             pct *= 100
@@ -148,6 +169,34 @@ class LoadAwareScheduling:
                 if mask.any():
                     out.append(Failure(mask, usage_reason(resource, aggregated)))
         return out
+
+    # ---- node-local (berth.core.incremental) ----------------------------------
+    # A node's answer reads the store's rows for it (touched on each change), the pod's estimate and
+    # whether it is prod, and whether the node's metric has expired at cycle.now (moving).
+    def filter_shape(self, cycle: Cycle) -> Shape | None:
+        prepared = self._prepare(cycle)
+        if prepared is None or is_daemonset(cycle.pod):
+            return None
+        return Shape(self._shape_key(prepared, prepared[1]), self._reasons)
+
+    def filter_on(self, cycle: Cycle, slots: Slots) -> list[Failure]:
+        return self._filter(cycle, slots)
+
+    def score_shape(self, cycle: Cycle) -> Shape | None:
+        prepared = self._prepare(cycle)
+        if prepared is None or self.weights is None:
+            return None
+        return Shape(self._shape_key(prepared, prepared[1] and self.args.score_according_prod_usage))
+
+    def score_on(self, cycle: Cycle, slots: Slots) -> Scores:
+        return self._score(cycle, np.ones(len(slots), dtype=bool), slots)
+
+    def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None:
+        return self._expired(cycle)[: len(cycle.state.nodes.valid)]
+
+    def _shape_key(self, prepared: tuple[Vec, bool], prod: bool) -> tuple[bytes, bool, int]:
+        self.store.views()  # a store woken now counts as changed everywhere
+        return prepared[0].tobytes(), prod, self.store.generation
 
     # ---- queueing hint (kube's QueueingHintFn) -------------------------------
     def metric_hint(self, state: ClusterState, obj: Any, now: datetime) -> Hint:
@@ -211,17 +260,25 @@ class LoadAwareScheduling:
 
     # ---- Score --------------------------------------------------------------
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+        return self._score(cycle, feasible, None)
+
+    def _score(self, cycle: Cycle, feasible: Mask, slots: Slots | None) -> Scores:
+        """On every slot, or on these slots only (feasible over them)."""
         prepared = self._prepare(cycle)
-        size = len(cycle.state.nodes.valid)
         if self.weights is None or prepared is None:
-            return np.zeros(size, dtype=np.int64)
+            return np.zeros(len(feasible), dtype=np.int64)
         est, prod_pod = prepared
         st = self.store.views()
-        ok = feasible & cycle.state.nodes.valid & st.has_metric & st.has_nm & ~self._expired(cycle)
+        ok = st.has_metric & st.has_nm & ~self._expired(cycle)
         existing = st.s_ex[1 if prod_pod and self.args.score_according_prod_usage else 0]
-        scores = least_used(
-            existing + est[:, None], st.alloc_safe, st.alloc_zero, self.weights, self.args.dominant_resource_weight
-        )
+        safe, zero = st.alloc_safe, st.alloc_zero
+        if slots is None:
+            ok = ok & cycle.state.nodes.valid
+        else:
+            ok = ok[slots] & cycle.state.nodes.valid[slots]
+            existing, safe, zero = existing[:, slots], safe[:, slots], zero[:, slots]
+        ok &= feasible
+        scores = least_used(existing + est[:, None], safe, zero, self.weights, self.args.dominant_resource_weight)
         scores[~ok] = 0
         return scores
 

@@ -211,6 +211,7 @@ class NodeMetricStore:
         # dozing: NodeMetrics are only kept (with their times) and the slot arrays left as they are,
         # until the store is next read (see doze)
         self._dozing = False
+        self.generation = 0  # bumped when every slot's rows may have changed at once (waking)
 
     # ---- slot arrays ------------------------------------------------------
     def _alloc_arrays(self, cap: int) -> None:
@@ -259,6 +260,7 @@ class NodeMetricStore:
 
     def sync(self, state: ClusterState) -> None:
         """Bring node-derived slot data up to date; O(nodes) identity checks."""
+        self.generation += 1
         nodes = state.nodes
         if len(nodes.valid) > self.cap:
             self._grow(len(nodes.valid))
@@ -389,6 +391,7 @@ class NodeMetricStore:
 
     def _wake(self) -> None:
         self._dozing = False
+        self.generation += 1  # every slot's rows are written again
         for rec in self.records.values():
             if rec.metric is not None:
                 self._load_metric(rec, rec.metric)
@@ -433,6 +436,7 @@ class NodeMetricStore:
         s = self._slot(state, obj.name)
         if s is not None:
             self._write_metric(s, rec, resummed)
+            state.touch(s)
 
     def _load_metric(self, rec: NodeLoad, m: NodeMetric) -> bool:
         """Take in a metric; returns whether the pods' sums were computed again."""

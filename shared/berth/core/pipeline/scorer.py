@@ -79,13 +79,17 @@ class ScorerEngine:
         label: str = "default",
         top_nodes: int | None = None,
         preemption_grace: float | None = None,
+        incremental: bool = True,
     ) -> None:
         """preemption_grace: carry preemptions out (`berth replay`): the victims leave the state that
         many log seconds after the decision and the preemptor is retried then. None (the services):
-        the API server deletes them, and their events say so."""
+        the API server deletes them, and their events say so. incremental: the Scheduler's option
+        (node-local plugins' answers kept per pod shape)."""
         self.state = ClusterState()
         # one scheduler per profile, by schedulerName; pods of other schedulers are skipped
-        self.schedulers = {p.scheduler_name: Scheduler(p.build(self.state), top_nodes) for p in config.profiles}
+        self.schedulers = {
+            p.scheduler_name: Scheduler(p.build(self.state), top_nodes, incremental) for p in config.profiles
+        }
         self.scheduler = self.schedulers[config.default.scheduler_name]
         self.applier = Applier(self.state)
         interests = tuple(i for s in self.schedulers.values() for i in s.profile.interests)

@@ -128,11 +128,13 @@ def allocatable_requested(
     resources: Sequence[ResourceSpec],
     nonzero: NonZeroRequested | None,
     with_pod: bool = True,
+    slots: npt.NDArray[np.intp] | None = None,
 ) -> list[tuple[ResourceSpec, Ints, Ints]]:
     """Per configured resource kube scores: (spec, allocatable, requested) over all slots. A resource
     is left out where kube skips it: a scalar the pod does not request, `pods`; a slot whose
     allocatable is 0 is to be skipped by the caller (both its score and its weight). nonzero: the
-    node totals to use for cpu and memory (NodeResourcesFit), None for the actual requests."""
+    node totals to use for cpu and memory (NodeResourcesFit), None for the actual requests. slots: those
+    slots only."""
     out = []
     for spec in resources:
         want = pod_request(pod, spec.name, nonzero is not None)
@@ -143,5 +145,7 @@ def allocatable_requested(
             have = nonzero.read(nodes, spec.name)
         else:
             have = nodes.requested(spec.name)
+        if slots is not None:
+            alloc, have = alloc[slots], have[slots]
         out.append((spec, alloc, have + want if with_pod else have.copy()))
     return out

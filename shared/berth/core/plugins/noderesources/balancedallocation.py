@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from berth.core.framework import MAX_NODE_SCORE, OK, SKIP, Cycle, Mask, Scores, Status
+from berth.core.framework import MAX_NODE_SCORE, OK, SKIP, Cycle, Mask, Scores, Shape, Slots, Status
 from berth.core.plugins.noderesources.allocation import (
     DEFAULT_RESOURCES,
     Ints,
@@ -58,8 +58,20 @@ class BalancedAllocation:
         return OK
 
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
-        columns = allocatable_requested(cycle.state.nodes, cycle.pod, self.args.resources, None)
-        n = len(feasible)
+        return self._score(cycle, len(feasible), None)
+
+    # node-local (berth.core.incremental): a node's score reads that node's allocatable and requests
+    def score_shape(self, cycle: Cycle) -> Shape:
+        return Shape(tuple(pod_request(cycle.pod, r.name, False) for r in self.args.resources))
+
+    def score_on(self, cycle: Cycle, slots: Slots) -> Scores:
+        return self._score(cycle, len(slots), slots)
+
+    def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None:
+        return None
+
+    def _score(self, cycle: Cycle, n: int, slots: Slots | None) -> Scores:
+        columns = allocatable_requested(cycle.state.nodes, cycle.pod, self.args.resources, None, slots=slots)
         if not columns:
             return np.full(n, MAX_NODE_SCORE, dtype=np.int64)
         if len(columns) == 2:

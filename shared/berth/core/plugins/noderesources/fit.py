@@ -8,21 +8,31 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from berth.core.framework import (
     MAX_NODE_SCORE,
     Action,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
     Cycle,
     Failure,
     Hint,
     Mask,
     Scores,
+    Shape,
+    Slots,
     each_pod,
 )
 from berth.core.model import Node, Pod
-from berth.core.plugins.noderesources.allocation import Ints, NonZeroRequested, allocatable_requested
+from berth.core.plugins.noderesources.allocation import (
+    Ints,
+    NonZeroRequested,
+    ResourceSpec,
+    allocatable_requested,
+    pod_request,
+)
 from berth.core.plugins.noderesources.fitargs import LEAST, MAX_CUSTOM_PRIORITY_SCORE, MOST, NodeResourcesFitArgs
 from berth.core.resources import CPU, EPHEMERAL, MEMORY, PODS
 from berth.core.state import ClusterState
@@ -113,9 +123,39 @@ class NodeResourcesFit:
                 out.append(Failure(short, self.reason(name)))
         return out
 
+    # node-local (berth.core.incremental): a node's answer reads that node's allocatable and requests
+    def filter_shape(self, cycle: Cycle) -> Shape:
+        wants = tuple(self.wants(cycle.pod))
+        return Shape(wants, tuple((self.reason(name), Code.UNSCHEDULABLE) for name, _ in wants))
+
+    def filter_on(self, cycle: Cycle, slots: Slots) -> list[Failure]:
+        nodes = cycle.state.nodes
+        valid = nodes.valid[slots]
+        out = []
+        for name, want in self.wants(cycle.pod):
+            short = valid & (nodes.allocatable(name)[slots] - nodes.requested(name)[slots] < want)
+            if short.any():
+                out.append(Failure(short, self.reason(name)))
+        return out
+
+    def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None:
+        return None
+
+    def score_shape(self, cycle: Cycle) -> Shape:
+        return Shape(tuple(pod_request(cycle.pod, r.name, True) for r in self.args.scoring_strategy.resources))
+
+    def score_on(self, cycle: Cycle, slots: Slots) -> Scores:
+        strategy = self.args.scoring_strategy
+        columns = allocatable_requested(cycle.state.nodes, cycle.pod, strategy.resources, self.nonzero, slots=slots)
+        return self._score(columns, np.ones(len(slots), dtype=bool))
+
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
         strategy = self.args.scoring_strategy
         columns = allocatable_requested(cycle.state.nodes, cycle.pod, strategy.resources, self.nonzero)
+        return self._score(columns, feasible)
+
+    def _score(self, columns: list[tuple[ResourceSpec, Ints, Ints]], feasible: Mask) -> Scores:
+        strategy = self.args.scoring_strategy
         n = len(feasible)
         total = np.zeros(n, dtype=np.int64)
         weights: Ints | int = 0  # one weight for every slot while every resource counts on every feasible slot
