@@ -8,6 +8,7 @@ stays until the API server sends a newer version or the reservation is released.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -75,7 +76,7 @@ def key_of(obj: Any) -> tuple[str, str]:
         namespaced = _NAMESPACED[cls] = hasattr(obj, "namespace")
     ns = obj.namespace if namespaced else None
     name = obj.name
-    return cls.__name__, f"{ns}/{name}" if ns is not None else name
+    return cls.__name__, sys.intern(f"{ns}/{name}") if ns is not None else name
 
 
 @dataclass(frozen=True)
