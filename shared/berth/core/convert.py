@@ -457,6 +457,22 @@ def _migrated(
     return None
 
 
+_ACCESS_MODES: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def access_modes(v: list[str] | None) -> tuple[str, ...]:
+    """A PV's access modes; one tuple shared by the PVs that list the same ones."""
+    if not v:
+        return ()
+    key = tuple(v)
+    out = _ACCESS_MODES.get(key)
+    if out is None:
+        if len(_ACCESS_MODES) >= 1024:
+            _ACCESS_MODES.clear()
+        out = _ACCESS_MODES[key] = tuple(sys.intern(m) for m in key)
+    return out
+
+
 def pv(v: wc.PersistentVolume) -> PersistentVolume:
     meta = v.metadata or EMPTY_META
     name = name_of(meta)
@@ -471,18 +487,18 @@ def pv(v: wc.PersistentVolume) -> PersistentVolume:
         resource_version=meta.resource_version or "",
         labels=texts(meta.labels),
         annotations=annotations,
-        storage_class=storage_class,
+        storage_class=sys.intern(storage_class),
         capacity=_storage(spec.capacity, "spec.capacity") or 0,
-        access_modes=tuple(spec.access_modes) if spec.access_modes else (),
-        volume_mode=volume_mode,
+        access_modes=access_modes(spec.access_modes),
+        volume_mode=sys.intern(volume_mode),
         claim_ref=None
         if ref is None
-        else ClaimRef(namespace=ref.namespace or "", name=ref.name or "", uid=ref.uid or ""),
-        phase=(v.status.phase or "") if v.status is not None else "",
+        else ClaimRef(namespace=sys.intern(ref.namespace or ""), name=ref.name or "", uid=ref.uid or ""),
+        phase=sys.intern(v.status.phase or "") if v.status is not None else "",
         deleting=meta.deletion_timestamp is not None,
         node_affinity=None if required is None else node_selector(required),
-        attributes_class=attributes_class,
-        csi_driver=(spec.csi.driver or "") if spec.csi is not None else "",
+        attributes_class=sys.intern(attributes_class),
+        csi_driver=sys.intern(spec.csi.driver or "") if spec.csi is not None else "",
         csi_handle=(spec.csi.volume_handle or "") if spec.csi is not None else "",
         migrated_driver=migrated[0] if migrated is not None else "",
         migrated_handle=migrated[1] if migrated is not None else "",

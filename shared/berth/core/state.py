@@ -79,6 +79,21 @@ def key_of(obj: Any) -> tuple[str, str]:
     return cls.__name__, sys.intern(f"{ns}/{name}") if ns is not None else name
 
 
+_COUNTED: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+
+
+def _counted(requests: dict[str, int]) -> dict[str, int]:
+    """What a pod takes on its node (its requests and one pod), one dict shared by the pods that
+    request the same (read only); a bounded cache."""
+    key = tuple(requests.items())
+    out = _COUNTED.get(key)
+    if out is None:
+        if len(_COUNTED) >= 65536:
+            _COUNTED.clear()
+        out = _COUNTED[key] = {**requests, PODS: 1}
+    return out
+
+
 @dataclass(frozen=True)
 class Reservation:
     """What a Scheduled decision takes: the node's resources, chosen PVs, provisioned claims."""
@@ -268,7 +283,7 @@ class ClusterState:
         if prev is not None:
             self.nodes.add_usage(prev[0], prev[1], -1)
         if pod is not None and pod.node_name and not pod.terminated:
-            amounts = {**pod.requests, PODS: 1}
+            amounts = _counted(pod.requests)
             self._usage[key] = (pod.node_name, amounts)
             self.nodes.add_usage(pod.node_name, amounts)
 
