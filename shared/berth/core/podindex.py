@@ -79,19 +79,21 @@ class PodIndex:
         self._fit(state)
         if assigned(old):
             assert old is not None
-            self._on.get(old.node_name, {}).pop(old.key, None)
-            self._assigned.pop(old.key, None)
-            self._in_ns.get(old.namespace, set()).discard(old.key)
+            key = old.key
+            self._on.get(old.node_name, {}).pop(key, None)
+            self._assigned.pop(key, None)
+            self._in_ns.get(old.namespace, set()).discard(key)
             for k, v in old.labels.items():
-                self._labelled.get((old.namespace, k, v), set()).discard(old.key)
+                self._labelled.get((old.namespace, k, v), set()).discard(key)
             self._count(state, old, -1)
         if assigned(new):
             assert new is not None
-            self._on.setdefault(new.node_name, {})[new.key] = new
-            self._assigned[new.key] = new
-            self._in_ns.setdefault(new.namespace, set()).add(new.key)
+            key = new.key
+            self._on.setdefault(new.node_name, {})[key] = new
+            self._assigned[key] = new
+            self._in_ns.setdefault(new.namespace, set()).add(key)
             for k, v in new.labels.items():
-                self._labelled.setdefault((new.namespace, k, v), set()).add(new.key)
+                self._labelled.setdefault((new.namespace, k, v), set()).add(key)
             self._count(state, new, 1)
 
     def node_changed(self, state: ClusterState, slot: int) -> None:
@@ -193,7 +195,7 @@ class PodIndex:
         if s is None:
             return  # counted when its node arrives (node_changed)
         seen: set[tuple[Matcher, bool]] = set()
-        for ns in (pod.namespace, None):
+        for ns in (pod.namespace, None) if self._watch else ():  # no matcher counted yet: none to update
             for anchor in ((ns, None, None), *((ns, k, v) for k, v in pod.labels.items())):
                 for key in self._watch.get(anchor, ()):
                     m, live = key
