@@ -6,6 +6,7 @@ Each function takes a decoded wire object and returns the model, or raises `Bad`
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from berth.core import intree, resources
@@ -96,19 +97,29 @@ def label_selector(v: w.LabelSelector) -> LabelSelector:
     )
 
 
+_OWNERS: dict[tuple[Any, ...], tuple[OwnerRef, ...]] = {}  # a workload's pods share one tuple
+
+
 def owner_refs(meta: w.ObjectMeta) -> tuple[OwnerRef, ...]:
     if not meta.owner_references:
         return ()
-    return tuple(
-        OwnerRef(
-            kind=o.kind or "",
-            name=o.name or "",
-            uid=o.uid or "",
-            api_version=o.api_version or "",
-            controller=bool(o.controller),
+    key = tuple((o.kind, o.name, o.uid, o.api_version, o.controller) for o in meta.owner_references)
+    out = _OWNERS.get(key)
+    if out is None:
+        out = tuple(
+            OwnerRef(
+                kind=sys.intern(o.kind or ""),
+                name=o.name or "",
+                uid=o.uid or "",
+                api_version=sys.intern(o.api_version or ""),
+                controller=bool(o.controller),
+            )
+            for o in meta.owner_references
         )
-        for o in meta.owner_references
-    )
+        if len(_OWNERS) >= 65536:
+            _OWNERS.clear()
+        _OWNERS[key] = out
+    return out
 
 
 def _resources(v: wc.ResourceRequirements | None, at: str) -> tuple[dict[str, int], dict[str, int]]:
@@ -262,6 +273,56 @@ def texts(v: dict[str, str] | None) -> dict[str, str]:
     return out
 
 
+_AMOUNTS: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+_NO_AMOUNTS: dict[str, int] = {}
+
+
+def amounts(v: dict[str, int]) -> dict[str, int]:
+    """A pod's requests, limits or non-zero requests: one dict shared by the pods that have equal ones
+    (in the same order), as models never change them; a bounded cache."""
+    if not v:
+        return _NO_AMOUNTS
+    key = tuple(v.items())
+    out = _AMOUNTS.get(key)
+    if out is None:
+        if len(_AMOUNTS) >= 65536:
+            _AMOUNTS.clear()
+        out = _AMOUNTS[key] = v
+    return out
+
+
+_CONDITIONS: dict[tuple[Any, ...], tuple[PodCondition, ...]] = {}
+
+
+def conditions(v: list[wc.PodCondition]) -> tuple[PodCondition, ...]:
+    """A pod's conditions; one tuple shared by the pods whose conditions are equal (those that started
+    in the same second), as models never change them; a bounded cache."""
+    if not v:
+        return ()
+    key = tuple((c.type, c.status, c.last_transition_time, c.reason) for c in v)
+    out = _CONDITIONS.get(key)
+    if out is None:
+        made = []
+        for i, c in enumerate(v):
+            try:
+                stamp = moment(c.last_transition_time)
+            except Bad as e:
+                raise e.under(f"status.conditions[{i}].lastTransitionTime") from None
+            made.append(
+                PodCondition(
+                    type=sys.intern(c.type or ""),
+                    status=sys.intern(c.status or ""),
+                    last_transition_time=stamp,
+                    reason=sys.intern(c.reason or ""),
+                )
+            )
+        out = tuple(made)
+        if len(_CONDITIONS) >= 65536:
+            _CONDITIONS.clear()
+        _CONDITIONS[key] = out
+    return out
+
+
 _TOLERATIONS: dict[tuple[wc.Toleration, ...], tuple[Toleration, ...]] = {}  # most pods have admission's defaults
 
 
@@ -323,15 +384,7 @@ def pod(v: wc.Pod) -> Pod:
             inline.append(migrated)
     node_affinity = None if spec.affinity is None else spec.affinity.node_affinity
     required = None if node_affinity is None else node_affinity.required_during_scheduling_ignored_during_execution
-    conditions = []
-    for i, c in enumerate(status.conditions or ()):
-        try:
-            stamp = moment(c.last_transition_time)
-        except Bad as e:
-            raise e.under(f"status.conditions[{i}].lastTransitionTime") from None
-        conditions.append(
-            PodCondition(type=c.type or "", status=c.status or "", last_transition_time=stamp, reason=c.reason or "")
-        )
+    conds = conditions(status.conditions or [])
     try:
         creation = moment(meta.creation_timestamp)
     except Bad as e:
@@ -341,7 +394,7 @@ def pod(v: wc.Pod) -> Pod:
     except Bad as e:
         raise e.under("status.startTime") from None
     return Pod(
-        namespace=meta.namespace or "default",
+        namespace=sys.intern(meta.namespace or "default"),
         name=name,
         uid=meta.uid or "",
         resource_version=meta.resource_version or "",
@@ -350,26 +403,26 @@ def pod(v: wc.Pod) -> Pod:
         owner_refs=owner_refs(meta),
         creation=creation,
         deleting=meta.deletion_timestamp is not None,
-        node_name=spec.node_name or "",
-        phase=status.phase or "Pending",
-        scheduler_name=spec.scheduler_name or "default-scheduler",
+        node_name=sys.intern(spec.node_name or ""),
+        phase=sys.intern(status.phase or "Pending"),
+        scheduler_name=sys.intern(spec.scheduler_name or "default-scheduler"),
         priority=spec.priority,
-        priority_class_name=spec.priority_class_name or "",
+        priority_class_name=sys.intern(spec.priority_class_name or ""),
         node_selector=texts(spec.node_selector),
         affinity=None if required is None else node_selector(required),
         tolerations=tolerations(spec.tolerations) if spec.tolerations else (),
         volumes=tuple(volumes),
-        requests=requests,
-        limits=limits,
-        conditions=tuple(conditions),
+        requests=amounts(requests),
+        limits=amounts(limits),
+        conditions=conds,
         pod_affinity=pod_affinity(spec.affinity),
         spread=spread_constraints(spec.topology_spread_constraints),
-        nonzero_requests=nonzero,
+        nonzero_requests=amounts(nonzero),
         preferred_affinity=() if node_affinity is None else preferred_terms(node_affinity),
         host_ports=host_ports(spec),
         inline_disks=tuple(disks),
         images=pod_images(spec),
-        preemption_policy=spec.preemption_policy or "",
+        preemption_policy=sys.intern(spec.preemption_policy or ""),
         start_time=started,
         nominated_node=status.nominated_node_name or "",
         inline_csi=tuple(inline),
@@ -433,6 +486,22 @@ def _migrated(
     return None
 
 
+_ACCESS_MODES: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def access_modes(v: list[str] | None) -> tuple[str, ...]:
+    """A PV's access modes; one tuple shared by the PVs that list the same ones."""
+    if not v:
+        return ()
+    key = tuple(v)
+    out = _ACCESS_MODES.get(key)
+    if out is None:
+        if len(_ACCESS_MODES) >= 1024:
+            _ACCESS_MODES.clear()
+        out = _ACCESS_MODES[key] = tuple(sys.intern(m) for m in key)
+    return out
+
+
 def pv(v: wc.PersistentVolume) -> PersistentVolume:
     meta = v.metadata or EMPTY_META
     name = name_of(meta)
@@ -447,18 +516,18 @@ def pv(v: wc.PersistentVolume) -> PersistentVolume:
         resource_version=meta.resource_version or "",
         labels=texts(meta.labels),
         annotations=annotations,
-        storage_class=storage_class,
+        storage_class=sys.intern(storage_class),
         capacity=_storage(spec.capacity, "spec.capacity") or 0,
-        access_modes=tuple(spec.access_modes) if spec.access_modes else (),
-        volume_mode=volume_mode,
+        access_modes=access_modes(spec.access_modes),
+        volume_mode=sys.intern(volume_mode),
         claim_ref=None
         if ref is None
-        else ClaimRef(namespace=ref.namespace or "", name=ref.name or "", uid=ref.uid or ""),
-        phase=(v.status.phase or "") if v.status is not None else "",
+        else ClaimRef(namespace=sys.intern(ref.namespace or ""), name=ref.name or "", uid=ref.uid or ""),
+        phase=sys.intern(v.status.phase or "") if v.status is not None else "",
         deleting=meta.deletion_timestamp is not None,
         node_affinity=None if required is None else node_selector(required),
-        attributes_class=attributes_class,
-        csi_driver=(spec.csi.driver or "") if spec.csi is not None else "",
+        attributes_class=sys.intern(attributes_class),
+        csi_driver=sys.intern(spec.csi.driver or "") if spec.csi is not None else "",
         csi_handle=(spec.csi.volume_handle or "") if spec.csi is not None else "",
         migrated_driver=migrated[0] if migrated is not None else "",
         migrated_handle=migrated[1] if migrated is not None else "",

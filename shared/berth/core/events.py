@@ -24,7 +24,7 @@ import msgspec
 from berth.core.amounts import TimeRangeError, parse_time
 from berth.core.convert import group_of
 from berth.core.errors import InputError
-from berth.core.kinds import BY_WIRE, KINDS, decode, describe, normalise
+from berth.core.kinds import BY_WIRE, KINDS, ONE_PASS, decode, describe, normalise
 from berth.core.ports import Message
 
 TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
@@ -99,7 +99,7 @@ class _Out(msgspec.Struct, omit_defaults=True, kw_only=True):
 
 
 # The one-pass envelope: the object (or the simulator's resource) as any kind berth reads.
-_Objects = Union[tuple(BY_WIRE)] | msgspec.UnsetType | None  # type: ignore[valid-type]  # noqa: UP007
+_Objects = Union[ONE_PASS] | msgspec.UnsetType | None  # type: ignore[valid-type]  # noqa: UP007
 _Typed = msgspec.defstruct(
     "_Typed",
     [

@@ -72,6 +72,10 @@ KINDS: dict[tuple[str, str], Kind] = {
 
 # wire Struct -> its (group, kind) and Kind: what an event's object decoded into (berth.core.events)
 BY_WIRE: dict[type[Any], tuple[tuple[str, str], Kind]] = {k.wire: (key, k) for key, k in KINDS.items()}
+# the Structs of the one-pass decode: each kind's, but a NodeMetric's with its aggregated usages left raw
+_FAST: dict[type[Any], type[Any]] = {wl.NodeMetric: wl.FastNodeMetric}
+ONE_PASS: tuple[type[Any], ...] = tuple(_FAST.get(w, w) for w in BY_WIRE)
+BY_WIRE[wl.FastNodeMetric] = BY_WIRE[wl.NodeMetric]
 
 _head = msgspec.json.Decoder(Head)
 

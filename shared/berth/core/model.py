@@ -12,6 +12,7 @@ saves each its collector header and the collector's young passes their scanning.
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 
 import msgspec
@@ -127,7 +128,8 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        """namespace/name; interned, as every index keeps its own reference to it."""
+        return sys.intern(f"{self.namespace}/{self.name}")
 
     @property
     def terminated(self) -> bool:

@@ -8,6 +8,7 @@ stays until the API server sends a newer version or the reservation is released.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -75,7 +76,22 @@ def key_of(obj: Any) -> tuple[str, str]:
         namespaced = _NAMESPACED[cls] = hasattr(obj, "namespace")
     ns = obj.namespace if namespaced else None
     name = obj.name
-    return cls.__name__, f"{ns}/{name}" if ns is not None else name
+    return cls.__name__, sys.intern(f"{ns}/{name}") if ns is not None else name
+
+
+_COUNTED: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+
+
+def _counted(requests: dict[str, int]) -> dict[str, int]:
+    """What a pod takes on its node (its requests and one pod), one dict shared by the pods that
+    request the same (read only); a bounded cache."""
+    key = tuple(requests.items())
+    out = _COUNTED.get(key)
+    if out is None:
+        if len(_COUNTED) >= 65536:
+            _COUNTED.clear()
+        out = _COUNTED[key] = {**requests, PODS: 1}
+    return out
 
 
 @dataclass(frozen=True)
@@ -310,7 +326,7 @@ class ClusterState:
         if prev is not None:
             self.nodes.add_usage(prev[0], prev[1], -1)
         if pod is not None and pod.node_name and not pod.terminated:
-            amounts = {**pod.requests, PODS: 1}
+            amounts = _counted(pod.requests)
             self._usage[key] = (pod.node_name, amounts)
             self.nodes.add_usage(pod.node_name, amounts)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+import msgspec
 from msgspec.structs import astuple
 
 from berth.core.amounts import Bad, moment, plain, resource_list
@@ -39,7 +41,36 @@ def _usage(v: wl.Usage | None, at: str) -> dict[str, int]:
 
 def aggregated(m: NodeMetric) -> tuple[AggregatedUsage, ...]:
     """A NodeMetric's aggregated usages, normalised (checked when the metric was read: they normalise)."""
-    return _aggregated(m.aggregated)
+    items = m.aggregated
+    if isinstance(items, msgspec.Raw):
+        return _aggregated(_entries.decode(items) or ())
+    return _aggregated(items)
+
+
+_entries = msgspec.json.Decoder(list[wl.AggregatedNodeUsage | None] | None)
+
+# The aggregated usages as Koordinator writes them, each value a plain amount (amounts.plain) and each
+# duration hours, minutes and seconds, all certainly within what the exact parsers take: null, [] or
+# [{"duration":"5m0s","usage":{"avg":{"resources":{"cpu":"5762m","memory":"44904318Ki"}},...}},...],
+# without spaces. Possessive throughout: text that does not match fails at once, without backtracking.
+_AMOUNT = rb'"[0-9]{1,12}+(?:m|Ki)?+"'
+_NAME = rb'"[ !#-\[\]-~]*+"'  # printable ASCII, no escapes
+_RESOURCES = rb'\{"resources":\{(?:' + _NAME + b":" + _AMOUNT + rb"(?:," + _NAME + b":" + _AMOUNT + rb")*+)?+\}\}"
+_TYPE = rb'"(?:avg|p50|p90|p95|p99)"'
+_USAGE = rb'"usage":\{(?:' + _TYPE + b":" + _RESOURCES + rb"(?:," + _TYPE + b":" + _RESOURCES + rb")*+)?+\}"
+_ENTRY = rb'\{"duration":"(?:[0-9]{1,4}+h)?+(?:[0-9]{1,4}+m)?+[0-9]{1,4}+s",' + _USAGE + rb"\}"
+_PLAIN_ENTRIES = re.compile(rb"null|\[\]|\[" + _ENTRY + rb"(?:," + _ENTRY + rb")*+\]")
+
+
+def _raw_checked(raw: msgspec.Raw) -> tuple[()] | msgspec.Raw:
+    """The raw aggregated usages of the one-pass decode, kept as they are when in the plain form above
+    (a hypothesis test holds the form to the exact parsers). Anything else raises Bad: the line is then
+    decoded step by step with the whole Struct, and checked or reported as by `_checked`."""
+    if not len(raw):
+        return ()
+    if _PLAIN_ENTRIES.fullmatch(raw) is None:
+        raise Bad("status.nodeMetric.aggregatedNodeUsages", "not in the plain form: decoded in full")
+    return () if len(raw) <= 4 else raw  # null or []
 
 
 def _checked(items: list[wl.AggregatedNodeUsage | None]) -> tuple[wl.AggregatedNodeUsage, ...]:
@@ -103,12 +134,17 @@ def _pods(items: list[wl.PodMetricInfo | None] | None) -> tuple[PodMetric, ...]:
     )
 
 
-def nodemetric(v: wl.NodeMetric) -> NodeMetric:
+def nodemetric(v: wl.NodeMetric | wl.FastNodeMetric) -> NodeMetric:
     meta = v.metadata or EMPTY_META
     name = name_of(meta)
     policy = None if v.spec is None else v.spec.metric_collect_policy
     status = v.status or wl.NodeMetricStatus()
     nm = status.node_metric
+    items = None if nm is None else nm.aggregated_node_usages
+    if isinstance(items, msgspec.Raw):
+        kept: tuple[wl.AggregatedNodeUsage, ...] | msgspec.Raw = _raw_checked(items)
+    else:
+        kept = _checked(items) if items else ()
     try:
         update_time = moment(status.update_time)
     except Bad as e:
@@ -121,6 +157,6 @@ def nodemetric(v: wl.NodeMetric) -> NodeMetric:
         has_node_metric=nm is not None,
         node_usage={} if nm is None else _usage(nm.node_usage, "status.nodeMetric.nodeUsage"),
         system_usage={} if nm is None else _usage(nm.system_usage, "status.nodeMetric.systemUsage"),
-        aggregated=() if nm is None or not nm.aggregated_node_usages else _checked(nm.aggregated_node_usages),
+        aggregated=kept,
         pods=_pods(status.pods_metric),
     )

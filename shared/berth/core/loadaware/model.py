@@ -54,7 +54,8 @@ class NodeMetric(msgspec.Struct, frozen=True, gc=False):
     has_node_metric: bool = False  # status.nodeMetric is set
     node_usage: ResourceList = {}
     system_usage: ResourceList = {}
-    # status.nodeMetric.aggregatedNodeUsages as they arrived (null entries left out), checked when the
-    # metric was read; made AggregatedUsages by `loadaware.convert.aggregated` only when a profile reads them
-    aggregated: tuple[AggregatedNodeUsage, ...] = ()
+    # status.nodeMetric.aggregatedNodeUsages as they arrived: their raw JSON, or the decoded entries (null
+    # ones left out); checked when the metric was read; made AggregatedUsages by
+    # `loadaware.convert.aggregated` only when a profile reads them
+    aggregated: tuple[AggregatedNodeUsage, ...] | msgspec.Raw = ()
     pods: tuple[PodMetric, ...] = ()

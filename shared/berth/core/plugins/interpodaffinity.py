@@ -34,7 +34,7 @@ from berth.core.framework import (
     each_pod,
 )
 from berth.core.model import Node, Pod, PodAffinityTerm
-from berth.core.podindex import Ints, Matcher, PodIndex, matches
+from berth.core.podindex import Ints, Matcher, PodIndex, dense, matches
 from berth.core.selectors import LabelSelector
 from berth.core.state import ClusterState
 from berth.core.validation import Problems, is_int, unknown_fields
@@ -161,9 +161,9 @@ class InterPodAffinity:
         anti = pod.pod_affinity.required_anti if pod.pod_affinity else ()
         ns_labels = self.index.namespaces.get(pod.namespace, {})
         existing = np.zeros(n, dtype=bool)
-        for owner_ns, term, per_slot in self.index.groups("required_anti", pod.labels):
+        for owner_ns, term, held in self.index.groups("required_anti", pod.labels):
             if existing_term_matches(term, owner_ns, pod, ns_labels):
-                existing |= self._per_domain(state, term.topology_key, per_slot[:n])[1] > 0
+                existing |= self._per_domain(state, term.topology_key, dense(held, n))[1] > 0
         if not existing.any() and not required and not anti:
             return []  # kube's PreFilter Skip
         fail_aff = np.zeros(n, dtype=bool)
@@ -240,9 +240,9 @@ class InterPodAffinity:
         if hard > 0:
             lists.append(("required", 0))
         for which, sign in lists:
-            for owner_ns, term, per_slot in self.index.groups(which, pod.labels):
+            for owner_ns, term, held in self.index.groups(which, pod.labels):
                 if existing_term_matches(term, owner_ns, pod, ns_labels):
-                    add(term.topology_key, per_slot, hard if sign == 0 else sign * term.weight)
+                    add(term.topology_key, dense(held, n), hard if sign == 0 else sign * term.weight)
         return raw if produced else None
 
     def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from berth.core.wire.common import Int64, Object, Quantities, Wire
 
 
@@ -52,3 +54,25 @@ class NodeMetricStatus(Wire, frozen=True):
 class NodeMetric(Object, frozen=True):
     spec: NodeMetricSpec | None = None
     status: NodeMetricStatus | None = None
+
+
+# The one-pass decode's NodeMetric (berth.core.events): the aggregated usages left as their raw JSON,
+# which loadaware.convert checks in one pass over the bytes; what it cannot take is decoded again
+# step by step with the whole Struct above, which names any problem.
+
+
+class FastNodeMetricInfo(Wire, frozen=True):
+    node_usage: Usage | None = None
+    system_usage: Usage | None = None
+    aggregated_node_usages: msgspec.Raw = msgspec.Raw()
+
+
+class FastNodeMetricStatus(Wire, frozen=True):
+    update_time: str | None = None
+    node_metric: FastNodeMetricInfo | None = None
+    pods_metric: list[PodMetricInfo | None] | None = None
+
+
+class FastNodeMetric(Object, frozen=True, tag="NodeMetric"):
+    spec: NodeMetricSpec | None = None
+    status: FastNodeMetricStatus | None = None
