@@ -148,7 +148,7 @@ def _names_cpu_memory(r: dict[str, int]) -> bool:
 
 
 Amounts = tuple[dict[str, int], dict[str, int], dict[str, int]]
-_AMOUNTS: dict[object, Amounts] = {}  # a workload's pods list the same figures: worked out once
+_POD_AMOUNTS: dict[object, Amounts] = {}  # a workload's pods list the same figures: worked out once
 
 
 def _figures(v: wc.ResourceRequirements | None) -> object:
@@ -167,12 +167,12 @@ def _pod_amounts(spec: wc.PodSpec, at: str) -> Amounts:
         tuple(spec.overhead.items()) if spec.overhead else (),
         _figures(spec.resources),
     )
-    out = _AMOUNTS.get(key)
+    out = _POD_AMOUNTS.get(key)
     if out is None:
         out = _work_out_amounts(spec, at)
-        if len(_AMOUNTS) >= 16384:
-            _AMOUNTS.clear()
-        _AMOUNTS[key] = out
+        if len(_POD_AMOUNTS) >= 16384:
+            _POD_AMOUNTS.clear()
+        _POD_AMOUNTS[key] = out
     return out
 
 
