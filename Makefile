@@ -28,7 +28,7 @@ servers: ## Make sure redis-server is installed (the broker ships in the calfkit
 lint: $(STAMP) ## ruff, mypy (strict on shared/) and import-linter
 	$(BIN)/ruff check shared services tests bench
 	$(BIN)/ruff format --check shared services tests bench
-	$(BIN)/mypy shared services
+	$(BIN)/mypy shared services bench
 	$(BIN)/lint-imports
 
 test: $(STAMP) servers lint ## The README's test command: venv, servers, lint, then the whole suite

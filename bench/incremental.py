@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections import Counter
+from collections import defaultdict
 
 from bench.replay import TOP_NODES, log_path
 from bench.util import one_core
@@ -27,13 +27,13 @@ def run() -> None:
     print(f"== incremental evaluation, kept and full side by side ({one_core()}) ==")
     limit = int(os.environ["BERTH_BENCH_LINES"]) if os.environ.get("BERTH_BENCH_LINES") else None
     engines = {kept: ScorerEngine(parse_config(None), top_nodes=TOP_NODES, incremental=kept) for kept in (True, False)}
-    spent = {kept: Counter[tuple[str, str]]() for kept in engines}
-    cpu = Counter[bool]()
+    spent: dict[bool, dict[tuple[str, str], float]] = {kept: defaultdict(float) for kept in engines}
+    cpu: dict[bool, float] = defaultdict(float)
     for kept, engine in engines.items():
         engine.scheduler.observe = _observer(spent[kept])
         engine.scheduler.decide = _cpu_timed(engine.scheduler, cpu, kept)  # type: ignore[method-assign]
-    with open_log(log_path()) as f:
-        lines = [(n, line) for n, line in enumerate(f, start=1) if line.strip()][:limit]
+    with open_log(log_path()) as log:
+        lines = [(n, line) for n, line in enumerate(log, start=1) if line.strip()][:limit]
     collector = Collector()
     gc.freeze()
     for n, line in lines:
@@ -54,14 +54,14 @@ def run() -> None:
         print(f"    {plugin or '(whole cycle)':33s} {point:15s} {k:8.0f} {f:8.0f}")
 
 
-def _observer(spent: Counter[tuple[str, str]]):  # type: ignore[no-untyped-def]
+def _observer(spent: dict[tuple[str, str], float]):  # type: ignore[no-untyped-def]
     def observe(plugin: str, point: str, seconds: float) -> None:
         spent[(plugin, point)] += seconds
 
     return observe
 
 
-def _cpu_timed(scheduler: Scheduler, cpu: Counter[bool], kept: bool):  # type: ignore[no-untyped-def]
+def _cpu_timed(scheduler: Scheduler, cpu: dict[bool, float], kept: bool):  # type: ignore[no-untyped-def]
     decide = scheduler.decide
 
     def timed(*args):  # type: ignore[no-untyped-def]

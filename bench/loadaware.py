@@ -17,9 +17,10 @@ import numpy as np
 
 from berth.core.framework import Cycle
 from berth.core.loadaware import LoadAwareScheduling, NodeMetric, parse_args
-from berth.core.loadaware.model import AggregatedUsage, PodMetric
+from berth.core.loadaware.model import PodMetric
 from berth.core.model import Node, Pod, PodCondition
 from berth.core.state import ClusterState, Reservation
+from berth.core.wire import loadaware as wl
 
 NODES = 5_000
 PODS_PER_NODE = 10
@@ -56,7 +57,8 @@ def _pod(name: str, node: str, rng: random.Random, age_s: int | None) -> Pod:
 def _metric(node: str, pods: list[Pod], rng: random.Random, update: datetime) -> NodeMetric:
     cpu = rng.randint(2_000, 20_000)
     mem = rng.randint(8, 80) * GI
-    agg = AggregatedUsage(5 * MIN, {"p99": {"cpu": cpu + 2000, "memory": mem + GI}})
+    p99 = wl.Usage(resources={"cpu": f"{cpu + 2000}m", "memory": str(mem + GI)})
+    agg = wl.AggregatedNodeUsage(duration="5m0s", usage=wl.AggregatedUsages(p99=p99))
     reported = tuple(
         PodMetric("bench", p.name, "koord-prod" if p.priority == 9500 else "koord-batch", {"cpu": 300, "memory": GI})
         for p in pods

