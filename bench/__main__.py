@@ -14,6 +14,7 @@ BENCHES = [
     "compare",
     "steady",
     "streaming",
+    "bootstrap",
     "interpod",
     "preemption",
     "memory",

@@ -27,7 +27,7 @@ async def redis_dump(env: dict[str, str], epochs: bool = True) -> dict[str, obje
     """Every key under the run's prefix (prefix stripped) with its contents; epochs=False leaves out
     the epoch keys, whose tokens differ from run to run (berth.adapters.epoch)."""
     prefix = env["BERTH_REDIS_PREFIX"]
-    client = Redis.from_url(env["BERTH_REDIS_URL"], decode_responses=True)
+    client = Redis.from_url(env["BERTH_REDIS_URL"], decode_responses=True, encoding_errors="replace")
     out: dict[str, object] = {}
     async for key in client.scan_iter(f"{prefix}*", count=1000):
         kind = await client.type(key)
@@ -35,6 +35,8 @@ async def redis_dump(env: dict[str, str], epochs: bool = True) -> dict[str, obje
             value: object = await client.zrange(key, 0, -1, withscores=True)
         elif kind == "hash":
             value = await client.hgetall(key)
+        elif kind == "set":
+            value = sorted(await client.smembers(key))
         else:
             value = await client.get(key)
         out[key.removeprefix(prefix)] = value
@@ -64,7 +66,7 @@ def test_an_indexer_killed_mid_stream_ends_with_the_index_of_an_uninterrupted_ru
         watermark_reaches(whole, total)
     want = asyncio.run(redis_dump(whole, epochs=False))
 
-    env = isolated_env(broker, redis_server)
+    env = isolated_env(broker, redis_server, BERTH_LOG_LEVEL="INFO")
     # published in small chunks while the indexer runs, so that it writes many small batches and
     # is killed while one is in flight (most likely; the end state must be right either way)
     chunks = [range(i, min(i + 40, total)) for i in range(0, total, 40)]

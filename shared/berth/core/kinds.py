@@ -89,6 +89,11 @@ def describe(kind: Any, meta: Any) -> str:
 
 def decode(kind: Kind, raw: bytes) -> Any:
     """The model of an object of that kind, from its JSON bytes."""
+    return decode_wire(kind, raw)[1]
+
+
+def decode_wire(kind: Kind, raw: bytes) -> tuple[Any, Any]:
+    """(wire Struct, model) of an object of that kind, from its JSON bytes."""
     try:
         obj = kind.decoder.decode(raw)
     except RecursionError:
@@ -99,7 +104,7 @@ def decode(kind: Kind, raw: bytes) -> Any:
         except msgspec.DecodeError:
             head = Head()
         raise invalid(describe(head.kind, head.metadata), e, lambda: msgspec.json.decode(raw)) from None
-    return normalise(kind, obj)
+    return obj, normalise(kind, obj)
 
 
 def normalise(kind: Kind, obj: Any) -> Any:
@@ -227,3 +232,23 @@ def _name_key(value: Any, path: str, got: str) -> str:
             if _JSON_TYPES.get(type(v)) == got:
                 return f"{path.removesuffix('[...]')}[{k}]"
     return path
+
+
+# kind name -> ((group, kind), Kind, msgpack decoder of its wire Struct): the objects the indexer keeps
+_PACKED: dict[str, tuple[tuple[str, str], Kind, msgspec.msgpack.Decoder[Any]]] = {
+    k.name: (key, k, msgspec.msgpack.Decoder(k.wire)) for key, k in KINDS.items()
+}
+
+
+def unpack(name: str, data: bytes) -> tuple[tuple[str, str], Any, Any]:
+    """((group, kind), wire Struct, model) of an object the indexer kept (msgpack of its wire Struct).
+    Raises InputError when the kind is not one berth reads or the bytes do not decode."""
+    got = _PACKED.get(name)
+    if got is None:
+        raise InputError(f"{name} object", "kind", "not a kind berth reads")
+    key, kind, decoder = got
+    try:
+        wire = decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        raise InputError(f"{name} object", "", f"cannot decode its msgpack: {e}") from None
+    return key, wire, normalise(kind, wire)
