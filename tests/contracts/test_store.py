@@ -76,6 +76,7 @@ async def test_the_epoch_is_set_once(store: Store) -> None:
     assert await store.claim_epoch() == token
 
 
+@pytest.mark.asyncio
 async def test_holdings_lists_every_reservation(store: Store) -> None:
     """What a scorer starting from Redis takes back: pod -> node."""
     assert await store.holdings() == {}

@@ -104,6 +104,7 @@ class RedisIndex:
         ops: list[Op],
         watermarks: Watermarks | None = None,
         clock: str = "",
+        *,
         epoch: str = "",
         expect: Watermarks | None = None,
     ) -> int:
