@@ -81,6 +81,35 @@ class Indexer:
     written_at: float = 0.0  # the producer's time stamp of the last event written (s since epoch)
     steps: deque[str] = field(default_factory=lambda: deque(maxlen=60))  # the latest side effects, in order
     highwater: Callable[[int], int | None] = lambda partition: None  # the partition's end (build() sets it)
+    # Per partition, the offset of the next event the index needs (rebuild() sets it, each event
+    # handled raises it), and how to read a partition's events [start, end) when faust left some out.
+    needed: dict[int, int] = field(default_factory=dict)
+    read_range: Callable[[int, int, int], Awaitable[list[Message]]] | None = None
+    refetched: int = 0  # events faust left out, read from the topic
+
+    async def in_order(self, values: list[tuple[bytes, int, int]]) -> list[tuple[bytes, int, int]]:
+        """A batch as faust delivered it ((message bytes, partition, offset)), made whole: each
+        partition's events from where the index stands, each once, in order. Around its start-up
+        recovery faust can deliver events twice and leave others out (records fetched before it
+        seeks back to the committed offset are still delivered, and move its read position past the
+        ones it dropped). An event before `needed` is in the index already and is dropped; events left
+        out are read from the topic, so that no watermark passes an event that was not indexed."""
+        out: list[tuple[bytes, int, int]] = []
+        for value, partition, offset in values:
+            want = self.needed.get(partition)
+            if want is not None and offset < want:
+                continue
+            if want is not None and offset > want and self.read_range is not None:
+                missing = await self.read_range(partition, want, offset)
+                log.warning(
+                    "events left out by the consumer: read from the topic",
+                    extra={"partition": partition, "start": want, "end": offset, "count": len(missing)},
+                )
+                self.refetched += len(missing)
+                out += [(m.value, partition, m.offset) for m in missing]
+            out.append((value, partition, offset))
+            self.needed[partition] = offset + 1
+        return out
 
     async def handle(self, values: list[tuple[bytes, int, int]], full: bool) -> dict[str, dict[str, int]]:
         """values: (message bytes, partition, offset). Returns the usage of nodes the batch changed."""
@@ -263,13 +292,16 @@ def build(
         await dead.send(value=record)
         metrics.dead_letters.labels("indexer").inc()
 
-    async def read_topic(ends: dict[int, int]) -> list[Message]:
+    async def read_topic(ends: dict[int, int], start: dict[int, int] | None = None) -> list[Message]:
         bus = kafka_bus(settings, "indexer-rebuild")
         await bus.start()
         try:
-            return await bus.read_until(t.cluster_events, ends)
+            return await bus.read_until(t.cluster_events, ends, start)
         finally:
             await bus.stop()
+
+    async def read_range(partition: int, start: int, end: int) -> list[Message]:
+        return await read_topic({partition: end}, {partition: start})
 
     indexer = Indexer(
         IndexerEngine(),
@@ -279,6 +311,7 @@ def build(
         dead_letter or produce_dead_letter,
         t.cluster_events,
         read_topic if from_history else None,
+        read_range=read_range if from_history else None,
     )
     rebuilt = not from_history
     # The batch being written. Kept out here: faust restarts the agent on a rebalance, and the new
@@ -331,9 +364,8 @@ def build(
             held = [e for e in batch if e.message.tp not in settled or first[e.message.tp] is e]
             for event in held:
                 event.message.incref()  # take_events' own ack leaves it unacknowledged
-            prepared = indexer.prepare(
-                [(e.value, e.message.partition, e.message.offset) for e in batch], len(batch) >= BATCH
-            )
+            values = await indexer.in_order([(e.value, e.message.partition, e.message.offset) for e in batch])
+            prepared = indexer.prepare(values, len(batch) >= BATCH)
             if writing is not None:
                 await writing
             writing = asyncio.ensure_future(finish(batch, held, prepared))
@@ -384,6 +416,7 @@ async def rebuild(settings: Settings, indexer: Indexer) -> tuple[str, int]:
                 engine.take_touched()
                 indexer.epoch = await indexer.index.claim_epoch()
                 indexer.written = dict(snap.watermarks)
+                indexer.needed = dict(snap.watermarks)
                 return "redis", len(events)
         history = await bus.history(topic, group)
     finally:
@@ -403,6 +436,7 @@ async def rebuild(settings: Settings, indexer: Indexer) -> tuple[str, int]:
         except IndexLost:  # lost again meanwhile: once more
             continue
         indexer.written = ends
+        indexer.needed = dict(ends)
         return "history", len(history)
 
 

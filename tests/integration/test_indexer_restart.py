@@ -77,7 +77,9 @@ def test_an_indexer_killed_mid_stream_ends_with_the_index_of_an_uninterrupted_ru
             time.sleep(0.1)
 
     publisher = threading.Thread(target=paced)
-    with service("indexer", env, "--data-dir", str(tmp_path / "first"), log_dir=tmp_path) as first:
+    for run in ("first", "second"):  # each indexer's log of its own
+        (tmp_path / f"log-{run}").mkdir()
+    with service("indexer", env, "--data-dir", str(tmp_path / "first"), log_dir=tmp_path / "log-first") as first:
         asyncio.run(publish(env, SAMPLE, only=chunks[0]))
         watermark_reaches(env, len(chunks[0]))  # up and indexing
         publisher.start()
@@ -86,7 +88,7 @@ def test_an_indexer_killed_mid_stream_ends_with_the_index_of_an_uninterrupted_ru
         first.wait(10)
     at_kill = int(str(asyncio.run(redis_dump(env))[WATERMARK]))
     publisher.join(120)
-    with service("indexer", env, "--data-dir", str(tmp_path / "second"), log_dir=tmp_path):
+    with service("indexer", env, "--data-dir", str(tmp_path / "second"), log_dir=tmp_path / "log-second"):
         watermark_reaches(env, total)
     got = asyncio.run(redis_dump(env, epochs=False))
 

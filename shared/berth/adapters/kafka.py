@@ -134,9 +134,12 @@ class KafkaBus:
             await reader.stop()
         return out
 
-    async def read_until(self, topic: str, ends: Mapping[int, int]) -> list[Message]:
-        """The messages of each partition before its offset in `ends`, from the start, in partition order."""
-        return await self._read(topic, ends)
+    async def read_until(
+        self, topic: str, ends: Mapping[int, int], start: Mapping[int, int] | None = None
+    ) -> list[Message]:
+        """The messages of each partition before its offset in `ends`, from its offset in `start`
+        (else the beginning), in partition order."""
+        return await self._read(topic, ends, start)
 
     async def _read(self, topic: str, ends: Mapping[int, int], start: Mapping[int, int] | None = None) -> list[Message]:
         """Each partition's messages from `start` (else its beginning, never below what is retained)
