@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from berth.adapters import worker
-from berth.adapters.bootstrap import Checkpoints, start_state
+from berth.adapters.bootstrap import Checkpoints, Objects, read_objects, start_state
 from berth.adapters.connect import READY_LAG, kafka_bus, redis_index, topics_of
 from berth.adapters.http import HttpServer
 from berth.adapters.metrics import Metrics
@@ -44,6 +44,8 @@ async def serve(
     bus = bus or kafka_bus(settings, "buffer-controller")
     index = redis_index(settings)
     t = settings.topics
+    # the objects are read and decoded while the group is joined; the first take_over uses them
+    early: asyncio.Future[Objects] | None = asyncio.ensure_future(read_objects(index, t.partitions))
     await http.start()
     await bus.start()
     try:
@@ -57,10 +59,11 @@ async def serve(
         async def take_over(partitions: list[int]) -> dict[int, int]:
             """Partitions assigned: state from the indexer's in Redis, this group's checkpoint and
             the events in between (or the whole history); then go on."""
-            nonlocal rebuilt, source, held_partitions, base
+            nonlocal rebuilt, source, held_partitions, base, early
+            pre, early = early, None
             fresh = BufferEngine(config)
             begun = time.monotonic()
-            got = await start_state(bus, index, checkpoints, t.cluster_events, partitions, fresh)
+            got = await start_state(bus, index, checkpoints, t.cluster_events, partitions, fresh, pre)
             controller.engine = fresh
             held_partitions, base = partitions, dict(got.committed)
             await save({})  # the state as of the commit: a standby after this one need not rebuild it
@@ -88,6 +91,8 @@ async def serve(
             on_assign=take_over, apply_only=lambda ev: controller.engine.apply(ev), checkpoint=save,
         )  # fmt: skip
     finally:
+        if early is not None:
+            early.cancel()
         await bus.stop()
         await index.r.aclose()
         await http.stop()

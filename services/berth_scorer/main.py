@@ -7,7 +7,7 @@ import logging
 import time
 
 from berth.adapters import worker
-from berth.adapters.bootstrap import REDIS, Checkpoints, start_state
+from berth.adapters.bootstrap import REDIS, Checkpoints, Objects, read_objects, start_state
 from berth.adapters.connect import READY_LAG, check_redis, kafka_bus, redis_index, redis_store, topics_of
 from berth.adapters.http import HttpServer
 from berth.adapters.metrics import Metrics
@@ -68,6 +68,8 @@ async def serve(
 
     # the extender API; the engine is looked up per request (take_over swaps it)
     Routes(lambda: scorer.engine, bind if binder is not None else None).add_to(http.app)
+    # the objects are read and decoded while the group is joined; the first take_over uses them
+    early: asyncio.Future[Objects] | None = asyncio.ensure_future(read_objects(index, t.partitions))
     await http.start()
     await bus.start()
     try:
@@ -80,11 +82,12 @@ async def serve(
         async def take_over(partitions: list[int]) -> dict[int, int]:
             """Partitions assigned: build the state from the indexer's in Redis, this group's
             checkpoint and the events in between (or the whole history), then go on from there."""
-            nonlocal rebuilt, source, held_partitions, base
+            nonlocal rebuilt, source, held_partitions, base, early
+            pre, early = early, None
             assert store is not None
             fresh = make_engine()
             begun = time.monotonic()
-            got = await start_state(bus, index, checkpoints, t.cluster_events, partitions, fresh)
+            got = await start_state(bus, index, checkpoints, t.cluster_events, partitions, fresh, pre)
             late: list[DecisionRecord] = []
             if got.source == REDIS and (got.ahead or not got.resumed):
                 # pods whose events this group has not handled (or whose waiting it does not know)
@@ -124,6 +127,8 @@ async def serve(
             apply_only=lambda ev: scorer.engine.apply(ev), checkpoint=save,
         )  # fmt: skip
     finally:
+        if early is not None:
+            early.cancel()
         await bus.stop()
         await store.close()
         await index.r.aclose()

@@ -31,7 +31,9 @@ Redis, so a redelivered older event cannot bring it back there.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
@@ -39,7 +41,7 @@ import msgspec
 from redis.asyncio import Redis
 
 from berth.adapters.connect import rebuild
-from berth.adapters.redisindex import RedisIndex
+from berth.adapters.redisindex import RedisIndex, Snapshot
 from berth.core.amounts import parse_time
 from berth.core.events import Event, snapshot_events
 from berth.core.ports import INDEX_WATERMARKS, Bus
@@ -104,6 +106,23 @@ class Start(NamedTuple):
     committed: dict[int, int]  # per partition, the group's committed offset
 
 
+class Objects(NamedTuple):
+    """The indexer's snapshot, its objects as events, and why any could not be read."""
+
+    snap: Snapshot
+    events: list[Event]
+    bad: list[str]
+
+
+async def read_objects(index: RedisIndex, partitions: int) -> Objects:
+    """Read the snapshot of `partitions` partitions and decode its objects, in a thread: a service
+    starts this before it joins its group, and the join, the HTTP server and the Redis reads go on
+    meanwhile. An early snapshot is as good as a late one (the replay starts at its watermarks)."""
+    snap = await index.snapshot(INDEX_WATERMARKS, partitions)
+    events, bad = await asyncio.to_thread(snapshot_events, snap.objects)
+    return Objects(snap, events, bad)
+
+
 async def start_state(
     bus: Bus,
     index: RedisIndex,
@@ -111,10 +130,12 @@ async def start_state(
     topic: str,
     partitions: list[int],
     engine: Engine,
+    early: Awaitable[Objects] | None = None,
 ) -> Start:
     """Build a service's state (the module's docstring says how). The engine handles nothing
-    after this that it has handled before: events below `passed` are for engine.apply only."""
-    snap = await index.snapshot(INDEX_WATERMARKS, max(partitions, default=0) + 1)
+    after this that it has handled before: events below `passed` are for engine.apply only.
+    early: read_objects() started before, for at least these partitions."""
+    snap, events, bad = await (early or read_objects(index, max(partitions, default=0) + 1))
     marks = {p: w for p, w in snap.watermarks.items() if p in partitions}
     if not marks:
         n = await rebuild(bus, topic, checkpoints.group, engine.handle)
@@ -125,7 +146,6 @@ async def start_state(
     ahead = any(w > committed.get(p, 0) for p, w in snap.after.items() if p in partitions)
     saved = await checkpoints.load(partitions)
     usable = saved is not None and all(saved.offsets.get(p, 0) >= committed.get(p, 0) for p in partitions)
-    events, bad = snapshot_events(snap.objects)
     for reason in bad:
         log.warning("object in Redis passed over", extra={"reason": reason})
     engine.restore(events, parse_time(snap.clock) if snap.clock else None)
