@@ -5,9 +5,9 @@ Per batch (stream.take_events), in this order, so a crash at any point loses not
      (Lua, one round trip);
   2. downstream: a watermark record (topic, partition, next offset) on berth.index-watermarks, and
      the node-usage table (changelog-backed) for changed nodes;
-  3. commit: faust commits acknowledged offsets, after flushing the producer. The first event of
-     each partition in a batch is held (its message's refcount raised) until 1 and 2 are done, so
-     no offset of the batch can be committed before them.
+  3. commit: faust commits acknowledged offsets, after flushing the producer. The first two events
+     of each partition in a batch are held (their messages' refcount raised) until 1 and 2 are
+     done, so no offset of the batch can be committed before them.
 
 The engine works out batch N+1 while batch N's writes are under way (Redis runs the Lua on its own
 core); writes stay in order, one batch at a time.
@@ -356,12 +356,18 @@ def build(
                     raise
                 rebuilt = True
                 log.info(f"state rebuilt from {source}", extra={"source": source, "count": n})
-            # The first event per partition holds back the commit: faust commits up to the first
-            # unacknowledged offset. But before its first commit of a partition (a fresh group)
-            # faust skips a gap at the head, so until a batch of a partition is written here,
-            # every event of it is held.
-            first = {e.message.tp: e for e in reversed(batch)}
-            held = [e for e in batch if e.message.tp not in settled or first[e.message.tp] is e]
+            # The first two events per partition hold back the commit: faust commits the first run
+            # of acknowledged offsets unless it starts more than one offset past its commit, so one
+            # event held there is passed over. Before its first commit of a partition (a fresh
+            # group) faust skips any gap at the head, so until a batch of a partition is written
+            # here, every event of it is held.
+            seen: dict[TP, int] = {}
+            held = []
+            for e in batch:
+                tp = e.message.tp
+                seen[tp] = seen.get(tp, 0) + 1
+                if tp not in settled or seen[tp] <= 2:
+                    held.append(e)
             for event in held:
                 event.message.incref()  # take_events' own ack leaves it unacknowledged
             values = await indexer.in_order([(e.value, e.message.partition, e.message.offset) for e in batch])
