@@ -15,6 +15,7 @@ BENCHES = [
     "compare",
     "steady",
     "streaming",
+    "bootstrap",
     "interpod",
     "decide50k",
     "preemption",

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.servers import Server, start_broker, start_redis
+from tests.servers import Cluster, Server, start_broker, start_redis, start_redis_cluster
 
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=200, deadline=None)
@@ -31,3 +31,11 @@ def redis_server() -> Iterator[Server]:
     server = start_redis()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[Cluster]:
+    """A 3-node Redis Cluster on loopback, for the whole session."""
+    cluster = start_redis_cluster()
+    yield cluster
+    cluster.stop()

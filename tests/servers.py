@@ -106,3 +106,64 @@ def restart_redis_empty(server: Server) -> Server:
     without persistence comes back (the old working directory is removed)."""
     shutil.rmtree(server.workdir, ignore_errors=True)
     return start_redis(port=server.port)
+
+
+@dataclass
+class Cluster:
+    """A Redis Cluster of redis-servers on loopback, each holding a third of the slots (no replicas)."""
+
+    nodes: list[Server]
+
+    @property
+    def address(self) -> str:
+        return self.nodes[0].address
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+def _cluster_port() -> int:
+    """A free port whose cluster bus port (+10000) is free too."""
+    while True:
+        port = free_port()
+        if port + 10000 < 65536:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + 10000))
+                except OSError:
+                    continue
+            return port
+
+
+def start_redis_cluster(size: int = 3, timeout: float = 30.0) -> Cluster:
+    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+    nodes: list[Server] = []
+    try:
+        for _ in range(size):
+            port = _cluster_port()
+            workdir = tempfile.mkdtemp(prefix="berth-redis-cluster-")
+            args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+            args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--dir", workdir]
+            proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            nodes.append(Server(proc, port, workdir))
+            wait_for_port(port, proc)
+        cli = shutil.which("redis-cli") or "/usr/bin/redis-cli"
+        create = [cli, "--cluster", "create", *(n.address for n in nodes), "--cluster-replicas", "0", "--cluster-yes"]
+        subprocess.run(create, check=True, capture_output=True, timeout=timeout)
+        deadline = time.monotonic() + timeout
+        for node in nodes:  # every node agrees the cluster is up
+            while True:
+                info = subprocess.run(
+                    [cli, "-p", str(node.port), "cluster", "info"], capture_output=True, text=True, check=False
+                ).stdout
+                if "cluster_state:ok" in info:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"Redis Cluster not ready: {info.strip()}")
+                time.sleep(0.1)
+    except BaseException:
+        for node in nodes:
+            node.stop()
+        raise
+    return Cluster(nodes)

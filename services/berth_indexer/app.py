@@ -5,9 +5,9 @@ Per batch (stream.take_events), in this order, so a crash at any point loses not
      (Lua, one round trip);
   2. downstream: a watermark record (topic, partition, next offset) on berth.index-watermarks, and
      the node-usage table (changelog-backed) for changed nodes;
-  3. commit: faust commits acknowledged offsets, after flushing the producer. The first event of
-     each partition in a batch is held (its message's refcount raised) until 1 and 2 are done, so
-     no offset of the batch can be committed before them.
+  3. commit: faust commits acknowledged offsets, after flushing the producer. The first two events
+     of each partition in a batch are held (their messages' refcount raised) until 1 and 2 are
+     done, so no offset of the batch can be committed before them.
 
 The engine works out batch N+1 while batch N's writes are under way (Redis runs the Lua on its own
 core); writes stay in order, one batch at a time.
@@ -25,6 +25,7 @@ import contextlib
 import logging
 import os
 import sys
+import time
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -33,7 +34,9 @@ from typing import Any
 
 import faust
 import msgspec
+from faust.exceptions import ConsumerNotStarted
 from faust.streams import _current_event
+from faust.types import TP
 
 from berth.adapters import worker
 from berth.adapters.collector import COLLECTOR
@@ -41,8 +44,10 @@ from berth.adapters.connect import kafka_bus, redis_client, unreachable
 from berth.adapters.epoch import index_behind
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import IndexLost, RedisIndex
+from berth.core.amounts import parse_time
+from berth.core.events import format_time, snapshot_events
 from berth.core.pipeline.indexer import IndexerEngine, Op
-from berth.core.ports import CLUSTER_EVENTS, Message
+from berth.core.ports import CLUSTER_EVENTS, INDEX_WATERMARKS, Message
 from berth.settings import Settings
 from berth_indexer.tuning import LeanMonitor, RawBytes, transport_for
 
@@ -52,7 +57,7 @@ BATCH = 1000
 # drained to 40%: each pause costs a fetch round trip, so with faust's 4096 a backlog paused every
 # 0.1 s of work. 20 batches of the bench log's 1.2 kB events are 25 MB of values.
 BUFFER = 20 * BATCH
-WATERMARKS = "berth.index-watermarks"
+WATERMARKS = INDEX_WATERMARKS
 
 
 @dataclass
@@ -72,7 +77,39 @@ class Indexer:
     written: dict[int, int] = field(default_factory=dict)  # partition -> watermark Redis must have at least
     caught_up: bool = False
     batches: int = 0
+    marks: dict[int, int] = field(default_factory=dict)  # partition -> watermark written
+    written_at: float = 0.0  # the producer's time stamp of the last event written (s since epoch)
     steps: deque[str] = field(default_factory=lambda: deque(maxlen=60))  # the latest side effects, in order
+    highwater: Callable[[int], int | None] = lambda partition: None  # the partition's end (build() sets it)
+    # Per partition, the offset of the next event the index needs (rebuild() sets it, each event
+    # handled raises it), and how to read a partition's events [start, end) when faust left some out.
+    needed: dict[int, int] = field(default_factory=dict)
+    read_range: Callable[[int, int, int], Awaitable[list[Message]]] | None = None
+    refetched: int = 0  # events faust left out, read from the topic
+
+    async def in_order(self, values: list[tuple[bytes, int, int]]) -> list[tuple[bytes, int, int]]:
+        """A batch as faust delivered it ((message bytes, partition, offset)), made whole: each
+        partition's events from where the index stands, each once, in order. Around its start-up
+        recovery faust can deliver events twice and leave others out (records fetched before it
+        seeks back to the committed offset are still delivered, and move its read position past the
+        ones it dropped). An event before `needed` is in the index already and is dropped; events left
+        out are read from the topic, so that no watermark passes an event that was not indexed."""
+        out: list[tuple[bytes, int, int]] = []
+        for value, partition, offset in values:
+            want = self.needed.get(partition)
+            if want is not None and offset < want:
+                continue
+            if want is not None and offset > want and self.read_range is not None:
+                missing = await self.read_range(partition, want, offset)
+                log.warning(
+                    "events left out by the consumer: read from the topic",
+                    extra={"partition": partition, "start": want, "end": offset, "count": len(missing)},
+                )
+                self.refetched += len(missing)
+                out += [(m.value, partition, m.offset) for m in missing]
+            out.append((value, partition, offset))
+            self.needed[partition] = offset + 1
+        return out
 
     async def handle(self, values: list[tuple[bytes, int, int]], full: bool) -> dict[str, dict[str, int]]:
         """values: (message bytes, partition, offset). Returns the usage of nodes the batch changed."""
@@ -99,7 +136,8 @@ class Indexer:
         ops += self.engine.end_batch()
         touched = self.engine.take_touched()
         usage = self.engine.usage(touched) if touched else {}
-        return Prepared(ops, rejected, dict(sorted(marks.items())), len(values), full, usage)
+        clock = "" if self.engine.clock is None else format_time(self.engine.clock)
+        return Prepared(ops, rejected, dict(sorted(marks.items())), len(values), full, usage, clock)
 
     async def write(self, batch: Prepared) -> dict[str, dict[str, int]]:
         """Dead letters, Redis, then the watermark record. Returns the usage of nodes the batch changed."""
@@ -109,7 +147,7 @@ class Indexer:
             self.epoch = await self.index.claim_epoch()
         marks = {(WATERMARKS, p): offset for p, offset in batch.watermarks.items()}
         try:
-            await self.index.apply(batch.ops, marks, self.epoch, self.expected())
+            await self.index.apply(batch.ops, marks, batch.clock, epoch=self.epoch, expect=self.expected())
         except IndexLost:  # this batch's ops were worked out against the index Redis no longer has
             await self.recover(batch.watermarks)
         self.written.update(batch.watermarks)
@@ -120,6 +158,7 @@ class Indexer:
         self.metrics.events.labels("indexer").inc(batch.size)
         self.caught_up = not batch.full
         self.batches += 1
+        self.marks.update(batch.watermarks)
         return batch.usage
 
     def expected(self) -> dict[tuple[str, int], int]:
@@ -153,6 +192,21 @@ class Indexer:
             self.written.update(targets)
             return
 
+    def lag(self, highwater: Callable[[int], int | None], now: float) -> tuple[int, float]:
+        """(events, seconds) behind the topic's end: events on the partitions it has written that it
+        has not written yet (highwater: the partition's end, None if not known), and how old the
+        last event written is while any remain (a bound on the oldest one not written); (0, 0) when
+        caught up."""
+        events = 0
+        for partition, mark in self.marks.items():
+            end = highwater(partition)
+            if end is not None:
+                events += max(0, end - mark)
+        seconds = max(0.0, now - self.written_at) if events and self.written_at else 0.0
+        self.metrics.indexer_lag_events.set(events)
+        self.metrics.indexer_lag_seconds.set(seconds)
+        return events, seconds
+
 
 @dataclass
 class Prepared:
@@ -164,6 +218,7 @@ class Prepared:
     size: int
     full: bool
     usage: dict[str, dict[str, int]]
+    clock: str = ""  # the newest event time the engine has seen
 
 
 def credentials(settings: Settings) -> Any:
@@ -237,22 +292,26 @@ def build(
         await dead.send(value=record)
         metrics.dead_letters.labels("indexer").inc()
 
-    async def read_topic(ends: dict[int, int]) -> list[Message]:
+    async def read_topic(ends: dict[int, int], start: dict[int, int] | None = None) -> list[Message]:
         bus = kafka_bus(settings, "indexer-rebuild")
         await bus.start()
         try:
-            return await bus.read_until(t.cluster_events, ends)
+            return await bus.read_until(t.cluster_events, ends, start)
         finally:
             await bus.stop()
 
+    async def read_range(partition: int, start: int, end: int) -> list[Message]:
+        return await read_topic({partition: end}, {partition: start})
+
     indexer = Indexer(
         IndexerEngine(),
-        RedisIndex(client, settings.redis.prefix),
+        RedisIndex(client, settings.redis.key_prefix),
         metrics,
         send_watermark or produce_watermark,
         dead_letter or produce_dead_letter,
         t.cluster_events,
         read_topic if from_history else None,
+        read_range=read_range if from_history else None,
     )
     rebuilt = not from_history
     # The batch being written. Kept out here: faust restarts the agent on a rebalance, and the new
@@ -261,6 +320,8 @@ def build(
 
     async def finish(batch: list[faust.EventT[bytes]], held: list[faust.EventT[bytes]], prepared: Prepared) -> None:
         changed = await indexer.write(prepared)
+        indexer.written_at = batch[-1].message.timestamp or 0.0
+        indexer.lag(indexer.highwater, time.time())
         # Table writes take their changelog partition from the current event. This runs in its
         # own task, so setting it here cannot change what take_events files the next event under.
         _current_event.set(weakref.ref(batch[-1]))
@@ -289,29 +350,42 @@ def build(
         async for batch in stream.take_events(BATCH, within=0.2):  # type: ignore[attr-defined]
             if not rebuilt:  # what this group committed before: rebuild the in-memory view from it
                 try:
-                    n = await rebuild(settings, indexer)
+                    source, n = await rebuild(settings, indexer)
                 except Exception as exc:  # Redis away (it is read now) or the broker: as a failed write
                     end_if_unreachable(exc)
                     raise
                 rebuilt = True
-                log.info("state rebuilt", extra={"events": n})
-            # The first event per partition holds back the commit: faust commits up to the first
-            # unacknowledged offset. But before its first commit of a partition (a fresh group)
-            # faust skips a gap at the head, so until a batch of a partition is written here,
-            # every event of it is held.
-            first = {e.message.tp: e for e in reversed(batch)}
-            held = [e for e in batch if e.message.tp not in settled or first[e.message.tp] is e]
+                log.info(f"state rebuilt from {source}", extra={"source": source, "count": n})
+            # The first two events per partition hold back the commit: faust commits the first run
+            # of acknowledged offsets unless it starts more than one offset past its commit, so one
+            # event held there is passed over. Before its first commit of a partition (a fresh
+            # group) faust skips any gap at the head, so until a batch of a partition is written
+            # here, every event of it is held.
+            seen: dict[TP, int] = {}
+            held = []
+            for e in batch:
+                tp = e.message.tp
+                seen[tp] = seen.get(tp, 0) + 1
+                if tp not in settled or seen[tp] <= 2:
+                    held.append(e)
             for event in held:
                 event.message.incref()  # take_events' own ack leaves it unacknowledged
-            prepared = indexer.prepare(
-                [(e.value, e.message.partition, e.message.offset) for e in batch], len(batch) >= BATCH
-            )
+            values = await indexer.in_order([(e.value, e.message.partition, e.message.offset) for e in batch])
+            prepared = indexer.prepare(values, len(batch) >= BATCH)
             if writing is not None:
                 await writing
             writing = asyncio.ensure_future(finish(batch, held, prepared))
             writing.add_done_callback(failed)
             COLLECTOR.handled(len(batch))  # freeze what the engine kept (berth.adapters.collector)
 
+    def highwater(partition: int) -> int | None:
+        try:
+            end = app.consumer.highwater(TP(t.cluster_events, partition))
+        except (AttributeError, KeyError, ConsumerNotStarted):  # not consuming yet
+            return None
+        return int(end) if end is not None else None
+
+    indexer.highwater = highwater
     return app, indexer
 
 
@@ -325,13 +399,32 @@ def end_if_unreachable(exc: BaseException) -> None:
         os._exit(1)
 
 
-async def rebuild(settings: Settings, indexer: Indexer) -> int:
-    """Replay what the group committed into the engine. Where Redis's index is behind that (Redis
-    lost it), those events are written to Redis again too."""
+async def rebuild(settings: Settings, indexer: Indexer) -> tuple[str, int]:
+    """The engine's view at start. From the objects Redis holds when its index is as far as the group
+    committed (no writes: Redis has it already; events the group committed below the watermarks
+    come again and change nothing, by resourceVersion). Else, by replaying what the group
+    committed; where Redis's index is behind that (Redis lost it), those events are written to
+    Redis again too. Returns (source, objects or events)."""
+    topic, group = settings.topics.cluster_events, settings.groups.indexer
     bus = kafka_bus(settings, "indexer-rebuild")
     await bus.start()
     try:
-        history = await bus.history(settings.topics.cluster_events, settings.groups.indexer)
+        committed = await bus.committed_offsets(topic, group)
+        if not index_behind(await indexer.index.watermarks(WATERMARKS, sorted(committed)), committed):
+            snap = await indexer.index.snapshot(WATERMARKS, settings.topics.partitions)
+            if snap.watermarks:
+                events, _ = snapshot_events(snap.objects)
+                engine = indexer.engine
+                engine.clock = parse_time(snap.clock) if snap.clock else None
+                for ev in events:
+                    engine.handle(ev)
+                engine.end_batch()
+                engine.take_touched()
+                indexer.epoch = await indexer.index.claim_epoch()
+                indexer.written = dict(snap.watermarks)
+                indexer.needed = dict(snap.watermarks)
+                return "redis", len(events)
+        history = await bus.history(topic, group)
     finally:
         await bus.stop()
     ends: dict[int, int] = {}
@@ -349,7 +442,8 @@ async def rebuild(settings: Settings, indexer: Indexer) -> int:
         except IndexLost:  # lost again meanwhile: once more
             continue
         indexer.written = ends
-        return len(history)
+        indexer.needed = dict(ends)
+        return "history", len(history)
 
 
 async def restore(
@@ -367,15 +461,17 @@ async def restore(
     done = engine.end_batch()  # the index as it was when the last of those was written
     if not later:
         return 0
+    clock = "" if engine.clock is None else format_time(engine.clock)
     if done:
-        await index.apply(done, None, epoch)
+        await index.apply(done, None, clock, epoch=epoch)
     for i in range(0, len(later), BATCH):
         ops: list[Op] = []
         marks: dict[tuple[str, int], int] = {}
         for msg in later[i : i + BATCH]:
             ops += _ops_of(engine, msg)
             marks[(WATERMARKS, msg.partition)] = msg.offset + 1
-        await index.apply(ops + engine.end_batch(), marks, epoch)
+        clock = "" if engine.clock is None else format_time(engine.clock)
+        await index.apply(ops + engine.end_batch(), marks, clock, epoch=epoch)
     return len(later)
 
 

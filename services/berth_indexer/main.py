@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import faust
 
@@ -31,7 +32,17 @@ def serve(settings: Settings, data_dir: str) -> int:
     asyncio.run(create_topics(settings))
     metrics = Metrics("indexer")
     app, indexer = build(settings, metrics, data_dir)
-    http = HttpServer(metrics, lambda: indexer.caught_up, settings.service.http_port)
+    most = settings.service.indexer_max_lag_seconds
+
+    def ready() -> bool:
+        """Written a batch, and no further behind the topic's end than the setting allows."""
+        return indexer.batches > 0 and indexer.lag(indexer.highwater, time.time())[1] <= most
+
+    def detail() -> str:
+        events, seconds = indexer.lag(indexer.highwater, time.time())
+        return f"lag: {events} events, {seconds:.0f} s (at most {most} s)"
+
+    http = HttpServer(metrics, ready, settings.service.http_port, detail=detail)
 
     @app.task  # type: ignore[untyped-decorator]
     async def serve_http() -> None:

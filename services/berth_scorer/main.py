@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from berth.adapters import worker
-from berth.adapters.connect import READY_LAG, check_redis, kafka_bus, rebuild, redis_store, topics_of
+from berth.adapters.bootstrap import REDIS, Checkpoints, Objects, read_objects, start_state
+from berth.adapters.connect import READY_LAG, check_redis, kafka_bus, redis_index, redis_store, topics_of
 from berth.adapters.http import HttpServer
 from berth.adapters.metrics import Metrics
 from berth.core.config import SchedulerConfig
+from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import Bus, Store
 from berth.settings import Settings
@@ -45,10 +48,17 @@ async def serve(
     engine = make_engine()
     progress = worker.Progress()
     rebuilt = False
-    http = HttpServer(metrics, lambda: rebuilt and 0 <= progress.lag < READY_LAG, settings.service.http_port)
+    source = "not started yet"
+    http = HttpServer(
+        metrics,
+        lambda: rebuilt and 0 <= progress.lag < READY_LAG,
+        settings.service.http_port,
+        detail=lambda: f"state: {source}",
+    )
     if store is None:
         await check_redis(settings)  # fail fast: reservations need Redis from the first decision
         store = redis_store(settings)
+    index = redis_index(settings)
     bus = bus or kafka_bus(settings, "scorer")
     t = settings.topics
     scorer = Scorer(engine, bus, store, t.decisions, metrics, binder)
@@ -58,27 +68,68 @@ async def serve(
 
     # the extender API; the engine is looked up per request (take_over swaps it)
     Routes(lambda: scorer.engine, bind if binder is not None else None).add_to(http.app)
+    # the objects are read and decoded while the group is joined; the first take_over uses them
+    early: asyncio.Future[Objects] | None = asyncio.ensure_future(read_objects(index, t.partitions))
     await http.start()
     await bus.start()
     try:
         await bus.create_topics(topics_of(settings))
 
-        async def take_over() -> None:
-            """Partitions assigned: rebuild from what the group committed, then go on from there."""
-            nonlocal rebuilt
+        checkpoints = Checkpoints(index.r, settings.redis.key_prefix, settings.groups.scorer)
+        held_partitions: list[int] = []
+        base: dict[int, int] = {}
+
+        async def take_over(partitions: list[int]) -> dict[int, int]:
+            """Partitions assigned: build the state from the indexer's in Redis, this group's
+            checkpoint and the events in between (or the whole history), then go on from there."""
+            nonlocal rebuilt, source, held_partitions, base, early
+            pre, early = early, None
+            assert store is not None
             fresh = make_engine()
-            n = await rebuild(bus, t.cluster_events, settings.groups.scorer, fresh.handle)
+            begun = time.monotonic()
+            got = await start_state(bus, index, checkpoints, t.cluster_events, partitions, fresh, pre)
+            late: list[DecisionRecord] = []
+            if got.source == REDIS and (got.ahead or not got.resumed):
+                # pods whose events this group has not handled (or whose waiting it does not know)
+                decided = fresh.decide_pending(await store.holdings(), waiting=got.ahead)
+                if got.ahead:
+                    late = decided
             fresh.take_released()
             scorer.engine = fresh
+            held_partitions, base = partitions, dict(got.committed)
+            if late:
+                await scorer.publish(late)
+                await bus.flush()
+                await scorer.flushed()
+            await save({})  # the state as of the commit: a standby after this one need not rebuild it
+            seconds = time.monotonic() - begun
+            metrics.started(got.source, got.objects, got.events, seconds)
+            source = f"from {got.source} ({got.objects} objects, {got.events} events, {seconds:.1f} s)"
             rebuilt = True
-            log.info("state rebuilt", extra={"events": n, "pods": len(fresh.state.pods)})
+            log.info(
+                f"state built from {got.source}",
+                extra={
+                    "source": got.source, "objects": got.objects, "events": got.events, "watermarks": got.watermarks,
+                    "resumed": got.resumed, "ahead": got.ahead, "pods": len(fresh.state.pods),
+                    "seconds": round(seconds, 3), "decided": len(late),
+                },
+            )  # fmt: skip
+            return got.passed
+
+        async def save(positions: dict[int, int]) -> None:
+            base.update(positions)
+            await checkpoints.save(held_partitions, dict(base), scorer.engine.checkpoint())
 
         await worker.run(
             bus, t.cluster_events, settings.groups.scorer, scorer.handle, stop, progress,
             dead_letter_topic=t.dead_letter, service="scorer", drain=False, metrics=metrics, on_assign=take_over,
             on_flushed=scorer.flushed, before_batch=scorer.check_store,
+            apply_only=lambda ev: scorer.engine.apply(ev), checkpoint=save,
         )  # fmt: skip
     finally:
+        if early is not None:
+            early.cancel()
         await bus.stop()
         await store.close()
+        await index.r.aclose()
         await http.stop()

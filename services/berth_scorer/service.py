@@ -47,7 +47,10 @@ class Scorer:
         self.epoch: str | None = None  # the token of the store's state, once seen or set
 
     async def handle(self, ev: Event) -> None:
-        records = self.engine.handle(ev)
+        await self.publish(self.engine.handle(ev))
+
+    async def publish(self, records: list[DecisionRecord]) -> None:
+        """Reserve and emit decisions the engine made (once each: see flushed)."""
         for key in self.engine.take_released():  # first: what this event freed may be taken below
             await self.store.release(key)
         for r in records:

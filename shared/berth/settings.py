@@ -93,15 +93,32 @@ class TopicSettings:
     buffer_status: str = BUFFER_STATUS
     dead_letter: str = DEAD_LETTER
     partitions: int = 1
+    # "partition:offset,...": cluster-events below these offsets read as deleted by retention (for
+    # brokers without DeleteRecords, such as the tests' Tansu); empty: everything the broker has
+    retained_from: str = ""
 
     def validate(self) -> list[str]:
         out = [
             f"BERTH_TOPIC_{f.name.upper()}: is required"
             for f in fields(self)
-            if f.name != "partitions" and not getattr(self, f.name)
+            if f.name not in ("partitions", "retained_from") and not getattr(self, f.name)
         ]
         if self.partitions < 1:
             out.append(f"BERTH_TOPIC_PARTITIONS: must be at least 1, got {self.partitions}")
+        try:
+            self.retained()
+        except ValueError:
+            out.append(f"BERTH_TOPIC_RETAINED_FROM: want partition:offset,..., got {self.retained_from!r}")
+        return out
+
+    def retained(self) -> dict[int, int]:
+        """BERTH_TOPIC_RETAINED_FROM as partition -> first offset kept."""
+        out = {}
+        for part in filter(None, (p.strip() for p in self.retained_from.split(","))):
+            partition, offset = part.split(":")
+            if int(partition) < 0 or int(offset) < 0:
+                raise ValueError(part)
+            out[int(partition)] = int(offset)
         return out
 
 
@@ -122,9 +139,20 @@ class RedisSettings:
     tls: bool = False
     ca_file: str = ""
     prefix: str = "berth:"
+    cluster: bool = False  # a Redis Cluster: every key gets the prefix as its hash tag (one slot)
+
+    @property
+    def key_prefix(self) -> str:
+        """What every key starts with. In a cluster the prefix is a hash tag, so that every Lua
+        script touches one slot (unless the prefix already holds one)."""
+        if not self.cluster or ("{" in self.prefix and "}" in self.prefix.split("{", 1)[1]):
+            return self.prefix
+        return "{" + self.prefix + "}"
 
     def validate(self) -> list[str]:
         out = []
+        if self.cluster and self.url.startswith("unix://"):
+            out.append("BERTH_REDIS_CLUSTER: a cluster is reached over TCP, not unix://")
         if not self.url.startswith(("redis://", "rediss://", "unix://")):
             out.append(f"BERTH_REDIS_URL: want redis://, rediss:// or unix://, got {self.url!r}")
         if "@" in self.url.split("//", 1)[-1].split("/", 1)[0] and ":" in self.url.split("//", 1)[-1].split("@", 1)[0]:
@@ -148,6 +176,7 @@ class ServiceSettings:
     strict_config: bool = False  # plugins berth does not implement are errors, not warnings
     top_nodes: int = 10  # nodes listed per decision on the bus; 0 = all
     gc_thaw_every: int = 1_000_000  # events between full garbage collections (berth.adapters.collector)
+    indexer_max_lag_seconds: int = 300  # the indexer's /readyz fails further behind the topic's end than this
 
     def validate(self) -> list[str]:
         out = []
@@ -157,6 +186,8 @@ class ServiceSettings:
             out.append(f"BERTH_LOG_LEVEL: want DEBUG, INFO, WARNING or ERROR, got {self.log_level!r}")
         if self.top_nodes < 0:
             out.append(f"BERTH_TOP_NODES: must be 0 or more, got {self.top_nodes}")
+        if self.indexer_max_lag_seconds < 1:
+            out.append(f"BERTH_INDEXER_MAX_LAG_SECONDS: must be at least 1, got {self.indexer_max_lag_seconds}")
         if self.gc_thaw_every < 1000:
             out.append(f"BERTH_GC_THAW_EVERY: must be 1000 or more, got {self.gc_thaw_every}")
         return out
@@ -183,6 +214,7 @@ ENV: dict[str, tuple[str, str]] = {
     "BERTH_STRICT_CONFIG": ("service", "strict_config"),
     "BERTH_TOP_NODES": ("service", "top_nodes"),
     "BERTH_GC_THAW_EVERY": ("service", "gc_thaw_every"),
+    "BERTH_INDEXER_MAX_LAG_SECONDS": ("service", "indexer_max_lag_seconds"),
 }
 
 

@@ -9,10 +9,12 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
+from berth.adapters.connect import redis_store
 from berth.adapters.kafka import KafkaBus
 from berth.adapters.memory import MemoryBus, MemoryStore
 from berth.adapters.redisstore import RedisStore
 from berth.core.ports import Bus, Store
+from berth.settings import from_env
 
 
 @pytest_asyncio.fixture(params=["memory", "kafka"])
@@ -28,12 +30,19 @@ async def bus(request: pytest.FixtureRequest) -> AsyncIterator[Bus]:
     await b.stop()
 
 
-@pytest_asyncio.fixture(params=["memory", "redis"])
+@pytest_asyncio.fixture(params=["memory", "redis", "redis-cluster"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
     s: Store
     if request.param == "redis":
         server = request.getfixturevalue("redis_server")
         s = RedisStore.from_url(f"redis://{server.address}/0", prefix=f"test:{uuid.uuid4().hex[:8]}:")
+    elif request.param == "redis-cluster":
+        cluster = request.getfixturevalue("redis_cluster")
+        settings = from_env(
+            {"BERTH_REDIS_URL": f"redis://{cluster.address}/0", "BERTH_REDIS_CLUSTER": "1"},
+            redis__prefix=f"test:{uuid.uuid4().hex[:8]}:",
+        )
+        s = redis_store(settings)
     else:
         s = MemoryStore()
     yield s

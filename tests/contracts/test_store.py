@@ -74,3 +74,14 @@ async def test_the_epoch_is_set_once(store: Store) -> None:
     token = await store.claim_epoch()
     assert token and await store.epoch() == token
     assert await store.claim_epoch() == token
+
+
+@pytest.mark.asyncio
+async def test_holdings_lists_every_reservation(store: Store) -> None:
+    """What a scorer starting from Redis takes back: pod -> node."""
+    assert await store.holdings() == {}
+    assert await store.reserve("ns/a", "n1", ["pv-1"], {"cpu": 1})
+    assert await store.reserve("ns/b", "n2", [], {"cpu": 1})
+    assert await store.holdings() == {"ns/a": "n1", "ns/b": "n2"}
+    await store.release("ns/a")
+    assert await store.holdings() == {"ns/b": "n2"}

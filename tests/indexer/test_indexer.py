@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -13,11 +14,15 @@ import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
 
+from berth.adapters.eventlog import open_log
 from berth.adapters.metrics import Metrics
 from berth.adapters.redisindex import RedisIndex
 from berth.adapters.worker import dead_letter
 from berth.core.errors import InputError
 from berth.core.events import Event, WatchEvent, encode_event, parse_event
+from berth.core.kinds import unpack
+from berth.core.loadaware.convert import aggregated
+from berth.core.loadaware.model import NodeMetric
 from berth.core.pipeline.indexer import IndexerEngine
 from berth.core.ports import Message
 from berth_indexer.app import Indexer
@@ -25,6 +30,7 @@ from tests.builders import node, pod, pv, pvc, zone_affinity
 from tests.servers import Server
 
 GI = 2**30
+SMALL = str(Path(__file__).parents[2] / "examples" / "small.jsonl.gz")
 
 
 def ev(obj: dict[str, Any], kind: str = "ADDED", rv: str = "1") -> Event:
@@ -32,14 +38,59 @@ def ev(obj: dict[str, Any], kind: str = "ADDED", rv: str = "1") -> Event:
     return WatchEvent(kind, obj).decoded()
 
 
+OBJECTS = ("OBJSET", "OBJDEL")
+
+
 def actions(engine: IndexerEngine, *events: Event) -> list[list[str]]:
+    """The index's actions (the objects' own are left out: see test_every_object_is_kept)."""
     out: list[list[str]] = []
     for e in events:
         ops, reason = engine.handle(e)
         assert reason is None
-        out += [a for op in ops for a in op.actions]
+        out += [a for op in ops for a in op.actions if a[0] not in OBJECTS]
     out += [a for op in engine.end_batch() for a in op.actions]
     return out
+
+
+def test_every_object_is_kept_as_its_wire_struct_and_deleted_with_it() -> None:
+    """Every kind berth reads, one key per object, guarded by its resourceVersion."""
+    engine = IndexerEngine()
+    claim = ev(pvc("data", "5Gi"), rv="4")
+    ops, _ = engine.handle(claim)
+    assert [(op.guard, op.actions) for op in ops] == [
+        (("rv:obj:PersistentVolumeClaim/default/data", "4"), [["OBJSET", "PersistentVolumeClaim/default/data"]])
+    ]
+    assert ops[0].value == msgspec.msgpack.encode(claim.wire)
+    ops, _ = engine.handle(ev(pvc("data", "5Gi"), "DELETED", rv="5"))
+    assert [(op.guard, op.actions, op.value) for op in ops] == [
+        (("rv:obj:PersistentVolumeClaim/default/data", "5"), [["OBJDEL", "PersistentVolumeClaim/default/data"]], None)
+    ]
+
+
+def _read(model: Any) -> Any:
+    """A NodeMetric's aggregated usages as the load-aware store reads them (raw JSON or Structs)."""
+    if isinstance(model, NodeMetric):
+        return msgspec.structs.replace(model, aggregated=aggregated(model))  # type: ignore[arg-type]
+    return model
+
+
+def test_every_object_of_a_sample_log_is_kept_as_its_line_reads() -> None:
+    """What the indexer keeps decodes (as a bootstrapping scorer reads it) to the model its line gives:
+    a one-pass NodeMetric, whose aggregated usages are read as raw JSON, is kept whole in msgpack."""
+    engine = IndexerEngine()
+    kept = 0
+    with open_log(SMALL) as log:
+        lines = [line for line in log if line.strip()]
+    for number, line in enumerate(lines, start=1):
+        event = parse_event(line, number)
+        ops, reason = engine.handle(event)
+        assert reason is None
+        for op in ops:
+            if op.value is not None:
+                _, _, model = unpack(event.kind[1], op.value)
+                assert _read(model) == _read(event.model), line
+                kept += 1
+    assert kept > 900  # the sample's NodeMetrics among them
 
 
 @pytest.mark.parametrize("value", [b'{"type": "ADDED"}', b"not json \xff", "ünïcode \u2028".encode()])
@@ -150,16 +201,20 @@ def test_a_rejected_event_is_at_the_position_it_carries() -> None:
     )
 
 
-def test_other_kinds_are_not_decoded() -> None:
-    """The indexer reads Nodes, PVs and Pods: what is wrong in other kinds is for the scorer and
-    buffer controller to dead-letter."""
+def test_every_kind_is_decoded_and_a_bad_object_of_any_is_rejected() -> None:
+    """The indexer keeps every kind berth reads, so it rejects what the scorer and buffer controller
+    reject, with the same reason; kinds berth does not read are passed over."""
     engine = IndexerEngine()
     actions(engine, ev(node("n1")))
     metric = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": "n1"}}
     metric["status"] = {"nodeMetric": {"nodeUsage": {"resources": {"cpu": "lots"}}}}
-    assert engine.handle_raw(raw(metric)) == ([], None)
-    claim = pvc("c", size="a lot")
-    assert engine.handle_raw(raw(claim)) == ([], None)
+    ops, reject = engine.handle_raw(raw(metric), 3)
+    assert ops == [] and reject is not None
+    assert reject[0].startswith("NodeMetric n1: status.nodeMetric.nodeUsage.resources.cpu: ")
+    ops, reject = engine.handle_raw(raw(pvc("c", size="a lot")), 4)
+    assert ops == [] and reject is not None and reject[0].startswith("PersistentVolumeClaim default/c: ")
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": 1}}
+    assert engine.handle_raw(raw(other)) == ([], None)
 
 
 def test_the_simulator_shape_is_read_too() -> None:
@@ -167,7 +222,9 @@ def test_the_simulator_shape_is_read_too() -> None:
     actions(engine, ev(node("n1")))
     line = json.dumps({"time": "2026-11-01T10:00:00Z", "event": "Add", "resource": pv("a", "1Gi", on="n1")})
     ops, reason = engine.handle_raw(line.encode())
-    assert reason is None and [a for op in ops for a in op.actions] == [["ZADD", "pvidx:n1:local", str(GI), "a"]]
+    assert reason is None and [a for op in ops for a in op.actions if a[0] not in OBJECTS] == [
+        ["ZADD", "pvidx:n1:local", str(GI), "a"]
+    ]
 
 
 def test_an_older_event_after_a_newer_one_changes_nothing() -> None:
@@ -191,10 +248,22 @@ async def test_writes_apply_once_whatever_the_redelivery(index: RedisIndex) -> N
     engine = IndexerEngine()
     events = [ev(node("n1")), ev(pv("a", "10Gi", on="n1")), ev(pod("p", node_name="n1", cpu="1", memory=None), rv="5")]
     ops = [op for e in events for op in engine.handle(e)[0]]
-    assert await index.apply(ops) == 3
+    assert await index.apply(ops, {("berth.index-watermarks", 0): 3}, "2026-11-01T10:00:00Z") == 6  # index + objects
     assert await index.apply(ops) == 0  # the same batch again: every guard holds
     assert await index.used("n1") == {"cpu": 1000, "pods": 1}
     assert await index.node_pvs("n1", "local") == [("a", 10 * GI)]
+    snap = await index.snapshot("berth.index-watermarks", 2)
+    assert snap.watermarks == snap.after == {0: 3} and snap.clock == "2026-11-01T10:00:00Z"
+    assert sorted(snap.objects) == sorted((e.key.decode(), msgspec.msgpack.encode(e.wire)) for e in events)
+
+
+@pytest.mark.asyncio
+async def test_a_deleted_object_leaves_the_snapshot_and_cannot_come_back(index: RedisIndex) -> None:
+    """Its guard stays: an older event, redelivered to a restarted indexer, changes nothing."""
+    added, deleted = ev(pvc("c"), rv="3"), ev(pvc("c"), "DELETED", rv="4")
+    await index.apply(IndexerEngine().handle(added)[0] + IndexerEngine().handle(deleted)[0])
+    assert await index.apply(IndexerEngine().handle(added)[0]) == 0
+    assert (await index.snapshot("berth.index-watermarks", 1)).objects == []
 
 
 @pytest.mark.asyncio
@@ -203,8 +272,8 @@ async def test_a_batch_of_several_lua_calls_applies_in_order_and_once(index: Red
     events = [ev(node("n1"))] + [ev(pv(f"pv-{i:04}", "1Gi", on="n1"), rv=str(10 + i)) for i in range(1200)]
     events.append(ev(pv("pv-0000", "1Gi", on="n1", claim="db/x", phase="Bound"), "MODIFIED", rv="9999"))
     ops = [op for e in events for op in engine.handle(e)[0]]
-    assert len(ops) == 1202  # three Lua calls, sent in one round trip
-    assert await index.apply(ops) == 1202
+    assert len(ops) == 2404  # index and objects: five Lua calls, sent in one round trip
+    assert await index.apply(ops) == 2404
     assert await index.apply(ops) == 0
     got = await index.node_pvs("n1", "local")
     assert len(got) == 1199 and got[0] == ("pv-0001", GI)  # the last operation (a claim) came last
@@ -272,3 +341,18 @@ async def test_a_failed_redis_write_produces_nothing() -> None:
         await indexer.handle([(raw(node("n1")), 0, 0)], full=False)
     assert rec.sent == [] and not indexer.steps  # not produced, so not acknowledged: it comes again
     await gone.aclose()
+
+
+@pytest.mark.asyncio
+async def test_the_lag_is_what_the_topic_has_beyond_the_watermarks_written(index: RedisIndex) -> None:
+    rec = Recorder()
+    metrics = Metrics("indexer")
+    indexer = Indexer(IndexerEngine(), index, metrics, rec.send, rec.dead_letter)
+    assert indexer.lag(lambda p: 10, 1000.0) == (0, 0.0)  # nothing written yet: nothing known
+    await indexer.handle([(raw(node("n1")), 0, 0), (raw(node("n2")), 0, 1), (raw(node("n3")), 1, 4)], full=False)
+    indexer.written_at = 900.0
+    ends = {0: 10, 1: 5}
+    assert indexer.lag(ends.get, 1000.0) == (8, 100.0)
+    assert metrics.indexer_lag_events._value.get() == 8 and metrics.indexer_lag_seconds._value.get() == 100.0
+    assert indexer.lag({0: 2, 1: 5}.get, 1000.0) == (0, 0.0)  # caught up: no age
+    assert indexer.lag({0: None, 1: 7}.get, 1000.0) == (2, 100.0)  # an end not known yet counts nothing

@@ -87,6 +87,8 @@ async def contents(client: Redis, prefix: str) -> dict[str, object]:
             out[name] = await client.zrange(key, 0, -1, withscores=True)
         elif kind == "hash":
             out[name] = {k: v for k, v in (await client.hgetall(key)).items() if v != b"0"}
+        elif kind == "set":
+            out[name] = sorted(await client.smembers(key))
         else:
             out[name] = await client.get(key)
     return out
@@ -144,13 +146,13 @@ async def test_a_write_to_a_redis_that_lost_the_index_applies_nothing(client: Re
     engine = IndexerEngine()
     ops = engine.handle_raw(TOPIC[0])[0]
     with pytest.raises(IndexLost):  # no epoch key
-        await index.apply(ops, {(WATERMARKS, 0): 1}, "some-token")
+        await index.apply(ops, {(WATERMARKS, 0): 1}, epoch="some-token")
     token = await index.claim_epoch()
     with pytest.raises(IndexLost):  # a watermark behind what was written
-        await index.apply(ops, {(WATERMARKS, 0): 1}, token, {(WATERMARKS, 0): 1})
+        await index.apply(ops, {(WATERMARKS, 0): 1}, epoch=token, expect={(WATERMARKS, 0): 1})
     assert await contents(client, index.p) == {}
-    assert await index.apply(ops, {(WATERMARKS, 0): 1}, token, {(WATERMARKS, 0): 0}) == 1
-    await index.apply([], {(WATERMARKS, 0): 0}, token)  # a redelivered batch never takes a watermark back
+    assert await index.apply(ops, {(WATERMARKS, 0): 1}, epoch=token, expect={(WATERMARKS, 0): 0}) == len(ops)
+    await index.apply([], {(WATERMARKS, 0): 0}, epoch=token)  # a redelivered batch never takes a watermark back
     assert await index.watermark(WATERMARKS, 0) == 1
 
 

@@ -15,7 +15,7 @@ import msgspec
 
 from berth.adapters.kafka import KafkaBus
 from berth.core.ports import Message
-from tests.servers import Server
+from tests.servers import Cluster, Server
 
 BERTH = str(Path(sys.executable).parent / "berth")
 
@@ -28,7 +28,7 @@ def base_env(kafka: str, redis: str) -> dict[str, str]:
     return env
 
 
-def isolated_env(broker: Server, redis: Server, **extra: str) -> dict[str, str]:
+def isolated_env(broker: Server, redis: Server | Cluster, **extra: str) -> dict[str, str]:
     """Settings for one test: its own topics (created now, with one partition each: the broker would
     otherwise auto-create them with four on first use), groups and key prefix."""
     tag = uuid.uuid4().hex[:8]

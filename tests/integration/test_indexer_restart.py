@@ -27,7 +27,7 @@ async def redis_dump(env: dict[str, str], epochs: bool = True) -> dict[str, obje
     """Every key under the run's prefix (prefix stripped) with its contents; epochs=False leaves out
     the epoch keys, whose tokens differ from run to run (berth.adapters.epoch)."""
     prefix = env["BERTH_REDIS_PREFIX"]
-    client = Redis.from_url(env["BERTH_REDIS_URL"], decode_responses=True)
+    client = Redis.from_url(env["BERTH_REDIS_URL"], decode_responses=True, encoding_errors="replace")
     out: dict[str, object] = {}
     async for key in client.scan_iter(f"{prefix}*", count=1000):
         kind = await client.type(key)
@@ -35,6 +35,8 @@ async def redis_dump(env: dict[str, str], epochs: bool = True) -> dict[str, obje
             value: object = await client.zrange(key, 0, -1, withscores=True)
         elif kind == "hash":
             value = await client.hgetall(key)
+        elif kind == "set":
+            value = sorted(await client.smembers(key))
         else:
             value = await client.get(key)
         out[key.removeprefix(prefix)] = value
@@ -64,7 +66,7 @@ def test_an_indexer_killed_mid_stream_ends_with_the_index_of_an_uninterrupted_ru
         watermark_reaches(whole, total)
     want = asyncio.run(redis_dump(whole, epochs=False))
 
-    env = isolated_env(broker, redis_server)
+    env = isolated_env(broker, redis_server, BERTH_LOG_LEVEL="INFO")
     # published in small chunks while the indexer runs, so that it writes many small batches and
     # is killed while one is in flight (most likely; the end state must be right either way)
     chunks = [range(i, min(i + 40, total)) for i in range(0, total, 40)]
@@ -75,7 +77,9 @@ def test_an_indexer_killed_mid_stream_ends_with_the_index_of_an_uninterrupted_ru
             time.sleep(0.1)
 
     publisher = threading.Thread(target=paced)
-    with service("indexer", env, "--data-dir", str(tmp_path / "first"), log_dir=tmp_path) as first:
+    for run in ("first", "second"):  # each indexer's log of its own
+        (tmp_path / f"log-{run}").mkdir()
+    with service("indexer", env, "--data-dir", str(tmp_path / "first"), log_dir=tmp_path / "log-first") as first:
         asyncio.run(publish(env, SAMPLE, only=chunks[0]))
         watermark_reaches(env, len(chunks[0]))  # up and indexing
         publisher.start()
@@ -84,7 +88,7 @@ def test_an_indexer_killed_mid_stream_ends_with_the_index_of_an_uninterrupted_ru
         first.wait(10)
     at_kill = int(str(asyncio.run(redis_dump(env))[WATERMARK]))
     publisher.join(120)
-    with service("indexer", env, "--data-dir", str(tmp_path / "second"), log_dir=tmp_path):
+    with service("indexer", env, "--data-dir", str(tmp_path / "second"), log_dir=tmp_path / "log-second"):
         watermark_reaches(env, total)
     got = asyncio.run(redis_dump(env, epochs=False))
 

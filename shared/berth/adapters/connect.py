@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from aiokafka.errors import KafkaError
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 
 from berth.adapters.kafka import KafkaBus
+from berth.adapters.redisindex import RedisIndex
 from berth.adapters.redisstore import RedisStore
 from berth.adapters.worker import POISON
 from berth.core.errors import InputError
@@ -31,6 +33,7 @@ def kafka_bus(settings: Settings, service: str) -> KafkaBus:
         session_timeout_ms=k.session_timeout_ms,
         request_timeout_ms=k.request_timeout_ms,
         fetch_max_wait_ms=k.fetch_max_wait_ms,
+        retained={settings.topics.cluster_events: settings.topics.retained()},
     )
 
 
@@ -42,18 +45,27 @@ def patient() -> dict[str, Any]:
 
 
 def redis_store(settings: Settings) -> RedisStore:
-    r = settings.redis
-    return RedisStore.from_url(r.url, prefix=r.prefix, **r.client_kwargs(), **patient())
+    return RedisStore(redis_client(settings), settings.redis.key_prefix)
 
 
-def redis_client(settings: Settings) -> Redis:
+def redis_index(settings: Settings) -> RedisIndex:
+    return RedisIndex(redis_client(settings), settings.redis.key_prefix)
+
+
+def redis_client(settings: Settings, patiently: bool = True) -> Redis:
+    """A client of the Redis the settings name: a RedisCluster with BERTH_REDIS_CLUSTER (it offers
+    the same commands; berth's keys share one hash tag there, see RedisSettings.key_prefix)."""
     r = settings.redis
-    return Redis.from_url(r.url, **r.client_kwargs(), **patient())
+    more = patient() if patiently else {}
+    if r.cluster:
+        client: Any = RedisCluster.from_url(r.url, **r.client_kwargs(), **more)
+        return cast(Redis, client)
+    return Redis.from_url(r.url, **r.client_kwargs(), **more)
 
 
 async def check_redis(settings: Settings) -> None:
     """Fail fast, before a service starts its workers, when Redis cannot be reached."""
-    client = Redis.from_url(settings.redis.url, **settings.redis.client_kwargs())
+    client = redis_client(settings, patiently=False)
     try:
         await client.ping()
     finally:
@@ -75,11 +87,13 @@ def topics_of(settings: Settings) -> dict[str, int]:
     return {t.cluster_events: t.partitions, t.decisions: t.partitions, t.buffer_status: t.partitions, t.dead_letter: 1}
 
 
-async def rebuild(bus: Bus, topic: str, group: str, handle: Callable[[Event], Any]) -> int:
-    """Replay what the group already committed, to rebuild in-memory state without emitting.
-    Returns how many events were replayed."""
+async def rebuild(
+    bus: Bus, topic: str, group: str, handle: Callable[[Event], Any], start: Mapping[int, int] | None = None
+) -> int:
+    """Replay what the group already committed (from `start` per partition, else the beginning),
+    to rebuild in-memory state without emitting. Returns how many events were replayed."""
     count = 0
-    for msg in await bus.history(topic, group):
+    for msg in await bus.history(topic, group, start):
         try:
             ev = decode_message(msg)
             handle(ev)

@@ -15,9 +15,18 @@ from berth.adapters.metrics import Metrics
 
 
 class HttpServer:
-    def __init__(self, metrics: Metrics, ready: Callable[[], bool], port: int, host: str = "0.0.0.0") -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        ready: Callable[[], bool],
+        port: int,
+        host: str = "0.0.0.0",
+        detail: Callable[[], str] | None = None,
+    ) -> None:
+        """detail: a line /readyz adds to its answer (where the state came from, why not ready)."""
         self.metrics = metrics
         self.ready = ready
+        self.detail = detail
         self.port = port
         self.host = host
         self.app = web.Application()
@@ -30,9 +39,10 @@ class HttpServer:
         return web.Response(text="ok\n")
 
     async def _readyz(self, _: web.Request) -> web.Response:
+        more = f"{self.detail()}\n" if self.detail is not None else ""
         if self.ready():
-            return web.Response(text="ready\n")
-        return web.Response(status=503, text="catching up\n")
+            return web.Response(text=f"ready\n{more}")
+        return web.Response(status=503, text=f"catching up\n{more}")
 
     async def _metrics(self, _: web.Request) -> web.Response:
         body = generate_latest(self.metrics.registry)

@@ -25,8 +25,12 @@ class KafkaBus:
         heartbeat_interval_ms: int = 1_000,
         request_timeout_ms: int = 30_000,
         fetch_max_wait_ms: int = 100,
+        retained: Mapping[str, Mapping[int, int]] | None = None,
     ) -> None:
+        """retained: per topic and partition, the first offset history() may read (what retention
+        would have deleted below it, where the broker cannot delete records)."""
         self.bootstrap = bootstrap
+        self.retained = {t: dict(p) for t, p in (retained or {}).items()}
         self.client_id = client_id
         self.security = dict(security or {})
         self.session_timeout_ms = session_timeout_ms
@@ -80,8 +84,8 @@ class KafkaBus:
     def consumer(self, topics: list[str], group: str) -> KafkaConsumer:
         return KafkaConsumer(self, topics, group)
 
-    async def history(self, topic: str, group: str) -> list[Message]:
-        # the group's committed positions (OffsetFetch naming the partitions: Tansu needs them)
+    async def committed_offsets(self, topic: str, group: str) -> dict[int, int]:
+        """The group's committed positions (OffsetFetch naming the partitions: Tansu needs them)."""
         admin = AIOKafkaAdminClient(**self._common())
         await admin.start()
         try:
@@ -91,7 +95,10 @@ class KafkaBus:
             committed = await admin.list_consumer_group_offsets(group, partitions=tps) if tps else {}
         finally:
             await admin.close()
-        return await self.read_until(topic, {tp.partition: meta.offset for tp, meta in committed.items()})
+        return {tp.partition: meta.offset for tp, meta in committed.items() if meta.offset > 0}
+
+    async def history(self, topic: str, group: str, start: Mapping[int, int] | None = None) -> list[Message]:
+        return await self._read(topic, await self.committed_offsets(topic, group), start)
 
     async def records(self, topic: str) -> list[Message]:
         admin = AIOKafkaAdminClient(**self._common())
@@ -127,19 +134,35 @@ class KafkaBus:
             await reader.stop()
         return out
 
-    async def read_until(self, topic: str, ends: Mapping[int, int]) -> list[Message]:
-        """The messages of each partition before its offset in `ends`, from the start, in partition order."""
-        ends = {p: end for p, end in ends.items() if end > 0}
+    async def read_until(
+        self, topic: str, ends: Mapping[int, int], start: Mapping[int, int] | None = None
+    ) -> list[Message]:
+        """The messages of each partition before its offset in `ends`, from its offset in `start`
+        (else the beginning), in partition order."""
+        return await self._read(topic, ends, start)
+
+    async def _read(self, topic: str, ends: Mapping[int, int], start: Mapping[int, int] | None = None) -> list[Message]:
+        """Each partition's messages from `start` (else its beginning, never below what is retained)
+        up to its offset in `ends`, in partition order."""
+        kept = self.retained.get(topic, {})
+        spans = {
+            p: (first, end)
+            for p, end in sorted(ends.items())
+            if (first := max((start or {}).get(p, 0), kept.get(p, 0))) < end
+        }
         out: list[Message] = []
-        if not ends:
+        if not spans:
             return out  # (an unassigned group-less consumer fails to stop cleanly in aiokafka)
         reader = AIOKafkaConsumer(group_id=None, enable_auto_commit=False, **self._common())
         await reader.start()
         try:
-            for p, end in sorted(ends.items()):
+            for p, (first, end) in spans.items():
                 tp = TopicPartition(topic, p)
                 reader.assign([tp])
-                await reader.seek_to_beginning(tp)
+                if first:
+                    reader.seek(tp, first)
+                else:
+                    await reader.seek_to_beginning(tp)
                 while await reader.position(tp) < end:
                     batch = await reader.getmany(tp, timeout_ms=1000, max_records=5000)
                     for r in batch.get(tp, []):

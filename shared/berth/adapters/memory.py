@@ -55,10 +55,17 @@ class MemoryBus:
     def consumer(self, topics: list[str], group: str) -> MemoryConsumer:
         return MemoryConsumer(self, topics, group)
 
-    async def history(self, topic: str, group: str) -> list[Message]:
+    async def committed_offsets(self, topic: str, group: str) -> dict[int, int]:
+        return {
+            p: self.committed[(group, topic, p)]
+            for p in range(len(self.topics.get(topic, [])))
+            if self.committed.get((group, topic, p), 0) > 0
+        }
+
+    async def history(self, topic: str, group: str, start: Mapping[int, int] | None = None) -> list[Message]:
         out: list[Message] = []
         for p, log in enumerate(self.topics.get(topic, [])):
-            out.extend(log[: self.committed.get((group, topic, p), 0)])
+            out.extend(log[(start or {}).get(p, 0) : self.committed.get((group, topic, p), 0)])
         return out
 
     async def records(self, topic: str) -> list[Message]:
@@ -184,6 +191,9 @@ class MemoryStore:
         if self.token is None:
             self.token = uuid.uuid4().hex
         return self.token
+
+    async def holdings(self) -> dict[str, str]:
+        return {pod: held[0] for pod, held in self.held.items()}
 
     async def close(self) -> None:
         return None

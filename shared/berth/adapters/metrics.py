@@ -38,6 +38,32 @@ class Metrics:
             registry=r,
         )
         self.buffer_statuses = Counter("berth_buffer_statuses", "Buffer status changes emitted", registry=r)
+        self.state_source = Gauge(
+            "berth_state_source",
+            "Where the service built its state at its last start or takeover: 1 for redis (the indexer's"
+            " objects, then events from its watermarks) or history (every event from offset 0)",
+            ["source"],
+            registry=r,
+        )
+        self.state_objects = Gauge("berth_state_objects", "Objects read from Redis at the last start", registry=r)
+        self.state_events = Gauge("berth_state_events", "Events replayed from the topic at the last start", registry=r)
+        self.state_seconds = Gauge("berth_state_seconds", "Seconds the last start's state took to build", registry=r)
+        self.indexer_lag_events = Gauge(
+            "berth_indexer_lag_events", "Events on the cluster-events topic the indexer has not written yet", registry=r
+        )
+        self.indexer_lag_seconds = Gauge(
+            "berth_indexer_lag_seconds",
+            "Age of the oldest cluster event the indexer has not written yet (0 when caught up)",
+            registry=r,
+        )
+
+    def started(self, source: str, objects: int, events: int, seconds: float) -> None:
+        """A start or takeover built the service's state (berth.adapters.bootstrap)."""
+        for s in ("redis", "history"):
+            self.state_source.labels(s).set(1 if s == source else 0)
+        self.state_objects.set(objects)
+        self.state_events.set(events)
+        self.state_seconds.set(seconds)
 
     def plugin(self, plugin: str, point: str, seconds: float) -> None:
         self.plugin_seconds.labels(plugin, point).observe(seconds)

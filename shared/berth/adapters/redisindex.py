@@ -6,17 +6,23 @@ expects them, berth.adapters.epoch); if not, it applies nothing and the indexer 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import msgspec
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 
 from berth.adapters.epoch import INDEXER, claim_epoch
 from berth.core.pipeline.indexer import Op
 
 # ARGV[1] prefix, ARGV[2] JSON [[guard key or "", rv or "", [[cmd, key, args...], ...]], ...],
 # ARGV[3] the epoch token expected in {p}epoch:indexer ("": not checked), ARGV[4] JSON [[watermark
-# key, least offset expected], ...], then pairs of (watermark key, offset), raised after the operations.
-# Returns -1, having applied nothing, when the epoch or a watermark is not what was expected.
+# key, least offset expected], ...], ARGV[5] JSON [[watermark key, offset], ...] raised after the
+# operations, ARGV[6] JSON [[key, time], ...] set where later than what is there (the clock),
+# ARGV[7...] objects' bytes. Two commands of berth's own: OBJSET key i (the object in ARGV[i], and
+# its name in the set of objects) and OBJDEL key. KEYS[1] names the slot (Redis Cluster), every key
+# shares its hash tag. Returns -1, having applied nothing, when the epoch or a watermark is not
+# what was expected.
 _APPLY = """
 local p = ARGV[1]
 if ARGV[3] ~= '' and redis.call('GET', p .. 'epoch:indexer') ~= ARGV[3] then return -1 end
@@ -34,21 +40,49 @@ for _, op in ipairs(cjson.decode(ARGV[2])) do
   if fresh then
     if guard ~= '' then redis.call('SET', p .. guard, rv) end
     for _, a in ipairs(actions) do
-      local args = {a[1], p .. a[2]}
-      for i = 3, #a do args[#args + 1] = a[i] end
-      redis.call(unpack(args))
+      if a[1] == 'OBJSET' then
+        redis.call('SET', p .. 'obj:' .. a[2], ARGV[tonumber(a[3])])
+        redis.call('SADD', p .. 'objects', a[2])
+      elseif a[1] == 'OBJDEL' then
+        redis.call('DEL', p .. 'obj:' .. a[2])
+        redis.call('SREM', p .. 'objects', a[2])
+      else
+        local args = {a[1], p .. a[2]}
+        for i = 3, #a do args[#args + 1] = a[i] end
+        redis.call(unpack(args))
+      end
     end
     applied = applied + 1
   end
 end
-for i = 5, #ARGV, 2 do
-  if tonumber(redis.call('GET', p .. ARGV[i]) or '-1') < tonumber(ARGV[i + 1]) then redis.call('SET', p .. ARGV[i], ARGV[i + 1]) end
+for _, kv in ipairs(cjson.decode(ARGV[5])) do
+  if tonumber(redis.call('GET', p .. kv[1]) or '-1') < tonumber(kv[2]) then redis.call('SET', p .. kv[1], kv[2]) end
+end
+for _, kv in ipairs(cjson.decode(ARGV[6])) do
+  local have = redis.call('GET', p .. kv[1])
+  if not have or have < kv[2] then redis.call('SET', p .. kv[1], kv[2]) end
 end
 return applied
 """
+
 CHUNK = 500
+_OBJECTS = 6  # the objects' bytes are ARGV[7...]
+SNAPSHOT_CHUNK = 1000  # objects per MGET when a service reads them all
 _NO_GUARD = ("", "")
 _encode = msgspec.json.Encoder().encode
+CLOCK = "clock"
+
+
+class Snapshot(NamedTuple):
+    """Every object the indexer keeps, read in chunks while it may write on: each object is as some
+    batch between the watermarks read before and after left it (an object the batches after
+    `watermarks` changed comes again from the topic; see berth.adapters.bootstrap). Partitions
+    without a watermark are left out."""
+
+    watermarks: dict[int, int]  # per partition, read before the objects: replay from here
+    after: dict[int, int]  # the same, read after them: no object is newer than this
+    clock: str  # the newest event time indexed, read after the objects
+    objects: list[tuple[str, bytes]]  # (kind/namespace/name, msgpack of its wire Struct)
 
 
 Watermarks = Mapping[tuple[str, int], int]  # (topic, partition) -> offset
@@ -63,30 +97,52 @@ class RedisIndex:
         self.r = client
         self.p = prefix
         self._apply = client.register_script(_APPLY)
+        self._slot = [prefix + "objects"]  # KEYS[1] of every script: where Redis Cluster runs it
 
     async def apply(
-        self, ops: list[Op], watermarks: Watermarks | None = None, epoch: str = "", expect: Watermarks | None = None
+        self,
+        ops: list[Op],
+        watermarks: Watermarks | None = None,
+        clock: str = "",
+        *,
+        epoch: str = "",
+        expect: Watermarks | None = None,
     ) -> int:
-        """Apply operations in order (one Lua call per CHUNK, all in one round trip); returns how many
-        were fresh. `watermarks` ((topic, partition) -> next offset) are raised by the last call, after
-        them. Each call first checks the epoch token (unless "") and that each watermark in `expect`
-        is at least there; if not, it applies nothing and IndexLost is raised."""
+        """Apply operations in order, all at once (one Lua call per CHUNK in one MULTI/EXEC, one
+        round trip; one call for them all on a Redis Cluster, whose pipelines cannot load scripts),
+        so a reader never sees part of a batch; returns how many were fresh. `watermarks` ((topic,
+        partition) -> next offset) are raised by the last call, after them, and so is the clock (the
+        newest event time indexed), where it is later. Each call first checks the epoch token
+        (unless "") and that each watermark in `expect` is at least there; if not, it applies
+        nothing and IndexLost is raised."""
         if not ops and not watermarks:
             return 0
-        chunks = [
-            _encode([(op.guard or _NO_GUARD) + (op.actions,) for op in ops[i : i + CHUNK]])
-            for i in range(0, len(ops), CHUNK)
-        ] or [b"[]"]
+        cluster = isinstance(self.r, RedisCluster)
+        size = max(len(ops), 1) if cluster else CHUNK
         checks = _encode([(_watermark_key(t, p), offset) for (t, p), offset in sorted((expect or {}).items())])
-        calls: list[list[str | bytes | int]] = [[self.p, chunk, epoch, checks] for chunk in chunks]
-        for (topic, partition), offset in sorted((watermarks or {}).items()):
-            calls[-1] += [_watermark_key(topic, partition), offset]
+        calls: list[list[str | bytes | int]] = []
+        for i in range(0, len(ops), size):
+            values: list[bytes] = []
+            rows = []
+            for op in ops[i : i + size]:
+                actions = op.actions
+                if op.value is not None:
+                    values.append(op.value)
+                    actions = [[*a, str(_OBJECTS + len(values))] if a[0] == "OBJSET" else a for a in actions]
+                rows.append((op.guard or _NO_GUARD) + (actions,))
+            calls.append([self.p, _encode(rows), epoch, checks, b"[]", b"[]", *values])
+        if not calls:
+            calls.append([self.p, b"[]", epoch, checks, b"[]", b"[]"])
+        marks = [[_watermark_key(topic, p), str(o)] for (topic, p), o in sorted((watermarks or {}).items())]
+        calls[-1][4] = _encode(marks)
+        if clock:
+            calls[-1][5] = _encode([[CLOCK, clock]])
         if len(calls) == 1:
-            got = [int(await self._apply(keys=[], args=calls[0]))]
+            got = [int(await self._apply(keys=self._slot, args=calls[0]))]
         else:
-            async with self.r.pipeline(transaction=False) as pipe:
+            async with self.r.pipeline(transaction=True) as pipe:
                 for args in calls:
-                    await self._apply(keys=[], args=args, client=pipe)
+                    await self._apply(keys=self._slot, args=args, client=pipe)
                 got = [int(n) for n in await pipe.execute()]
         if -1 in got:
             raise IndexLost("the index's epoch or watermarks are not what this indexer wrote")
@@ -95,6 +151,32 @@ class RedisIndex:
     async def claim_epoch(self) -> str:
         """The index's epoch token, set now if Redis has none (berth.adapters.epoch)."""
         return await claim_epoch(self.r, self.p, INDEXER)
+
+    async def snapshot(self, topic: str, partitions: int) -> Snapshot:
+        """The watermarks of the partitions, then every object (names, then values MGET in chunks
+        of SNAPSHOT_CHUNK, pipelined: Redis is never held long), then the watermarks and the clock."""
+        keys = [self.p + _watermark_key(topic, p) for p in range(partitions)]
+        before = await self.r.mget(keys)
+        names = sorted(_text(n) for n in await self.r.smembers(self.p + "objects"))
+        objects: list[tuple[str, bytes]] = []
+        cluster = isinstance(self.r, RedisCluster)  # (its pipelines refuse MGET: one at a time there)
+        for i in range(0, len(names), SNAPSHOT_CHUNK * 8):
+            part = names[i : i + SNAPSHOT_CHUNK * 8]
+            chunks = [
+                [f"{self.p}obj:{n}" for n in part[j : j + SNAPSHOT_CHUNK]] for j in range(0, len(part), SNAPSHOT_CHUNK)
+            ]
+            if cluster:
+                got = [v for chunk in chunks for v in await self.r.mget(chunk)]
+            else:
+                async with self.r.pipeline(transaction=False) as pipe:
+                    for chunk in chunks:
+                        pipe.mget(chunk)
+                    got = [v for values in await pipe.execute() for v in values]
+            objects += [
+                (n, v if isinstance(v, bytes) else v.encode()) for n, v in zip(part, got, strict=True) if v is not None
+            ]
+        *after, clock = await self.r.mget([*keys, self.p + CLOCK])
+        return Snapshot(_marks(before), _marks(after), _text(clock) if clock else "", objects)
 
     async def node_pvs(self, node: str, storage_class: str) -> list[tuple[str, int]]:
         """A node's available local PVs of a class, smallest first: (name, capacity bytes)."""
@@ -119,6 +201,10 @@ class RedisIndex:
 def _watermark_key(topic: str, partition: int) -> str:
     """Without the prefix: the Lua script adds it, as it does to every key it writes."""
     return f"watermark:{topic}:{partition}"
+
+
+def _marks(values: list[bytes | str | None]) -> dict[int, int]:
+    return {p: int(v) for p, v in enumerate(values) if v is not None}
 
 
 def _text(value: bytes | str) -> str:

@@ -130,5 +130,17 @@ class RedisStore:
     async def claim_epoch(self) -> str:
         return await claim_epoch(self.r, self.p, SCORER)
 
+    async def holdings(self) -> dict[str, str]:
+        out = {}
+        async for key in self.r.scan_iter(f"{self.p}held:*", count=1000):
+            node = await self.r.hget(key, "node")
+            if node is not None:
+                out[_text(key).removeprefix(f"{self.p}held:")] = _text(node)
+        return out
+
     async def close(self) -> None:
         await self.r.aclose()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

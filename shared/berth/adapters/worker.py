@@ -10,7 +10,7 @@ the dead-letter topic with the reason, its position and its bytes, and the loop 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from berth.adapters.collector import COLLECTOR
@@ -60,15 +60,21 @@ async def run(
     service: str = "",
     drain: bool = True,
     metrics: Metrics | None = None,
-    on_assign: Callable[[], Awaitable[None]] | None = None,
+    on_assign: Callable[[list[int]], Awaitable[Mapping[int, int] | None]] | None = None,
     on_flushed: Callable[[], Awaitable[None]] | None = None,
     before_batch: Callable[[], Awaitable[None]] | None = None,
+    apply_only: Callable[[Event], object] | None = None,
+    checkpoint: Callable[[dict[int, int]], Awaitable[None]] | None = None,
 ) -> None:
     """Consume until `done` is set: then, with drain, until nothing is left (the embedded pipeline);
     without, at once after the batch in hand (a service shutting down).
 
     on_assign runs before the first batch after this member's partitions change (a standby taking
     over): the service rebuilds its state from what the group committed, then goes on from there.
+    It gets the partitions of `topic` held, and may return, per partition, an offset below which
+    redelivered events were handled already (its checkpoint is past the commit): those go to
+    apply_only, which changes only the state. checkpoint(positions) runs after on_flushed, before
+    the commit: per partition held, the offset after the last event handled.
     before_batch runs before each batch is handled (the scorer checks that Redis still holds its state).
     on_flushed runs once the broker has acknowledged a batch's records, before the commit.
     A message is decoded here, once, unless it carries its decoded event (the in-memory bus)."""
@@ -76,12 +82,15 @@ async def run(
     await consumer.start()
     progress = progress or Progress()
     held: frozenset[tuple[str, int]] = frozenset()
+    passed: Mapping[int, int] = {}
+    positions: dict[int, int] = {}
     try:
         while True:
             messages = await consumer.getmany(batch, timeout=0.05)
-            if messages and on_assign is not None and consumer.assignment() != held:
+            if on_assign is not None and consumer.assignment() and consumer.assignment() != held:
                 held = consumer.assignment()
-                await on_assign()
+                passed = await on_assign(sorted(p for t, p in held if t == topic)) or {}
+                positions = {}
             if done.is_set() and not drain:
                 return
             if not messages:
@@ -102,7 +111,10 @@ async def run(
                     await bus.send(dead_letter_topic, dead_letter(service or group, msg, e.line(), at), msg.key)
                     continue
                 try:
-                    await handle(ev)
+                    if passed and msg.offset < passed.get(msg.partition, 0) and apply_only is not None:
+                        apply_only(ev)
+                    else:
+                        await handle(ev)
                 except POISON as e:  # the message, not a dependency: dead-lettered, and the service goes on
                     progress.rejects += 1
                     if metrics is not None:
@@ -113,6 +125,10 @@ async def run(
             await bus.flush()
             if on_flushed is not None:
                 await on_flushed()
+            if checkpoint is not None:
+                for msg in messages:
+                    positions[msg.partition] = msg.offset + 1
+                await checkpoint(positions)
             await consumer.commit()
             COLLECTOR.handled(len(messages))
             progress.lag = await consumer.lag()

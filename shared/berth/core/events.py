@@ -24,7 +24,7 @@ import msgspec
 from berth.core.amounts import TimeRangeError, parse_time
 from berth.core.convert import group_of
 from berth.core.errors import InputError
-from berth.core.kinds import BY_WIRE, KINDS, ONE_PASS, decode, describe, normalise
+from berth.core.kinds import BY_WIRE, KINDS, ONE_PASS, decode_wire, describe, normalise, unpack
 from berth.core.ports import Message
 
 TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
@@ -38,6 +38,7 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     kind: (API group, kind) of the object; None for a BOOKMARK.
     key: the bus key, kind/namespace/name, so that one object's events stay in order.
     raw: the object's JSON bytes as they arrived; line: the whole line or message.
+    wire: the object as its kind's wire Struct (what the indexer keeps in Redis), with model.
     """
 
     type: str
@@ -47,6 +48,7 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     line: bytes
     ts: datetime | None = None
     position: int = 0
+    wire: Any = None
 
     @property
     def deleted(self) -> bool:
@@ -217,7 +219,7 @@ def _one_pass(typed: Any, data: bytes, position: int, only: frozenset[tuple[str,
     meta = obj.metadata
     key = f"{kind[1]}/{meta.namespace or ''}/{meta.name or ''}" if meta is not None else f"{kind[1]}//"
     at = typed.position if typed.position is not None else position
-    return Event(etype, model, kind, key.encode(), data, ts, at)
+    return Event(etype, model, kind, key.encode(), data, ts, at, obj)
 
 
 def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event:
@@ -265,11 +267,11 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
     if known is None:
         return Event(etype, None, kind, key, data, ts, at)
     try:
-        model = decode(known, obj)
+        wire, model = decode_wire(known, obj)
     except InputError as e:
         out = _Out(ts=None if ts is None else format_time(ts), type=etype, object=obj, position=at)
         raise UnreadableObject(e, _encoder.encode(out), at) from None
-    return Event(etype, model, kind, key, data, ts, at)
+    return Event(etype, model, kind, key, data, ts, at, wire)
 
 
 def _tolerant_head(obj: msgspec.Raw, where: str) -> _Head:
@@ -327,3 +329,24 @@ def decode_message(msg: Message) -> Event:
     process), or decoded from its bytes; a message without a position is at its offset + 1."""
     ev: Event | None = getattr(msg, "event", None)
     return ev if ev is not None else parse_event(msg.value, msg.offset + 1)
+
+
+# The order a snapshot of objects is applied in: what pods and buffers refer to first, pods last.
+_RELIST_LAST = {"Pod": 2, "CapacityBuffer": 1}
+
+
+def snapshot_events(objects: list[tuple[str, bytes]]) -> tuple[list[Event], list[str]]:
+    """Events that add each object the indexer kept ((kind/namespace/name, msgpack) pairs), in relist
+    order (by kind, pods last, then by key), and the reasons for objects that could not be read."""
+    out: list[tuple[int, str, Event]] = []
+    bad: list[str] = []
+    for key, data in objects:
+        name = key.split("/", 1)[0]
+        try:
+            kind, wire, model = unpack(name, data)
+        except InputError as e:
+            bad.append(f"{key}: {e.line()}")
+            continue
+        out.append((_RELIST_LAST.get(name, 0), key, Event("ADDED", model, kind, key.encode(), b"", None, 0, wire)))
+    out.sort(key=lambda t: (t[0], t[1]))
+    return [t[2] for t in out], bad

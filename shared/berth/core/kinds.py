@@ -93,6 +93,11 @@ def describe(kind: Any, meta: Any) -> str:
 
 def decode(kind: Kind, raw: bytes) -> Any:
     """The model of an object of that kind, from its JSON bytes."""
+    return decode_wire(kind, raw)[1]
+
+
+def decode_wire(kind: Kind, raw: bytes) -> tuple[Any, Any]:
+    """(wire Struct, model) of an object of that kind, from its JSON bytes."""
     try:
         obj = kind.decoder.decode(raw)
     except RecursionError:
@@ -103,7 +108,7 @@ def decode(kind: Kind, raw: bytes) -> Any:
         except msgspec.DecodeError:
             head = Head()
         raise invalid(describe(head.kind, head.metadata), e, lambda: msgspec.json.decode(raw)) from None
-    return normalise(kind, obj)
+    return obj, normalise(kind, obj)
 
 
 def normalise(kind: Kind, obj: Any) -> Any:
@@ -231,3 +236,46 @@ def _name_key(value: Any, path: str, got: str) -> str:
             if _JSON_TYPES.get(type(v)) == got:
                 return f"{path.removesuffix('[...]')}[{k}]"
     return path
+
+
+# kind name -> ((group, kind), Kind, msgpack decoder of its wire Struct): the objects the indexer keeps
+_PACKED: dict[str, tuple[tuple[str, str], Kind, msgspec.msgpack.Decoder[Any]]] = {
+    k.name: (key, k, msgspec.msgpack.Decoder(k.wire)) for key, k in KINDS.items()
+}
+
+
+def unpack(name: str, data: bytes) -> tuple[tuple[str, str], Any, Any]:
+    """((group, kind), wire Struct, model) of an object the indexer kept (msgpack of its wire Struct).
+    Raises InputError when the kind is not one berth reads or the bytes do not decode."""
+    got = _PACKED.get(name)
+    if got is None:
+        raise InputError(f"{name} object", "kind", "not a kind berth reads")
+    key, kind, decoder = got
+    try:
+        wire = decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError) as e:
+        raise InputError(f"{name} object", "", f"cannot decode its msgpack: {e}") from None
+    return key, wire, normalise(kind, wire)
+
+
+_AGGREGATED = msgspec.json.Decoder(list[wl.AggregatedNodeUsage | None] | None)
+
+
+def storable(wire: Any) -> Any:
+    """The wire Struct as the indexer keeps it: a one-pass NodeMetric's aggregated usages, left as raw
+    JSON, decoded into the whole Struct (msgpack cannot carry JSON bytes); any other as it is."""
+    if type(wire) is not wl.FastNodeMetric:
+        return wire
+    status = wire.status
+    info = None if status is None else status.node_metric
+    full = None
+    if info is not None:
+        raw = info.aggregated_node_usages
+        aggregated = _AGGREGATED.decode(raw) if len(raw) else None
+        full = wl.NodeMetricInfo(info.node_usage, info.system_usage, aggregated)
+    return wl.NodeMetric(
+        api_version=wire.api_version,
+        metadata=wire.metadata,
+        spec=wire.spec,
+        status=None if status is None else wl.NodeMetricStatus(status.update_time, full, status.pods_metric),
+    )

@@ -8,6 +8,8 @@ from typing import Protocol
 
 import msgspec
 
+# Where the indexer's watermarks go (a record per batch and partition; their Redis keys are named after it).
+INDEX_WATERMARKS = "berth.index-watermarks"
 # Topic names: the defaults, which berth.settings.TopicSettings may override (BERTH_TOPIC_*).
 CLUSTER_EVENTS = "berth.cluster-events"
 DECISIONS = "berth.decisions"
@@ -58,9 +60,14 @@ class Bus(Protocol):
 
     def consumer(self, topics: list[str], group: str) -> Consumer: ...
 
-    async def history(self, topic: str, group: str) -> list[Message]:
+    async def committed_offsets(self, topic: str, group: str) -> dict[int, int]:
+        """Per partition, the group's committed position (partitions without one left out)."""
+        ...
+
+    async def history(self, topic: str, group: str, start: Mapping[int, int] | None = None) -> list[Message]:
         """Every message of a topic before the group's committed positions, in partition order:
-        what a restarted service already handled, to rebuild its state from."""
+        what a restarted service already handled, to rebuild its state from. start: per partition,
+        the offset to read from (a snapshot's watermark) instead of the beginning."""
         ...
 
     async def records(self, topic: str) -> list[Message]:
@@ -108,6 +115,10 @@ class Store(Protocol):
 
     async def claim_epoch(self) -> str:
         """Set a new token if there is none; returns the token there now."""
+        ...
+
+    async def holdings(self) -> dict[str, str]:
+        """Every reservation: pod -> node (what a scorer starting from a snapshot takes back)."""
         ...
 
     async def close(self) -> None: ...

@@ -10,7 +10,10 @@ last emitted.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from berth.core.buffers import fakepods
 from berth.core.buffers.controller import BufferResult, reconcile
@@ -42,6 +45,23 @@ def _keep_transition_times(status: dict[str, Any], last: tuple[dict[str, Any], i
     return {**status, "conditions": conditions}
 
 
+class _Emitted(msgspec.Struct, array_like=True):
+    status: dict[str, Any]
+    ready: int
+
+
+class _Checkpoint(msgspec.Struct):
+    now: datetime | None
+    last: dict[str, _Emitted]
+    ready: dict[str, int]
+    synced_at: float | None
+    marked: list[str]
+    marked_at: float | None
+
+
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(_Checkpoint).decode
+
 _WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "ReplicationController")
 
 
@@ -66,6 +86,46 @@ class BufferEngine:
         self._synced_at: float | None = None
         self._marked: set[str] = set()
         self._marked_at: float | None = None
+
+    def restore(self, events: list[Event], now: datetime | None) -> None:
+        """Start from the objects as they are (a snapshot) instead of their history: each is applied
+        as its event would be, and what would be emitted is taken as emitted already (resume() a
+        checkpoint then to know what was)."""
+        if now is not None:
+            self.applier.now, self.applier.has_clock = now, True
+        for ev in events:
+            self.handle(ev)
+
+    def apply(self, ev: Event) -> None:
+        """The event's change to the state only (events a checkpoint already accounts for)."""
+        self.applier.apply(ev)
+        self.store.take_dirty()
+
+    def checkpoint(self) -> bytes:
+        """What the engine keeps beyond the objects: the clock, what it last emitted per buffer and
+        the readiness it counted, when it last resynced, the namespaces waiting to settle."""
+        return _encode(
+            _Checkpoint(
+                self.applier.now if self.applier.has_clock else None,
+                {k: _Emitted(s, n) for k, (s, n) in self._last.items()},
+                self._ready,
+                self._synced_at,
+                sorted(self._marked),
+                self._marked_at,
+            )
+        )
+
+    def resume(self, data: bytes) -> None:
+        """Take back a checkpoint() over objects as of the same event."""
+        cp = _decode(data)
+        if cp.now is not None:
+            self.applier.now, self.applier.has_clock = cp.now, True
+        self._last = {k: (e.status, e.ready) for k, e in cp.last.items()}
+        self._ready = dict(cp.ready)
+        self._synced_at = cp.synced_at
+        self._marked = set(cp.marked)
+        self._marked_at = cp.marked_at
+        self.store.take_dirty()
 
     def handle(self, ev: Event) -> list[BufferStatusRecord]:
         applied = self.applier.apply(ev)

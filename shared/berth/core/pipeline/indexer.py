@@ -9,18 +9,24 @@ Every operation carries the object's resourceVersion; the store applies it only 
 is newer than the one it holds, so a redelivered event changes nothing. The engine keeps the same
 rule for its own view (what it last saw of each Node, PV and Pod).
 
-It reads only Nodes, PersistentVolumes and Pods: the other kinds are left undecoded, and a rejected
-event gets the same reason as in every other service (berth.core.events).
+It also keeps every object of every kind berth reads, as its wire Struct in msgpack (one key per
+object, deleted with the object), so that the scorer and the buffer controller can start from Redis
+instead of the topic's history. A rejected event gets the same reason as in every other service
+(berth.core.events).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import NamedTuple
+
+import msgspec
 
 from berth.core.errors import InputError
 from berth.core.events import Event, UnreadableObject, parse_event
+from berth.core.kinds import storable
 from berth.core.model import Node, PersistentVolume, Pod
 from berth.core.nodes import NodeTable
 from berth.core.pvindex import available
@@ -34,13 +40,15 @@ Action = list[str]
 
 @dataclass
 class Op:
-    """Store commands applied together, once: `guard` is (key, resourceVersion) or None."""
+    """Store commands applied together, once: `guard` is (key, resourceVersion) or None.
+    `value`: the bytes of the object an OBJSET action writes."""
 
     guard: tuple[str, str] | None
     actions: list[Action] = field(default_factory=list)
+    value: bytes | None = None
 
 
-INDEXED = frozenset((("", "Node"), ("", "PersistentVolume"), ("", "Pod")))
+_pack = msgspec.msgpack.Encoder().encode
 
 
 class PVFacts(NamedTuple):
@@ -66,15 +74,16 @@ class IndexerEngine:
         self._fits: dict[tuple[NodeSelector | None, str], list[str]] = {}  # (affinity, class) -> keys
         self._version = 0  # bumped when a node comes, goes or changes labels
         self._relabel = False  # ... and then, at the end of the batch, PVs may fit other nodes
+        self.clock: datetime | None = None  # the newest event time seen
 
     # ---- events in -------------------------------------------------------------------------
 
     def handle_raw(self, value: bytes, position: int = 0) -> tuple[list[Op], tuple[str, int] | None]:
         """Operations for one message as it came off the bus, or why it was rejected and where:
         (reason, position), the position the message carries if it can be read, else `position`.
-        Other kinds are skipped without being decoded."""
+        Kinds berth does not read are skipped."""
         try:
-            ev = parse_event(value, position, only=INDEXED)
+            ev = parse_event(value, position)
         except UnreadableObject as e:
             return [], (e.line(), e.position or position)
         except InputError as e:
@@ -84,14 +93,22 @@ class IndexerEngine:
 
     def handle(self, ev: Event) -> tuple[list[Op], str | None]:
         """Operations for one decoded event (no reason: it was decoded, so it is not rejected)."""
+        if ev.ts is not None and (self.clock is None or ev.ts > self.clock):
+            self.clock = ev.ts
         obj = ev.model
+        if obj is None:
+            return [], None
         if isinstance(obj, Node):
-            return self._node_event(obj, ev.deleted), None
-        if isinstance(obj, PersistentVolume):
-            return self._pv_event(_pv_facts(obj), ev.deleted), None
-        if isinstance(obj, Pod):
-            return self._pod_change(obj, ev.deleted), None
-        return [], None
+            ops = self._node_event(obj, ev.deleted)
+        elif isinstance(obj, PersistentVolume):
+            ops = self._pv_event(_pv_facts(obj), ev.deleted)
+        elif isinstance(obj, Pod):
+            ops = self._pod_change(obj, ev.deleted)
+        else:
+            ops = []
+        if ev.wire is not None and self._fresh("obj", ev.key.decode(), getattr(obj, "resource_version", "")):
+            ops.append(_object_op(ev))
+        return ops, None
 
     def _fresh(self, kind: str, key: str, rv: str) -> bool:
         """Newer than what was applied (and remember it), as ClusterState.apply decides."""
@@ -238,6 +255,17 @@ class IndexerEngine:
                 for k, v in self._usage[pod][1].items():
                     acc[k] = acc.get(k, 0) + v
         return out
+
+
+def _object_op(ev: Event) -> Op:
+    """The object itself, under its bus key (kind/namespace/name); deleted with it. The guard stays
+    after a deletion, so an older event redelivered cannot bring the object back."""
+    key = ev.key.decode()
+    rv = getattr(ev.model, "resource_version", "")
+    guard = (f"rv:obj:{key}", rv) if rv else None
+    if ev.deleted:
+        return Op(guard, [["OBJDEL", key]])
+    return Op(guard, [["OBJSET", key]], _pack(storable(ev.wire)))
 
 
 def _guard(kind: str, key: str, rv: str) -> tuple[str, str] | None:

@@ -168,6 +168,23 @@ class UnschedulableQueue:
     def has_due(self) -> bool:
         return bool(self._due)
 
+    def saved(self) -> tuple[int, list[Waiting]]:
+        """What restore() takes back: the failure counter and every waiting pod, in failure order."""
+        return self._seq, sorted(self.pods.values(), key=lambda w: w.seq)
+
+    def restore(self, seq: int, waiting: Iterable[Waiting]) -> None:
+        """The queue as saved() left it (a restarted service's checkpoint)."""
+        self._seq = seq
+        for w in waiting:
+            self.pods[w.key] = w
+            group = self._groups.get(w.rejected_by)
+            if group is None:
+                group = self._groups[w.rejected_by] = Group(w.rejected_by)
+            group.members[w.key] = w
+            group.version = next(self._versions)
+            if w.due:
+                heapq.heappush(self._due, (w.eligible_at, w.seq, next(self._pushed), w))
+
 
 class RetryQueue(UnschedulableQueue):
     """The unschedulable queue of one profile: a cluster change retries the waiting pods that the

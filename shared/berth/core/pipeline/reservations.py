@@ -24,6 +24,17 @@ class Reservations:
     def placed(self, key: str) -> str | None:
         return self._placed.get(key)
 
+    def pods(self) -> list[str]:
+        """The pods berth placed, in the order it placed them."""
+        return list(self._placed)
+
+    def placed_all(self) -> dict[str, str]:
+        return dict(self._placed)
+
+    def restore_placed(self, placed: dict[str, str]) -> None:
+        """Where berth placed pods, as placed_all() gave it (a checkpoint), in that order."""
+        self._placed = dict(placed)
+
     def bound(self, key: str, node: str) -> None:
         """The API server says the pod is on `node`: berth's choice is confirmed, or void if elsewhere."""
         if self._placed.get(key, node) != node:

@@ -8,10 +8,12 @@ MODIFIED event with the decided node confirms the reservation; DELETED releases 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from berth.core.config import SchedulerConfig
 from berth.core.events import Event
@@ -19,14 +21,14 @@ from berth.core.framework import Action
 from berth.core.model import Node, Pod
 from berth.core.pipeline.applier import Applier
 from berth.core.pipeline.overrun import OverRunObserver
-from berth.core.pipeline.queue import RetryQueue
+from berth.core.pipeline.queue import RetryQueue, Waiting
 from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.reservations import Reservations
 from berth.core.pipeline.stats import NodeUse, RunStats, StatsObserver
 from berth.core.plugins.defaultpreemption import PreemptionStore
 from berth.core.resources import CPU, MEMORY
 from berth.core.scheduler import Outcome, Scheduler
-from berth.core.state import ClusterState
+from berth.core.state import ClusterState, Reservation
 
 
 def _priority(state: ClusterState, pod: Pod) -> int:
@@ -35,6 +37,36 @@ def _priority(state: ClusterState, pod: Pod) -> int:
         if isinstance(ext, PreemptionStore):
             return ext.priority(pod)
     return pod.priority or 0
+
+
+class _Waiting(msgspec.Struct, array_like=True):
+    key: str
+    attempts: int
+    eligible_at: float
+    message: str
+    rejected_by: list[str]
+    seq: int
+    due: bool
+
+
+class _Held(msgspec.Struct, array_like=True):
+    pod: str
+    node: str
+    bindings: list[list[str]]
+    provisions: list[str]
+
+
+class _Checkpoint(msgspec.Struct):
+    now: datetime | None
+    seq: int
+    waiting: list[_Waiting]
+    held: list[_Held]
+    placed: dict[str, str]
+    nominated: dict[str, str]
+
+
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(_Checkpoint).decode
 
 
 def decision_id(pod: Pod, attempt: int) -> str:
@@ -109,6 +141,88 @@ class ScorerEngine:
     def hold_until(self, start: datetime) -> None:
         """Events before `start` only build the state; pods still pending then are decided at `start`."""
         self._hold = start
+
+    def restore(self, events: list[Event], now: datetime | None) -> None:
+        """Start from the objects as they are (a snapshot) instead of their history: apply them,
+        nothing decided. Then either resume() a checkpoint or decide_pending()."""
+        if now is not None:
+            self.applier.now, self.applier.has_clock = now, True
+        for ev in events:
+            self.applier.apply(ev)
+
+    def checkpoint(self) -> bytes:
+        """What the engine keeps beyond the objects: the clock, the waiting pods, the reservations
+        and nominations it holds. With the objects as of the same event, resume() makes an engine
+        that decides as this one does from there."""
+        seq, waiting = self.queue.saved()
+        held = [
+            _Held(key, r.node, [list(b) for b in r.bindings], list(r.provisions))
+            for key in self.reservations.pods()
+            if (r := self.state.reserved(key)) is not None
+        ]
+        nominated = self.scheduler.nominator.held()
+        return _encode(
+            _Checkpoint(
+                self.applier.now if self.applier.has_clock else None,
+                seq,
+                [
+                    _Waiting(w.key, w.attempts, w.eligible_at, w.message, sorted(w.rejected_by), w.seq, w.due)
+                    for w in waiting
+                ],
+                held,
+                self.reservations.placed_all(),
+                nominated,
+            )
+        )
+
+    def resume(self, data: bytes) -> None:
+        """Take back a checkpoint() over objects as of the same event (see restore)."""
+        cp = _decode(data)
+        if cp.now is not None:
+            self.applier.now, self.applier.has_clock = cp.now, True
+        self.queue.restore(
+            cp.seq,
+            (
+                Waiting(w.key, w.attempts, w.eligible_at, w.message, frozenset(w.rejected_by), w.seq, w.due)
+                for w in cp.waiting
+            ),
+        )
+        for h in cp.held:
+            pod = self.state.pods.get(h.pod)
+            if pod is not None:
+                self.reservations.hold(
+                    Reservation(pod, h.node, tuple((c, v) for c, v in h.bindings), tuple(h.provisions))
+                )
+        self.reservations.restore_placed(cp.placed)
+        for key, node in cp.nominated.items():
+            pod = self.state.pods.get(key)
+            if pod is not None:
+                self.scheduler.nominator.hold(pod, node)
+
+    def apply(self, ev: Event) -> None:
+        """The event's change to the state only: nothing decided, queued or reserved (events a
+        checkpoint already accounts for)."""
+        self.applier.apply(ev)
+
+    def decide_pending(self, held: Mapping[str, str], waiting: bool = False) -> list[DecisionRecord]:
+        """Pods the engine knows nothing of beyond their objects: take back the reservations the
+        store holds (pod -> node), then decide the pods still pending, not reserved nor nominated,
+        as a restarted kube-scheduler does; waiting: the waiting pods too (changes they missed may
+        help them), which emit a decision only if its outcome changed. Returns those decisions."""
+        out: list[DecisionRecord] = []
+        at = Event("ADDED", None, None, b"", b"")
+        for pod in self.state.pending_pods():
+            if self.state.reserved(pod.key) or self.scheduler.nominator.holds(pod.key):
+                continue
+            if pod.key in self.queue:
+                if waiting:
+                    self._decide(pod, at, out, self.queue.attempts(pod.key) + 1, retry=True)
+                continue
+            node = held.get(pod.key)
+            if node is not None and self.place(pod, node).reservation is not None:
+                continue
+            self._decide(pod, at, out, 1)
+        return out
 
     def handle(self, ev: Event) -> list[DecisionRecord]:
         self.observer.event()

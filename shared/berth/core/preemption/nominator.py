@@ -46,6 +46,10 @@ class Nominator:
         """A nomination made in this run, kept until forget."""
         self._held[pod.key] = msgspec.structs.replace(pod, nominated_node=node)
 
+    def held(self) -> dict[str, str]:
+        """The nominations made in this run: pod -> node."""
+        return {key: pod.nominated_node or "" for key, pod in self._held.items()}
+
     def holds(self, pod_key: str) -> bool:
         """Whether this run nominated the pod (and has not forgotten it)."""
         return pod_key in self._held

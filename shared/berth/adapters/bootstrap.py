@@ -1,0 +1,158 @@
+"""Where a scorer or buffer controller starts from: the indexer's state in Redis, or the topic's history.
+
+A service that starts, or a standby that takes a partition over, reads the indexer's watermarks
+(per partition, the next cluster-events offset Redis includes), every object it keeps, then the
+watermarks again and its clock (RedisIndex.snapshot); it applies the objects, then replays the topic from the watermarks up to
+what its own group committed, without emitting; the worker loop goes on from there.
+
+Objects are not all of a service's state: the scorer's waiting pods (their attempts and backoff),
+reservations and nominations, the buffer controller's last statuses and timers come from history.
+Each service writes them as a checkpoint (one Redis key per group) after every batch, before the
+commit. With one, the replay up to the commit only changes the state (engine.apply), then the
+checkpoint is taken back: the engine is the one an uninterrupted run has at that offset. Without
+one (the service never ran against this Redis), the replay handles events silently, and the
+scorer decides the pods still pending that it knows nothing of, as a restarted kube-scheduler
+does. Where the snapshot is ahead of the group's commit (the service was down while the indexer
+went on), the scorer emits those decisions: their pods' events arrive as already applied.
+
+Redis "holds no state" when there is no watermark key for any of the topic's partitions (a first
+start): then the whole history is replayed from offset 0, as before.
+
+The race with the indexer, and why it is safe: the watermarks W are read first, then the objects
+(in chunks, while the indexer writes on), then the watermarks again (W2). Each object read is as
+some batch below W2 left it; every event from W on is applied again from the topic, idempotent by
+resourceVersion: an object the snapshot holds at a later version skips the older events, an object
+deleted or created after W gets its DELETED or ADDED event, so once the replay reaches the commit C
+every object is at its last version before C, provided W2 <= C. Nothing reads the state in
+between. When W2 > C (the indexer went past the group's commit), the snapshot may hold changes
+the service has not handled yet: it is "ahead", see below. A deleted object's guard key stays in
+Redis, so a redelivered older event cannot bring it back there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from datetime import datetime
+from typing import Any, NamedTuple, Protocol
+
+import msgspec
+from redis.asyncio import Redis
+
+from berth.adapters.connect import rebuild
+from berth.adapters.redisindex import RedisIndex, Snapshot
+from berth.core.amounts import parse_time
+from berth.core.events import Event, snapshot_events
+from berth.core.ports import INDEX_WATERMARKS, Bus
+
+log = logging.getLogger("berth.bootstrap")
+REDIS = "redis"
+HISTORY = "history"
+
+
+class Engine(Protocol):
+    """What the scorer's and the buffer controller's engines offer a start."""
+
+    def restore(self, events: list[Event], now: datetime | None) -> None: ...
+
+    def apply(self, ev: Event) -> None: ...
+
+    def handle(self, ev: Event) -> Any: ...
+
+    def resume(self, data: bytes) -> None: ...
+
+
+class Saved(msgspec.Struct):
+    """A service's checkpoint: its engine's own state after the events before `offsets`."""
+
+    offsets: dict[int, int]
+    data: bytes
+
+
+class Checkpoints:
+    """One checkpoint per consumer group (and partitions held), written after each batch before its
+    commit, so it is at the committed offsets or one batch past them (a crash in between)."""
+
+    def __init__(self, client: Redis, prefix: str, group: str) -> None:
+        self.r = client
+        self.p = prefix
+        self.group = group
+
+    def _key(self, partitions: list[int]) -> str:
+        return f"{self.p}checkpoint:{self.group}:{','.join(map(str, sorted(partitions)))}"
+
+    async def save(self, partitions: list[int], offsets: dict[int, int], data: bytes) -> None:
+        await self.r.set(self._key(partitions), msgspec.msgpack.encode(Saved(offsets, data)))
+
+    async def load(self, partitions: list[int]) -> Saved | None:
+        got = await self.r.get(self._key(partitions))
+        if got is None:
+            return None
+        return msgspec.msgpack.decode(got if isinstance(got, bytes) else got.encode(), type=Saved)
+
+
+class Start(NamedTuple):
+    """How a service built its state: from REDIS (objects, then events from the watermarks) or
+    from HISTORY (every event from offset 0)."""
+
+    source: str
+    objects: int  # objects read from Redis
+    events: int  # events replayed from the topic
+    watermarks: dict[int, int]  # per partition, where the replay started
+    resumed: bool  # the service's own checkpoint was taken back
+    ahead: bool  # the snapshot is past what the group committed on some partition
+    passed: dict[int, int]  # per partition: events below these, redelivered, only change the state
+    committed: dict[int, int]  # per partition, the group's committed offset
+
+
+class Objects(NamedTuple):
+    """The indexer's snapshot, its objects as events, and why any could not be read."""
+
+    snap: Snapshot
+    events: list[Event]
+    bad: list[str]
+
+
+async def read_objects(index: RedisIndex, partitions: int) -> Objects:
+    """Read the snapshot of `partitions` partitions and decode its objects, in a thread: a service
+    starts this before it joins its group, and the join, the HTTP server and the Redis reads go on
+    meanwhile. An early snapshot is as good as a late one (the replay starts at its watermarks)."""
+    snap = await index.snapshot(INDEX_WATERMARKS, partitions)
+    events, bad = await asyncio.to_thread(snapshot_events, snap.objects)
+    return Objects(snap, events, bad)
+
+
+async def start_state(
+    bus: Bus,
+    index: RedisIndex,
+    checkpoints: Checkpoints,
+    topic: str,
+    partitions: list[int],
+    engine: Engine,
+    early: Awaitable[Objects] | None = None,
+) -> Start:
+    """Build a service's state (the module's docstring says how). The engine handles nothing
+    after this that it has handled before: events below `passed` are for engine.apply only.
+    early: read_objects() started before, for at least these partitions."""
+    snap, events, bad = await (early or read_objects(index, max(partitions, default=0) + 1))
+    marks = {p: w for p, w in snap.watermarks.items() if p in partitions}
+    if not marks:
+        n = await rebuild(bus, topic, checkpoints.group, engine.handle)
+        return Start(HISTORY, 0, n, {}, False, False, {}, await bus.committed_offsets(topic, checkpoints.group))
+    committed = await bus.committed_offsets(topic, checkpoints.group)
+    # objects may be as late as the watermarks read after them: past the commit, the events in
+    # between are already in the state when they arrive
+    ahead = any(w > committed.get(p, 0) for p, w in snap.after.items() if p in partitions)
+    saved = await checkpoints.load(partitions)
+    usable = saved is not None and all(saved.offsets.get(p, 0) >= committed.get(p, 0) for p in partitions)
+    for reason in bad:
+        log.warning("object in Redis passed over", extra={"reason": reason})
+    engine.restore(events, parse_time(snap.clock) if snap.clock else None)
+    replay = engine.apply if usable else engine.handle  # what the checkpoint has seen, state only
+    n = await rebuild(bus, topic, checkpoints.group, replay, start=marks)
+    passed: dict[int, int] = {}
+    if saved is not None and usable:
+        engine.resume(saved.data)
+        passed = {p: o for p, o in saved.offsets.items() if o > committed.get(p, 0)}
+    return Start(REDIS, len(events), n, marks, usable, ahead, passed, committed)
