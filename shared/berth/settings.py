@@ -6,6 +6,7 @@ are checked against it. Secrets are wrapped in Secret, whose repr never shows th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -31,6 +32,9 @@ class Secret(str):
 NO_SECRET = Secret("")
 
 
+_INSTANCE_ID = re.compile(r"(?!\.{1,2}$)[a-zA-Z0-9._-]{1,249}")  # Kafka's rule for group.instance.id
+
+
 @dataclass(frozen=True)
 class KafkaSettings:
     bootstrap_servers: str = "localhost:9092"
@@ -45,9 +49,15 @@ class KafkaSettings:
     session_timeout_ms: int = 10_000
     request_timeout_ms: int = 30_000
     fetch_max_wait_ms: int = 100
+    group_instance_id: str = ""  # static group membership (KIP-345): a restart rejoins without a rebalance
 
     def validate(self) -> list[str]:
         out = []
+        if self.group_instance_id and not _INSTANCE_ID.fullmatch(self.group_instance_id):
+            out.append(
+                "BERTH_KAFKA_GROUP_INSTANCE_ID: want at most 249 of a-z, A-Z, 0-9, '.', '_' and '-', "
+                f"got {self.group_instance_id!r}"
+            )
         if not 1 <= self.fetch_max_wait_ms <= 10_000:
             out.append(f"BERTH_KAFKA_FETCH_MAX_WAIT_MS: must be 1-10000, got {self.fetch_max_wait_ms}")
         if not self.bootstrap_servers:

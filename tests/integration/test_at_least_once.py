@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient
 
 from berth.adapters.eventlog import read_events
 from tests.integration.services import collect, decode, isolated_env, service
@@ -27,9 +28,30 @@ def decisions(env: dict[str, str], want: int, timeout: float = 60, grace: float 
     return decode(asyncio.run(collect(env, env["BERTH_TOPIC_DECISIONS"], want, timeout, grace)))
 
 
-def test_a_scorer_killed_three_times_misses_no_decision(broker: Server, redis_server: Server, tmp_path: Path) -> None:
+async def member_ids(env: dict[str, str]) -> list[str]:
+    """The member ids of the scorer's group, as the broker describes it."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=env["BERTH_KAFKA_BOOTSTRAP_SERVERS"])
+    await admin.start()
+    try:
+        (response,) = await admin.describe_consumer_groups([env["BERTH_GROUP_SCORER"]])
+    finally:
+        await admin.close()
+    return [m[0] for g in response.groups for m in g[5]]
+
+
+@pytest.mark.parametrize(
+    "membership",
+    [
+        pytest.param({}, id="dynamic membership"),
+        # KIP-345: each restart rejoins as the same static member (the manifests give the pod's name)
+        pytest.param({"BERTH_KAFKA_GROUP_INSTANCE_ID": "berth-scorer-0"}, id="static membership"),
+    ],
+)
+def test_a_scorer_killed_three_times_misses_no_decision(
+    broker: Server, redis_server: Server, tmp_path: Path, membership: dict[str, str]
+) -> None:
     want, _ = embedded(SAMPLE)
-    env = isolated_env(broker, redis_server)
+    env = {**isolated_env(broker, redis_server), **membership}
     total = sum(1 for _ in read_events(SAMPLE))
     chunks = [range(i, min(i + 20, total)) for i in range(0, total, 20)]
 
@@ -51,6 +73,11 @@ def test_a_scorer_killed_three_times_misses_no_decision(broker: Server, redis_se
     publisher.join(180)
     with service("scorer", env, log_dir=tmp_path):
         got = decisions(env, len(want), timeout=120, grace=5)
+        members = asyncio.run(member_ids(env))
+
+    instance = membership.get("BERTH_KAFKA_GROUP_INSTANCE_ID")
+    # the broker names a static member after its instance id (Kafka: "<instance id>-<uuid>")
+    assert len(members) == 1 and (instance is None) != members[0].startswith(f"{instance}-")
 
     first: dict[str, dict[str, object]] = {}
     for d in got:

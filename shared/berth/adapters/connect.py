@@ -34,6 +34,7 @@ def kafka_bus(settings: Settings, service: str) -> KafkaBus:
         request_timeout_ms=k.request_timeout_ms,
         fetch_max_wait_ms=k.fetch_max_wait_ms,
         retained={settings.topics.cluster_events: settings.topics.retained()},
+        group_instance_id=k.group_instance_id,
     )
 
 

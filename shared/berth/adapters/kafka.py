@@ -26,6 +26,7 @@ class KafkaBus:
         request_timeout_ms: int = 30_000,
         fetch_max_wait_ms: int = 100,
         retained: Mapping[str, Mapping[int, int]] | None = None,
+        group_instance_id: str = "",
     ) -> None:
         """retained: per topic and partition, the first offset history() may read (what retention
         would have deleted below it, where the broker cannot delete records)."""
@@ -37,6 +38,7 @@ class KafkaBus:
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.request_timeout_ms = request_timeout_ms
         self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.group_instance_id = group_instance_id  # "": dynamic membership
         self._producer: AIOKafkaProducer | None = None
         self._pending: list[asyncio.Future[Any]] = []
 
@@ -191,6 +193,7 @@ class KafkaConsumer:
             # A fetch holds every partition on that broker until it is answered: one idle partition
             # in it stalls the busy ones for up to this long (aiokafka's default is 500 ms).
             fetch_max_wait_ms=bus.fetch_max_wait_ms,
+            group_instance_id=bus.group_instance_id or None,
             **bus._common(),
         )
 
