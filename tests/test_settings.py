@@ -20,7 +20,12 @@ def test_no_environment_gives_the_defaults() -> None:
         ({"BERTH_REDIS_TLS": "yes"}, "redis", "tls", True),
         ({"BERTH_KAFKA_SESSION_TIMEOUT_MS": "6000"}, "kafka", "session_timeout_ms", 6000),
         ({"BERTH_KAFKA_FETCH_MAX_WAIT_MS": "40"}, "kafka", "fetch_max_wait_ms", 40),
-        ({"BERTH_KAFKA_GROUP_INSTANCE_ID": "berth-scorer-7d9f-x2"}, "kafka", "group_instance_id", "berth-scorer-7d9f-x2"),
+        (
+            {"BERTH_KAFKA_GROUP_INSTANCE_ID": "berth-scorer-7d9f-x2"},
+            "kafka",
+            "group_instance_id",
+            "berth-scorer-7d9f-x2",
+        ),
     ],
 )
 def test_values_are_read_as_their_type(env: dict[str, str], group: str, attr: str, want: object) -> None:
@@ -37,8 +42,7 @@ def test_values_are_read_as_their_type(env: dict[str, str], group: str, attr: st
         *(
             (
                 {"BERTH_KAFKA_GROUP_INSTANCE_ID": bad},
-                "BERTH_KAFKA_GROUP_INSTANCE_ID: want at most 249 of a-z, A-Z, 0-9, '.', '_' and '-', "
-                f"got {bad!r}",
+                f"BERTH_KAFKA_GROUP_INSTANCE_ID: want at most 249 of a-z, A-Z, 0-9, '.', '_' and '-', got {bad!r}",
             )
             for bad in ("scorer 0", "..", "x" * 250, "scorer/0")
         ),
