@@ -93,3 +93,86 @@ def test_stale_resource_version_is_ignored() -> None:
     assert state.pvs["a"].capacity == convert(newer).capacity
     assert not state.apply(convert(older), deleted=True)
     assert "a" in state.pvs
+
+
+# A PV of one of a few names, in one of a few shapes: taking it (drop) and giving it back as it was
+# (put the same) revives its dead entry; a put of another shape inserts a new one.
+pv_shapes = st.tuples(
+    st.integers(0, 5),
+    st.sampled_from(SIZES),
+    st.integers(-2, 3),
+    st.sampled_from(["a", "b"]),
+    st.sampled_from([("ReadWriteOnce",), ("ReadWriteOnce", "ReadWriteMany")]),
+    st.sampled_from(["Filesystem", "Block"]),
+)
+claim_shapes = st.tuples(
+    st.sampled_from(SIZES),
+    st.sampled_from([None, "a"]),
+    st.sampled_from([("ReadWriteOnce",), ("ReadWriteMany",)]),
+    st.sampled_from(["Filesystem", "Block"]),
+)
+
+
+def shaped_pv(i: int, size: str, where: int, tier: str, modes: tuple[str, ...], mode: str) -> Any:
+    placed = {"affinity": zone_affinity(f"z{-where}")} if where < 0 else {"on": f"n{where}"}
+    return convert(
+        pv(f"pv{i}", size, modes=modes, metadata={"labels": {"tier": tier}}, spec={"volumeMode": mode}, **placed)
+    )
+
+
+def shaped_claim(size: str, tier: str | None, modes: tuple[str, ...], mode: str) -> Any:
+    spec: dict[str, Any] = {"volumeMode": mode}
+    if tier is not None:
+        spec["selector"] = {"matchLabels": {"tier": tier}}
+    return convert(pvc("c", size, modes=modes, spec=spec))
+
+
+@given(
+    st.lists(pv_shapes, max_size=8),
+    st.lists(
+        st.tuples(st.sampled_from(["put", "drop", "drop", "back", "back", "ask"]), pv_shapes, st.booleans()),
+        max_size=50,
+    ),
+    st.lists(claim_shapes, min_size=1, max_size=3),
+)
+def test_kept_answers_equal_fresh_ones_through_takes_and_returns(
+    first: list[Any], steps: list[Any], shapes: list[Any]
+) -> None:
+    """best()'s answers kept per claim shape, patched as PVs are taken and come back (revived in
+    place), equal those of an index built from scratch at every step they are asked."""
+    state = nodes_state()
+    live = ClassIndex()
+    current = {f"pv{s[0]}": shaped_pv(*s) for s in first}
+    for v in current.values():
+        live.put(v)
+    live.ensure(state.nodes)
+    taken: dict[str, Any] = {}
+    claims = [shaped_claim(*s) for s in shapes]
+    n = len(state.nodes.valid)
+    for step, (op, shape, settle) in enumerate(steps):
+        name = f"pv{shape[0]}"
+        if op == "put":
+            current[name] = shaped_pv(*shape)
+            taken.pop(name, None)
+            live.put(current[name])
+        elif op == "drop" and name in current:  # taken by a claim: kept to come back as it was
+            taken[name] = current.pop(name)
+            live.drop(name)
+        elif op == "back" and name in taken:
+            current[name] = taken.pop(name)
+            live.put(current[name])
+        if not settle and op != "ask":  # the change waits, pending, for a later ensure
+            continue
+        live.ensure(state.nodes)
+        fresh = ClassIndex()
+        for v in current.values():
+            fresh.put(v)
+        fresh.ensure(state.nodes)
+        claim = claims[step % len(claims)]
+        got, want = live.best(claim, n, []), fresh.best(claim, n, [])
+        assert [live.order[e].name if e >= 0 else None for e in got] == [
+            fresh.order[e].name if e >= 0 else None for e in want
+        ]
+        assert [[p.name for p in live.per_node(s)] for s in range(n)] == [
+            [p.name for p in fresh.per_node(s)] for s in range(n)
+        ]
