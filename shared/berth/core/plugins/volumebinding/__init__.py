@@ -332,10 +332,13 @@ class VolumeBinding:
         scores, weights, present = [], [], []
         for group in (static, dynamic):
             for cls, (req, cap, here) in sorted(group.items()):
+                if not here.any():  # on no node: it adds nothing to any mean (weights are at least 1)
+                    continue
                 scores.append(class_score(self.args.shape, req, cap))
                 weights.append(self.weight(cycle.state, cls))
-                present.append(here.astype(bool))
-        out[idx] = weighted_node_score(scores, weights, present)
+                present.append(here.astype(bool, copy=False))
+        if scores:
+            out[idx] = weighted_node_score(scores, weights, present)
         return out
 
     def weight(self, state: ClusterState, storage_class: str) -> int:
