@@ -23,7 +23,7 @@ def go_div(num: Ints, den: Ints | int) -> Ints:
 def shape_score(shape: Shape, utilization: Ints) -> Ints:
     """f(p) for integer utilizations 0..100; shape scores are scaled x10 to 0..100."""
     table = _table(shape)
-    out: Ints = table[np.clip(utilization, 0, 100)]
+    out: Ints = table[np.minimum(np.maximum(utilization, 0), 100)]  # np.clip, without its wrappers' cost
     return out
 
 
@@ -62,8 +62,9 @@ def weighted_node_score(scores: list[Ints], weights: list[int], present: list[np
     num = np.zeros(scores[0].shape, dtype=np.int64)
     den = np.zeros(scores[0].shape, dtype=np.int64)
     for sc, w, p in zip(scores, weights, present, strict=True):
-        num[p] += sc[p] * w
-        den[p] += w
+        pw = p * np.int64(w)  # w where the class is present, else 0
+        num += sc * pw
+        den += pw
     out: Ints = (2 * num + den) // np.maximum(2 * den, 1)
     out[den <= 0] = 0
     return out

@@ -41,11 +41,12 @@ def available(pv: PersistentVolume) -> bool:
 class _Query:
     """A kept answer of best() for one claim shape, without exclusions."""
 
+    claim: PersistentVolumeClaim  # one claim of the shape
     start: int
     nslots: int
     ok: npt.NDArray[np.bool_]  # candidates() from start
     best: Ints  # the one-node part, _NONE where none
-    seen: int  # kills applied so far
+    seen: int  # changes applied so far
 
 
 class ClassIndex:
@@ -53,7 +54,8 @@ class ClassIndex:
 
     Entries are sorted by (capacity, name); pairs (slot, entry) are sorted by entry, so the PVs big
     enough for a claim are a suffix of both. A PV that stops being available is only marked dead;
-    dead entries are dropped when the index is rebuilt (many changes, or node labels changed).
+    dead entries are dropped when the index is rebuilt (many changes, or node labels changed). A PV
+    that comes back as it was (a reservation released) brings its dead entry back to life.
     """
 
     def __init__(self) -> None:
@@ -79,9 +81,9 @@ class ClassIndex:
         self._group_slots: list[Ints] = []
         self.group_slot = np.zeros(0, dtype=np.int64)  # (slot, group) pairs of the groups
         self.group_id = np.zeros(0, dtype=np.int64)
-        # answers kept per claim shape, patched on kills; any other change forgets them (see best)
+        # answers kept per claim shape, patched on kills and revivals; an insert forgets them (see best)
         self._queries: dict[tuple[object, ...], _Query] = {}
-        self._kills: list[int] = []  # entries killed since the arrays last moved
+        self._changed: list[int] = []  # entries killed or revived since the arrays last moved
         self._by_slot: tuple[Ints, Ints] | None = None  # (start per slot, entries in slot order)
 
     def put(self, pv: PersistentVolume) -> None:
@@ -105,7 +107,7 @@ class ClassIndex:
         pending, self._pending = self._pending, {}
         for name, pv in pending.items():
             self._kill(name)
-            if pv is not None:
+            if pv is not None and not self._revive(pv):
                 self._insert(pv, nodes)
 
     def _slots_of(self, pv: PersistentVolume, nodes: NodeTable) -> Ints:
@@ -118,7 +120,7 @@ class ClassIndex:
     def _moved(self) -> None:
         """Entries were renumbered or pairs changed: kept answers no longer apply."""
         self._queries.clear()
-        self._kills.clear()
+        self._changed.clear()
         self._by_slot = None
 
     def _rebuild(self, nodes: NodeTable) -> None:
@@ -176,7 +178,23 @@ class ClassIndex:
             i += 1
         self.alive[i] = False
         self._dead += 1
-        self._kills.append(i)
+        self._changed.append(i)
+
+    def _revive(self, pv: PersistentVolume) -> bool:
+        """Bring back a dead entry of this PV if everything the index reads of it is unchanged."""
+        key = (pv.capacity, pv.name)
+        i = bisect.bisect_left(self.keys, key)
+        while i < len(self.keys) and self.keys[i] == key:
+            old = self.order[i]
+            if not self.alive[i] and _same_entry(old, pv):
+                self.order[i] = pv
+                self.alive[i] = True
+                self._alive_cap[pv.name] = pv.capacity
+                self._dead -= 1
+                self._changed.append(i)
+                return True
+            i += 1
+        return False
 
     def _insert(self, pv: PersistentVolume, nodes: NodeTable) -> None:
         self._moved()
@@ -210,24 +228,27 @@ class ClassIndex:
         """The first entry whose capacity may cover the request (entries are sorted by capacity)."""
         return int(np.searchsorted(self.cap_floor, request // NANO, side="left"))
 
-    def candidates(self, claim: PersistentVolumeClaim, start: int = 0) -> npt.NDArray[np.bool_]:
-        """Entries from `start` on that satisfy the claim regardless of node: size, modes,
+    def candidates(
+        self, claim: PersistentVolumeClaim, start: int = 0, stop: int | None = None
+    ) -> npt.NDArray[np.bool_]:
+        """Entries from `start` on (to `stop`) that satisfy the claim regardless of node: size, modes,
         volumeMode, selector, VAC, and still available."""
         request = claim.request or 0
-        ok = self.alive[start:].copy()
+        part = slice(start, stop)
+        ok = self.alive[part].copy()
         if request % NANO:  # a fractional byte count: compare exactly
-            ok &= np.array([p.capacity >= request for p in self.order[start:]], dtype=bool)
+            ok &= np.array([p.capacity >= request for p in self.order[part]], dtype=bool)
         need = mode_bits(claim.access_modes)
         if need:
-            ok &= (self.modes[start:] & need) == need
-        ok &= self.block[start:] == (claim.volume_mode == "Block")
+            ok &= (self.modes[part] & need) == need
+        ok &= self.block[part] == (claim.volume_mode == "Block")
         if not claim.attributes_class:
-            ok &= ~self.vac[start:]  # a claim without a VolumeAttributesClass takes only PVs without one
+            ok &= ~self.vac[part]  # a claim without a VolumeAttributesClass takes only PVs without one
         if claim.attributes_class or claim.selector is not None:
             extra = [
                 p.attributes_class == claim.attributes_class
                 and (claim.selector is None or (claim.selector.valid and claim.selector.matches(p.labels)))
-                for p in self.order[start:]
+                for p in self.order[part]
             ]
             ok &= np.array(extra, dtype=bool)
         return ok
@@ -237,7 +258,8 @@ class ClassIndex:
         entries already chosen for this pod's earlier claims on that node (-1 for none).
 
         Without `exclude`, the one-node part is kept per claim shape and patched when PVs are
-        taken: only the slots whose answer was taken are looked up again."""
+        taken or come back: only the slots whose answer was taken, and those of a PV back, are
+        looked up again."""
         start = self._first_fitting(claim.request or 0)
         shape = (claim.request, claim.access_modes, claim.volume_mode, claim.attributes_class, claim.selector)
         q = None if exclude else self._queries.get(shape)
@@ -250,7 +272,7 @@ class ClassIndex:
             if not exclude:
                 if len(self._queries) >= 64:
                     self._queries.clear()
-                self._queries[shape] = _Query(start, nslots, ok, best.copy(), len(self._kills))
+                self._queries[shape] = _Query(claim, start, nslots, ok, best.copy(), len(self._changed))
         if len(self.group_id):
             np.minimum(best, self._best_in_groups(ok, start, nslots, exclude), out=best)
         best[best == _NONE] = -1
@@ -268,18 +290,32 @@ class ClassIndex:
         return best
 
     def _catch_up(self, q: _Query) -> None:
-        """Apply the kills since the answer was kept: a slot whose PV was taken gets its next one."""
-        if q.seen == len(self._kills):
+        """Apply the kills and revivals since the answer was kept: a slot whose PV was taken gets
+        its next one; a PV back is a candidate again where it fits the shape."""
+        if q.seen == len(self._changed):
             return
-        kills = np.array(self._kills[q.seen :], dtype=np.int64)
-        q.seen = len(self._kills)
-        kills = kills[kills >= q.start]
-        if not len(kills):
+        changed = np.unique(np.array(self._changed[q.seen :], dtype=np.int64))
+        q.seen = len(self._changed)
+        changed = changed[changed >= q.start]
+        if not len(changed):
             return
-        # Kills only remove entries (an insert renumbers and drops every kept answer), so applying
-        # them all at once gives what applying them one by one would: each slot that lost its
-        # answer gets the smallest entry still fitting there.
+        # Only the entries' final state matters: an entry now dead is no candidate; one alive again
+        # is one if it fits the shape (its fields are those it had when it died, see _revive).
+        back = changed[self.alive[changed]]
+        kills = changed[~self.alive[changed]]
         q.ok[kills - q.start] = False
+        for e in back.tolist():
+            q.ok[e - q.start] = self.candidates(q.claim, e, e + 1)[0]
+        if len(kills):
+            self._retake(q, kills)
+        for e in back.tolist():
+            if q.ok[e - q.start] and self.group[e] < 0:
+                lo, hi = np.searchsorted(self.pair_entry, [e, e + 1])
+                slots = self.pair_slot[lo:hi]
+                q.best[slots] = np.minimum(q.best[slots], e)
+
+    def _retake(self, q: _Query, kills: Ints) -> None:
+        """Each slot whose answer was killed gets the smallest entry still fitting there."""
         if len(kills) <= 16:  # the usual few: cheaper than np.isin's sort
             hit = q.best == kills[0]
             for e in kills[1:].tolist():
@@ -333,3 +369,14 @@ class ClassIndex:
         groups = self.group_id[self.group_slot == slot]
         entries = np.union1d(self.pair_entry[self.pair_slot == slot], np.flatnonzero(np.isin(self.group, groups)))
         return [self.order[i] for i in entries if self.alive[i]]
+
+
+def _same_entry(a: PersistentVolume, b: PersistentVolume) -> bool:
+    """Whether the index reads the same of both PVs (capacity and name aside)."""
+    return (
+        a.node_affinity == b.node_affinity
+        and a.access_modes == b.access_modes
+        and a.volume_mode == b.volume_mode
+        and a.attributes_class == b.attributes_class
+        and a.labels == b.labels
+    )

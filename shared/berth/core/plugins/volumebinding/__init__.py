@@ -145,6 +145,17 @@ class VolumeBinding:
     def __init__(self, args: VolumeBindingArgs) -> None:
         self.args = args
         self._weights = dict(self.args.storage_class_weights)
+        self._fixed: dict[int, tuple[Mask, Mask, Ints]] = {}
+
+    def _constants(self, n: int) -> tuple[Mask, Mask, Ints]:
+        """Read-only (all true, all false, all -1) over n slots, made once per table size."""
+        got = self._fixed.get(n)
+        if got is None:
+            got = (np.ones(n, dtype=bool), np.zeros(n, dtype=bool), np.full(n, -1, dtype=np.int64))
+            for a in got:
+                a.setflags(write=False)
+            self._fixed = {n: got}
+        return got
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
         return EVENTS
@@ -179,8 +190,7 @@ class VolumeBinding:
         nodes = cycle.state.nodes
         valid = nodes.valid
         bound_fail, missing_pv = self._check_bound(cycle, pv.bound)
-        unbound_ok = np.ones(len(valid), dtype=bool)
-        storage_ok = np.ones(len(valid), dtype=bool)
+        unbound_ok = storage_ok = self._constants(len(valid))[0]
         if pv.delayed:
             checked = self._check_delayed(cycle, pv)
             if isinstance(checked, str):
@@ -196,6 +206,9 @@ class VolumeBinding:
 
     def _check_bound(self, cycle: Cycle, claims: list[PersistentVolumeClaim]) -> tuple[Mask, Mask]:
         nodes = cycle.state.nodes
+        if not claims:
+            none = self._constants(len(nodes.valid))[1]
+            return none, none
         conflict = np.zeros(len(nodes.valid), dtype=bool)
         missing = np.zeros(len(nodes.valid), dtype=bool)
         active = nodes.valid.copy()
@@ -238,12 +251,17 @@ class VolumeBinding:
                 return provision
             no_topology, no_space, capacity = provision
             undecided = listed & ~decided
+            pv.provisions.append(_Provision(claim, listed, capacity))
+            if no_topology is self._constants(n)[0]:  # the class cannot provision: no node passes
+                unbound_ok &= ~undecided
+                decided |= undecided
+                continue
             unbound_ok &= ~(undecided & no_topology)
             storage_ok &= ~(undecided & ~no_topology & no_space)
             decided |= undecided & (no_topology | no_space)
-            pv.provisions.append(_Provision(claim, listed, capacity))
-        unbound_ok &= ~fast_fail
-        storage_ok |= fast_fail
+        if selected:
+            unbound_ok &= ~fast_fail
+            storage_ok |= fast_fail
         return unbound_ok, storage_ok
 
     def _match(
@@ -277,21 +295,21 @@ class VolumeBinding:
         error (kube's Error status)."""
         state, nodes = cycle.state, cycle.state.nodes
         n = len(nodes.valid)
-        none = np.full(n, -1, dtype=np.int64)
+        every, nowhere, none = self._constants(n)
         if not claim.storage_class:
             return f'no class for claim "{claim.key}"'
         sc = state.classes.get(claim.storage_class)
         if sc is None:
             return f'failed to find storage class "{claim.storage_class}"'
         if not sc.can_provision:
-            return np.ones(n, dtype=bool), np.zeros(n, dtype=bool), none
+            return every, nowhere, none
         no_topology = ~nodes.topology_mask(sc.allowed_topologies)
         driver = state.drivers.get(sc.provisioner)
         if claim.request is None or driver is None or not driver.storage_capacity:
-            return no_topology, np.zeros(n, dtype=bool), none
+            return no_topology, nowhere, none
         index = state.cap_index.get(sc.name)
         if index is None:
-            return no_topology, np.ones(n, dtype=bool), none
+            return no_topology, every, none
         first = index.first_fit(ceil_units(claim.request), nodes)
         caps = np.array([ceil_units(o.capacity) if o.capacity is not None else -1 for o in index.order] or [0])
         capacity = np.where(first >= 0, caps[np.maximum(first, 0)], -1)
@@ -332,10 +350,13 @@ class VolumeBinding:
         scores, weights, present = [], [], []
         for group in (static, dynamic):
             for cls, (req, cap, here) in sorted(group.items()):
+                if not here.any():  # on no node: it adds nothing to any mean (weights are at least 1)
+                    continue
                 scores.append(class_score(self.args.shape, req, cap))
                 weights.append(self.weight(cycle.state, cls))
-                present.append(here.astype(bool))
-        out[idx] = weighted_node_score(scores, weights, present)
+                present.append(here.astype(bool, copy=False))
+        if scores:
+            out[idx] = weighted_node_score(scores, weights, present)
         return out
 
     def weight(self, state: ClusterState, storage_class: str) -> int:
