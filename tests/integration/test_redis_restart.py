@@ -134,6 +134,18 @@ def test_redis_restarted_mid_stream(broker: Server, redis_server: Server, tmp_pa
     first: dict[str, dict[str, object]] = {}
     for d in got:
         assert first.setdefault(str(d["decisionId"]), d) == d
-    assert list(first.values()) == want
+    decided = list(first.values())
+    # A scorer restarted while the indexer had gone on past its commit starts from the indexer's
+    # state: it decides the pods pending then once, at its start (position 0), against the state
+    # then, as a restarted kube-scheduler does (docs/services.md, "Where it is not an uninterrupted
+    # run"); from there on its decisions may differ. Before that they are the undisturbed run's, and
+    # every pod is decided, none twice with different contents.
+    cut = next((i for i, d in enumerate(decided) if d["position"] == 0), None)
+    if cut is None:
+        assert decided == want
+    else:
+        assert away > 20  # only a restarted scorer decides at its start
+        assert decided[:cut] == want[:cut]
+        assert {d["pod"] for d in decided} == {d["pod"] for d in want}
     scorers = ("decided:", "resv:", "held:", "pvowner:", "checkpoint:")  # the services' own keys share the prefix
     assert {k: v for k, v in index.items() if not k.startswith(scorers)} == undisturbed
