@@ -9,10 +9,12 @@ last, each measured process pinned to the last):
      1,000th event to the last); with BENCH_BASE (a tree of the code before, e.g. from `git archive`)
      the same worker of that tree indexes it too, into its own prefix and group, in the same sitting;
   2. the scorer's group is committed at the end of the topic, as a scorer that had handled it all;
-  3. `berth scorer` is started three times, each timed from spawn to /readyz answering 200:
+  3. `berth scorer` is started five times, each timed from spawn to /readyz answering 200:
      (r1) on the indexer's Redis state, before any checkpoint of its group: objects, then the pods
      still pending decided once (no events after the watermark to replay);
      (r2) the same again, now with the checkpoint r1 wrote: a restarted scorer;
+     (r3) as r2, for a scorer that joins as a static member (`BERTH_KAFKA_GROUP_INSTANCE_ID`) and
+     is restarted as the same member;
      (h) with Redis holding no state for it (its own prefix): it replays the history, as before
      (given up after BENCH_HISTORY_SECONDS, default 600, on a busy machine).
      Each also reports berth_state_seconds, the state's own build time; the rest is start-up and
@@ -71,6 +73,11 @@ def run() -> None:
         r2 = ready(env, TIMEOUT)
         report("r2. Redis, with its checkpoint (a restarted scorer)", r2)
         print(f"   target <= {TARGET_READY:.0f} s from Redis: {'PASS' if r2['seconds'] <= TARGET_READY else 'MISS'}")
+        static = {**env, "BERTH_KAFKA_GROUP_INSTANCE_ID": "berth-bench-scorer"}
+        ready(static, TIMEOUT)  # joins as a static member once
+        report(
+            "r3. the same, restarted as the same static member (BERTH_KAFKA_GROUP_INSTANCE_ID)", ready(static, TIMEOUT)
+        )
         report("h. history (Redis holds no state)", ready(fresh, float(os.environ.get("BENCH_HISTORY_SECONDS", "600"))))
     finally:
         pin(0, before)
