@@ -169,7 +169,8 @@ def _pod_amounts(spec: wc.PodSpec, at: str) -> Amounts:
     )
     out = _POD_AMOUNTS.get(key)
     if out is None:
-        out = _work_out_amounts(spec, at)
+        requests, limits, nonzero = _work_out_amounts(spec, at)
+        out = amounts(requests), amounts(limits), amounts(nonzero)  # equal ones of other figures too
         if len(_POD_AMOUNTS) >= 16384:
             _POD_AMOUNTS.clear()
         _POD_AMOUNTS[key] = out
@@ -259,18 +260,21 @@ _TEXTS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
 _NO_TEXTS: dict[str, str] = {}
 
 
-def texts(v: dict[str, str] | None) -> dict[str, str]:
-    """Labels, annotations, a node selector: one dict shared by the objects that have equal ones (a
-    workload's pods, a node's PVs), as models never change them; a bounded cache."""
-    if not v:
-        return _NO_TEXTS
+def _shared(cache: dict[Any, dict[str, Any]], v: dict[str, Any]) -> dict[str, Any]:
+    """One dict for the objects that have equal ones (in the same order), as models never change
+    them; `cache` is bounded."""
     key = tuple(v.items())
-    out = _TEXTS.get(key)
+    out = cache.get(key)
     if out is None:
-        if len(_TEXTS) >= 65536:
-            _TEXTS.clear()
-        out = _TEXTS[key] = v
+        if len(cache) >= 65536:
+            cache.clear()
+        out = cache[key] = v
     return out
+
+
+def texts(v: dict[str, str] | None) -> dict[str, str]:
+    """Labels, annotations, a node selector: shared (a workload's pods, a node's PVs)."""
+    return _shared(_TEXTS, v) if v else _NO_TEXTS
 
 
 _AMOUNTS: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
@@ -278,17 +282,8 @@ _NO_AMOUNTS: dict[str, int] = {}
 
 
 def amounts(v: dict[str, int]) -> dict[str, int]:
-    """A pod's requests, limits or non-zero requests: one dict shared by the pods that have equal ones
-    (in the same order), as models never change them; a bounded cache."""
-    if not v:
-        return _NO_AMOUNTS
-    key = tuple(v.items())
-    out = _AMOUNTS.get(key)
-    if out is None:
-        if len(_AMOUNTS) >= 65536:
-            _AMOUNTS.clear()
-        out = _AMOUNTS[key] = v
-    return out
+    """A pod's requests, limits or non-zero requests: shared by the pods that have equal ones."""
+    return _shared(_AMOUNTS, v) if v else _NO_AMOUNTS
 
 
 _CONDITIONS: dict[tuple[Any, ...], tuple[PodCondition, ...]] = {}
@@ -412,12 +407,12 @@ def pod(v: wc.Pod) -> Pod:
         affinity=None if required is None else node_selector(required),
         tolerations=tolerations(spec.tolerations) if spec.tolerations else (),
         volumes=tuple(volumes),
-        requests=amounts(requests),
-        limits=amounts(limits),
+        requests=requests,
+        limits=limits,
         conditions=conds,
         pod_affinity=pod_affinity(spec.affinity),
         spread=spread_constraints(spec.topology_spread_constraints),
-        nonzero_requests=amounts(nonzero),
+        nonzero_requests=nonzero,
         preferred_affinity=() if node_affinity is None else preferred_terms(node_affinity),
         host_ports=host_ports(spec),
         inline_disks=tuple(disks),
