@@ -85,15 +85,14 @@ def _strategy(raw: Any, path: str, problems: Problems) -> ScoringStrategy:
                 )
             )
     ratio = raw.get("requestedToCapacityRatio")
-    # kube validates the shape whenever it is given, and another type ignores it
-    shape = None if ratio is None else _shape(ratio, path, problems)
-    if kind != RATIO:
-        shape = None
-    elif ratio is None:  # kube accepts this and then fails reading the shape: berth says so
+    shape = None if ratio is None else _shape(ratio, path, problems)  # kube checks it whenever given
+    if kind == RATIO and ratio is None:  # kube accepts this and then fails reading the shape: berth says so
         problems.append(
             f"{path}.requestedToCapacityRatio: Required value: must be specified when type is RequestedToCapacityRatio"
         )
-    return ScoringStrategy(type=kind if kind in STRATEGIES else LEAST, resources=resources, shape=shape)
+    return ScoringStrategy(
+        type=kind if kind in STRATEGIES else LEAST, resources=resources, shape=shape if kind == RATIO else None
+    )  # another type ignores the shape
 
 
 def _shape(raw: Any, strategy: str, problems: Problems) -> tuple[ShapePoint, ...]:
