@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from berth_cli.main import main
@@ -36,6 +36,9 @@ SNAPSHOTS = [
 ]
 CONFIGS = [ROOT / "examples" / "most-free.yaml", ROOT / "examples" / "capacity-priority-off.yaml"]
 LOGS = [DATA / "logs" / "local-pvs.jsonl", DATA / "logs" / "scarce-pvs.jsonl", DATA / "logs" / "buffers.jsonl"]
+# The time limit follows the profile's number of examples (about a second each on a loaded machine):
+# the suite's 60 s cut the `ci` profile's 60 short under load, and would always cut `make fuzz`'s.
+pytestmark = pytest.mark.timeout(max(300, 5 * settings().max_examples))
 
 
 @dataclass(frozen=True)
