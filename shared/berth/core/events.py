@@ -21,10 +21,10 @@ from typing import Any, Union
 
 import msgspec
 
-from berth.core.amounts import TimeRangeError, kept_time, parse_time
+from berth.core.amounts import Bad, TimeRangeError, kept_time, parse_time
 from berth.core.convert import group_of
 from berth.core.errors import InputError
-from berth.core.kinds import BY_WIRE, KINDS, ONE_PASS, decode_wire, describe, normalise, unpack
+from berth.core.kinds import BY_WIRE, KINDS, ONE_PASS, decode_wire, describe, unpack
 from berth.core.ports import Message
 
 TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
@@ -224,8 +224,8 @@ def _one_pass(typed: Any, data: bytes, position: int, only: frozenset[tuple[str,
         return None  # the same kind name in another API group (not one berth reads), or not asked for
     try:
         ts = (kept_time(stamp) or parse_time(stamp)) if stamp else None
-        model = normalise(known, obj)
-    except (ValueError, InputError):
+        model = known.normalise(obj)  # what does not normalise is named by the step-by-step path
+    except (ValueError, Bad, InputError):
         return None
     meta = obj.metadata
     key = f"{kind[1]}/{meta.namespace or ''}/{meta.name or ''}" if meta is not None else f"{kind[1]}//"
