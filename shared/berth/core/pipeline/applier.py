@@ -33,7 +33,7 @@ class Applier:
 
     def apply(self, ev: Event) -> Applied:
         ts = ev.ts
-        if ts is not None and ts is not self.now and (not self.has_clock or ts > self.now):
+        if ts is not None and (not self.has_clock or (ts is not self.now and ts > self.now)):
             self.now = ts
             self.has_clock = True
         obj = ev.model
