@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from berth.core.amounts import Bad
-from berth.core.convert import _pod_amounts, _work_out_amounts
+from berth.core.convert import _pod_amounts, _work_out_amounts, positional
 from berth.core.errors import InputError
 from berth.core.kinds import convert
+from berth.core.model import ClaimRef
 from berth.core.quantity import parse_nanos
 from berth.core.wire import core as wc
 from tests.builders import pod, pv, pvc
@@ -169,3 +170,19 @@ def test_amounts_shared_between_pods_are_the_ones_worked_out_for_each(specs: lis
         except Bad as e:
             got = str(e)
         assert got == fresh
+
+
+@pytest.mark.parametrize(
+    ("names", "ok"),
+    [
+        (("namespace", "name", "uid"), True),
+        (("name", "namespace", "uid"), False),  # two fields swapped
+        (("namespace", "name"), False),  # one left out
+    ],
+)
+def test_positional_construction_names_the_model_fields_in_order(names: tuple[str, ...], ok: bool) -> None:
+    if ok:
+        positional(ClaimRef, *names)
+    else:
+        with pytest.raises(TypeError, match="ClaimRef's fields are"):
+            positional(ClaimRef, *names)

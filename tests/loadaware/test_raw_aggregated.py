@@ -72,3 +72,75 @@ def test_plain_usages_stay_raw() -> None:
     m = parse_event(line, 3).model
     assert isinstance(m.aggregated, msgspec.Raw)
     assert aggregated(m) == aggregated(decode(NODEMETRIC, msgspec.json.encode(obj)))
+
+
+usage = st.one_of(st.fixed_dictionaries({"resources": resources}), st.none(), st.just({}), st.just(5))
+plain_amount = st.from_regex(r"[0-9]{1,13}", fullmatch=True)
+plain_usage = st.builds(
+    lambda cpu, memory: {"resources": {"cpu": f"{cpu}m", "memory": f"{memory}Ki"}}, plain_amount, plain_amount
+)
+info_keys = st.one_of(
+    st.sampled_from(
+        [["nodeUsage", "systemUsage", "aggregatedNodeUsages"], ["nodeUsage"], ["nodeUsage", "systemUsage"]]
+    ),
+    st.lists(st.sampled_from(["nodeUsage", "systemUsage", "aggregatedNodeUsages"]), max_size=3),
+)
+plain_entries = st.lists(
+    st.builds(
+        lambda d, kinds: {"duration": d, "usage": kinds},
+        st.sampled_from(["5m0s", "1h0m0s", "30s", "12345s"]),
+        st.dictionaries(st.sampled_from(["avg", "p50", "p99"]), plain_usage, max_size=2),
+    ),
+    max_size=2,
+)
+typical_entries = st.lists(  # every type, avg to p99, as Koordinator writes them by default
+    st.builds(
+        lambda d, values: {"duration": d, "usage": dict(zip(["avg", "p50", "p90", "p95", "p99"], values, strict=True))},
+        st.sampled_from(["5m0s", "1h0m0s", "30s", "12345s", "h0m0s"]),
+        st.lists(plain_usage, min_size=5, max_size=5),
+    ),
+    max_size=3,
+)
+
+
+def _read(read: Any) -> Any:
+    """What a NodeMetric's status.nodeMetric normalises to, or the error as (object, field, problem)."""
+    try:
+        m = read()
+        return m.has_node_metric, m.node_usage, list(m.node_usage), m.system_usage, aggregated(m)
+    except InputError as e:
+        return (e.obj, e.field, e.problem)
+
+
+@settings(max_examples=400)
+@given(
+    st.one_of(plain_usage, plain_usage, usage),
+    st.one_of(plain_usage, plain_usage, usage),
+    st.one_of(typical_entries, typical_entries, plain_entries, st.lists(entries, max_size=2), st.none()),
+    info_keys,
+    st.sampled_from([False, False, True]),
+    st.sampled_from([False, False, False, True]),
+)
+def test_raw_node_metric_reads_as_the_whole_struct(
+    node: Any, system: Any, items: Any, keys: list[str], spaced: bool, null: bool
+) -> None:
+    """status.nodeMetric kept raw by the one-pass decode (the plain form read in one pass over its bytes,
+    anything else decoded): the same usages, and the same error, as the whole Struct step by step."""
+    obj = node_metric("n1", rv="7")
+    values = {"nodeUsage": node, "systemUsage": system, "aggregatedNodeUsages": items}
+    obj["status"]["nodeMetric"] = None if null else {k: values[k] for k in dict.fromkeys(keys)}
+    raw = json.dumps(obj, separators=(", ", ": ") if spaced else (",", ":"), ensure_ascii=False).encode()
+    line = b'{"type":"MODIFIED","object":' + raw + b"}"
+    got = _read(lambda: parse_event(line, 3).model)
+    assert got == _read(lambda: decode(NODEMETRIC, raw))
+
+
+def test_plain_node_metric_read_in_one_pass() -> None:
+    obj = node_metric("n1", cpu="999999999999m", memory="18065245Ki", system=("106m", "1502247Ki"), rv="7")
+    obj["status"]["nodeMetric"]["aggregatedNodeUsages"] = []
+    line = b'{"type":"MODIFIED","object":' + msgspec.json.encode(obj) + b"}"
+    m = parse_event(line, 3).model
+    assert m.node_usage == {"cpu": 999999999999, "memory": 18065245 * 1024}
+    assert m.system_usage == {"cpu": 106, "memory": 1502247 * 1024}
+    assert m.aggregated == ()
+    assert m == decode(NODEMETRIC, msgspec.json.encode(obj))

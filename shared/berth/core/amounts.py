@@ -148,6 +148,7 @@ class TimeRangeError(ValueError):
 
 
 _TIMES: dict[str, datetime] = {}  # parsed times are kept: stamps repeat (events' ts, conditions)
+kept_time = _TIMES.get  # a time parse_time took lately, or None: the cache alone, without a call around it
 
 
 def parse_time(value: str) -> datetime:
@@ -182,6 +183,7 @@ __all__ = [
     "Bad",
     "QuantityError",
     "TimeRangeError",
+    "kept_time",
     "milli_list",
     "moment",
     "nanos",

@@ -42,6 +42,14 @@ from berth.core.wire import core as wc
 EMPTY_META = w.ObjectMeta()
 
 
+def positional(cls: type, *names: str) -> None:
+    """The models built most often are made with positional arguments, in this order (msgspec takes
+    keywords several times slower); the order is checked against the model's fields on import."""
+    fields = getattr(cls, "__struct_fields__", None)
+    if fields != names:
+        raise TypeError(f"{cls.__name__}'s fields are {fields}; its positional construction here names {names}")
+
+
 def group_of(api_version: str) -> str:
     return api_version.rpartition("/")[0] if "/" in api_version else ""
 
@@ -60,7 +68,7 @@ def namespace_of(meta: w.ObjectMeta) -> str:
 def _requirements(items: tuple[w.Requirement, ...] | None) -> tuple[Requirement, ...]:
     if not items:
         return ()
-    return tuple(Requirement(key=r.key or "", operator=r.operator or "", values=r.values or ()) for r in items)
+    return tuple([Requirement(r.key or "", r.operator or "", r.values or ()) for r in items])
 
 
 _CPU_MEMORY = (resources.CPU, resources.MEMORY)
@@ -92,18 +100,18 @@ def _node_selector(v: w.NodeSelector) -> NodeSelector:
 
 def label_selector(v: w.LabelSelector) -> LabelSelector:
     return LabelSelector(
-        match_labels=tuple(sorted(v.match_labels.items())) if v.match_labels else (),
-        match_expressions=_requirements(v.match_expressions),
+        tuple(sorted(v.match_labels.items())) if v.match_labels else (),  # match_labels
+        _requirements(v.match_expressions) if v.match_expressions else (),  # match_expressions
     )
 
 
-_OWNERS: dict[tuple[Any, ...], tuple[OwnerRef, ...]] = {}  # a workload's pods share one tuple
+_OWNERS: dict[tuple[w.OwnerReference, ...], tuple[OwnerRef, ...]] = {}  # a workload's pods share one tuple
 
 
 def owner_refs(meta: w.ObjectMeta) -> tuple[OwnerRef, ...]:
     if not meta.owner_references:
         return ()
-    key = tuple((o.kind, o.name, o.uid, o.api_version, o.controller) for o in meta.owner_references)
+    key = tuple(meta.owner_references)  # wire Structs, hashable: every field they have is the model's
     out = _OWNERS.get(key)
     if out is None:
         out = tuple(
@@ -114,7 +122,7 @@ def owner_refs(meta: w.ObjectMeta) -> tuple[OwnerRef, ...]:
                 api_version=sys.intern(o.api_version or ""),
                 controller=bool(o.controller),
             )
-            for o in meta.owner_references
+            for o in key
         )
         if len(_OWNERS) >= 65536:
             _OWNERS.clear()
@@ -162,10 +170,10 @@ def _pod_amounts(spec: wc.PodSpec, at: str) -> Amounts:
     figures (models never change them); a bounded cache in front of `_work_out_amounts`."""
     inits = spec.init_containers
     key = (
-        tuple(_figures(c.resources) for c in spec.containers or ()),
-        tuple((_figures(c.resources), c.restart_policy) for c in inits) if inits else (),
+        tuple([_figures(c.resources) for c in spec.containers]) if spec.containers else (),
+        tuple([(_figures(c.resources), c.restart_policy) for c in inits]) if inits else (),
         tuple(spec.overhead.items()) if spec.overhead else (),
-        _figures(spec.resources),
+        None if spec.resources is None else _figures(spec.resources),
     )
     out = _POD_AMOUNTS.get(key)
     if out is None:
@@ -286,7 +294,7 @@ def amounts(v: dict[str, int]) -> dict[str, int]:
     return _shared(_AMOUNTS, v) if v else _NO_AMOUNTS
 
 
-_CONDITIONS: dict[tuple[Any, ...], tuple[PodCondition, ...]] = {}
+_CONDITIONS: dict[tuple[wc.PodCondition, ...], tuple[PodCondition, ...]] = {}
 
 
 def conditions(v: list[wc.PodCondition]) -> tuple[PodCondition, ...]:
@@ -294,7 +302,7 @@ def conditions(v: list[wc.PodCondition]) -> tuple[PodCondition, ...]:
     in the same second), as models never change them; a bounded cache."""
     if not v:
         return ()
-    key = tuple((c.type, c.status, c.last_transition_time, c.reason) for c in v)
+    key = tuple(v)  # wire Structs, hashable: every field they have is read
     out = _CONDITIONS.get(key)
     if out is None:
         made = []
@@ -352,34 +360,56 @@ def pod_images(spec: wc.PodSpec) -> tuple[str, ...]:
     containers = spec.containers or ()
     if inits:
         containers = (*inits, *containers)
-    return tuple(image_name(c.image or "") for c in containers)
+    known = _IMAGES.get
+    return tuple([known(c.image or "") or image_name(c.image or "") for c in containers])
+
+
+positional(
+    Pod,
+    "namespace", "name", "uid", "resource_version", "labels", "annotations", "owner_refs", "creation",
+    "deleting", "node_name", "phase", "scheduler_name", "priority", "priority_class_name", "node_selector",
+    "affinity", "tolerations", "volumes", "requests", "limits", "conditions", "pod_affinity", "spread",
+    "nonzero_requests", "preferred_affinity", "host_ports", "inline_disks", "images", "preemption_policy",
+    "start_time", "nominated_node", "inline_csi", "scheduling_gates",
+)  # fmt: skip
+positional(PodVolume, "name", "claim_name", "ephemeral")
+positional(Requirement, "key", "operator", "values")
+positional(LabelSelector, "match_labels", "match_expressions")
+_NO_POD_SPEC = wc.PodSpec()
+_NO_POD_STATUS = wc.PodStatus()
 
 
 def pod(v: wc.Pod) -> Pod:
     meta = v.metadata or EMPTY_META
-    name = name_of(meta)
-    spec = v.spec or wc.PodSpec()
-    status = v.status or wc.PodStatus()
+    name = meta.name
+    if not name:
+        raise Bad("metadata.name", "is required")
+    spec = v.spec or _NO_POD_SPEC
+    status = v.status or _NO_POD_STATUS
     requests, limits, nonzero = _pod_amounts(spec, "spec")
     volumes = []
     disks: list[InlineDisk] = []
     inline: list[tuple[str, str]] = []
     for vol in spec.volumes or ():
-        vname = vol.name or ""
         source = vol.persistent_volume_claim
         claim = "" if source is None else source.claim_name
+        aws, gce, azure = vol.aws_elastic_block_store, vol.gce_persistent_disk, vol.azure_disk
         if claim:
-            volumes.append(PodVolume(name=vname, claim_name=claim))
+            volumes.append(PodVolume(vol.name or "", claim, False))
         elif vol.ephemeral is not None:
-            volumes.append(PodVolume(name=vname, claim_name=f"{name}-{vname}", ephemeral=True))
-        elif vol.gce_persistent_disk or vol.aws_elastic_block_store or vol.iscsi or vol.rbd:
+            vname = vol.name or ""
+            volumes.append(PodVolume(vname, f"{name}-{vname}", True))
+        elif gce or aws or vol.iscsi or vol.rbd:
             disks.extend(inline_disks(vol))
-        migrated = _migrated(vol.aws_elastic_block_store, vol.gce_persistent_disk, vol.azure_disk, None)
+        if aws is None and gce is None and azure is None:
+            continue
+        migrated = _migrated(aws, gce, azure, None)
         if migrated is not None and not claim and vol.ephemeral is None:
             inline.append(migrated)
-    node_affinity = None if spec.affinity is None else spec.affinity.node_affinity
+    affinity = spec.affinity
+    node_affinity = None if affinity is None else affinity.node_affinity
     required = None if node_affinity is None else node_affinity.required_during_scheduling_ignored_during_execution
-    conds = conditions(status.conditions or [])
+    conds = conditions(status.conditions) if status.conditions else ()
     try:
         creation = moment(meta.creation_timestamp)
     except Bad as e:
@@ -388,40 +418,41 @@ def pod(v: wc.Pod) -> Pod:
         started = moment(status.start_time)
     except Bad as e:
         raise e.under("status.startTime") from None
+    gates = spec.scheduling_gates
     return Pod(
-        namespace=sys.intern(meta.namespace or "default"),
-        name=name,
-        uid=meta.uid or "",
-        resource_version=meta.resource_version or "",
-        labels=texts(meta.labels),
-        annotations=texts(meta.annotations),
-        owner_refs=owner_refs(meta),
-        creation=creation,
-        deleting=meta.deletion_timestamp is not None,
-        node_name=sys.intern(spec.node_name or ""),
-        phase=sys.intern(status.phase or "Pending"),
-        scheduler_name=sys.intern(spec.scheduler_name or "default-scheduler"),
-        priority=spec.priority,
-        priority_class_name=sys.intern(spec.priority_class_name or ""),
-        node_selector=texts(spec.node_selector),
-        affinity=None if required is None else node_selector(required),
-        tolerations=tolerations(spec.tolerations) if spec.tolerations else (),
-        volumes=tuple(volumes),
-        requests=requests,
-        limits=limits,
-        conditions=conds,
-        pod_affinity=pod_affinity(spec.affinity),
-        spread=spread_constraints(spec.topology_spread_constraints),
-        nonzero_requests=nonzero,
-        preferred_affinity=() if node_affinity is None else preferred_terms(node_affinity),
-        host_ports=host_ports(spec),
-        inline_disks=tuple(disks),
-        images=pod_images(spec),
-        preemption_policy=sys.intern(spec.preemption_policy or ""),
-        start_time=started,
-        nominated_node=status.nominated_node_name or "",
-        inline_csi=tuple(inline),
-        scheduling_gates=tuple(g.name or "" for g in spec.scheduling_gates or ()),
+        _intern(meta.namespace or "default"),
+        name,
+        meta.uid or "",
+        meta.resource_version or "",
+        _shared(_TEXTS, meta.labels) if meta.labels else _NO_TEXTS,  # labels
+        _shared(_TEXTS, meta.annotations) if meta.annotations else _NO_TEXTS,  # annotations
+        owner_refs(meta),
+        creation,
+        meta.deletion_timestamp is not None,  # deleting
+        _intern(spec.node_name or ""),  # node_name
+        _intern(status.phase or "Pending"),  # phase
+        _intern(spec.scheduler_name or "default-scheduler"),  # scheduler_name
+        spec.priority,
+        _intern(spec.priority_class_name or ""),  # priority_class_name
+        _shared(_TEXTS, spec.node_selector) if spec.node_selector else _NO_TEXTS,  # node_selector
+        None if required is None else node_selector(required),  # affinity
+        tolerations(spec.tolerations) if spec.tolerations else (),
+        tuple(volumes),
+        requests,
+        limits,
+        conds,  # conditions
+        None if affinity is None else pod_affinity(affinity),  # pod_affinity
+        spread_constraints(spec.topology_spread_constraints) if spec.topology_spread_constraints else (),  # spread
+        nonzero,  # nonzero_requests
+        () if node_affinity is None else preferred_terms(node_affinity),  # preferred_affinity
+        host_ports(spec),
+        tuple(disks),  # inline_disks
+        pod_images(spec),  # images
+        _intern(spec.preemption_policy or ""),  # preemption_policy
+        started,  # start_time
+        status.nominated_node_name or "",  # nominated_node
+        tuple(inline),  # inline_csi
+        tuple(g.name or "" for g in gates) if gates else (),  # scheduling_gates
     )
 
 
@@ -457,10 +488,22 @@ def _volume_texts(annotations: dict[str, str], spec: Any) -> tuple[str, str, str
     return cls, spec.volume_mode or "Filesystem", spec.volume_attributes_class_name or ""
 
 
+_STORAGE: dict[object, int] = {}  # sizes repeat (10Gi, 100Gi, 1Ti): parsed once, a bounded cache
+
+
 def _storage(v: wc.Storage | None, at: str) -> int | None:
-    if v is None or v.storage is None:
+    if v is None:
         return None
-    return nanos(v.storage, f"{at}.storage")
+    q = v.storage
+    if q is None:
+        return None
+    n = _STORAGE.get(q)
+    if n is None:
+        n = nanos(q, f"{at}.storage")
+        if len(_STORAGE) >= 4096:
+            _STORAGE.clear()
+        _STORAGE[q] = n
+    return n
 
 
 def _migrated(
@@ -497,62 +540,86 @@ def access_modes(v: list[str] | None) -> tuple[str, ...]:
     return out
 
 
+positional(
+    PersistentVolume,
+    "name", "resource_version", "labels", "annotations", "storage_class", "capacity", "access_modes",
+    "volume_mode", "claim_ref", "phase", "deleting", "node_affinity", "attributes_class", "csi_driver",
+    "csi_handle", "migrated_driver", "migrated_handle",
+)  # fmt: skip
+positional(ClaimRef, "namespace", "name", "uid")
+_NO_PV_SPEC = wc.PersistentVolumeSpec()
+_intern = sys.intern
+
+
 def pv(v: wc.PersistentVolume) -> PersistentVolume:
     meta = v.metadata or EMPTY_META
-    name = name_of(meta)
-    spec = v.spec or wc.PersistentVolumeSpec()
-    annotations = texts(meta.annotations)
+    name = meta.name
+    if not name:
+        raise Bad("metadata.name", "is required")
+    spec = v.spec or _NO_PV_SPEC
+    labels = meta.labels
+    annotations = _shared(_TEXTS, meta.annotations) if meta.annotations else _NO_TEXTS
     ref = spec.claim_ref
-    required = None if spec.node_affinity is None else spec.node_affinity.required
-    storage_class, volume_mode, attributes_class = _volume_texts(annotations, spec)
-    migrated = _migrated(spec.aws_elastic_block_store, spec.gce_persistent_disk, spec.azure_disk, meta.labels or {})
+    affinity = spec.node_affinity
+    required = None if affinity is None else affinity.required
+    csi = spec.csi
+    aws, gce, azure = spec.aws_elastic_block_store, spec.gce_persistent_disk, spec.azure_disk
+    migrated = None if aws is None and gce is None and azure is None else _migrated(aws, gce, azure, labels or {})
+    status = v.status
     return PersistentVolume(
-        name=name,
-        resource_version=meta.resource_version or "",
-        labels=texts(meta.labels),
-        annotations=annotations,
-        storage_class=sys.intern(storage_class),
-        capacity=_storage(spec.capacity, "spec.capacity") or 0,
-        access_modes=access_modes(spec.access_modes),
-        volume_mode=sys.intern(volume_mode),
-        claim_ref=None
-        if ref is None
-        else ClaimRef(namespace=sys.intern(ref.namespace or ""), name=ref.name or "", uid=ref.uid or ""),
-        phase=sys.intern(v.status.phase or "") if v.status is not None else "",
-        deleting=meta.deletion_timestamp is not None,
-        node_affinity=None if required is None else node_selector(required),
-        attributes_class=sys.intern(attributes_class),
-        csi_driver=sys.intern(spec.csi.driver or "") if spec.csi is not None else "",
-        csi_handle=(spec.csi.volume_handle or "") if spec.csi is not None else "",
-        migrated_driver=migrated[0] if migrated is not None else "",
-        migrated_handle=migrated[1] if migrated is not None else "",
+        name,
+        meta.resource_version or "",
+        _shared(_TEXTS, labels) if labels else _NO_TEXTS,
+        annotations,
+        _intern(annotations.get(ANN_BETA_CLASS, spec.storage_class_name or "")),  # storage_class
+        _storage(spec.capacity, "spec.capacity") or 0,  # capacity
+        access_modes(spec.access_modes),
+        _intern(spec.volume_mode or "Filesystem"),
+        None if ref is None else ClaimRef(_intern(ref.namespace or ""), ref.name or "", ref.uid or ""),
+        _intern(status.phase or "") if status is not None else "",  # phase
+        meta.deletion_timestamp is not None,  # deleting
+        None if required is None else node_selector(required),  # node_affinity
+        _intern(spec.volume_attributes_class_name or ""),  # attributes_class
+        _intern(csi.driver or "") if csi is not None else "",  # csi_driver
+        (csi.volume_handle or "") if csi is not None else "",  # csi_handle
+        migrated[0] if migrated is not None else "",  # migrated_driver
+        migrated[1] if migrated is not None else "",  # migrated_handle
     )
+
+
+positional(
+    PersistentVolumeClaim,
+    "namespace", "name", "uid", "resource_version", "labels", "annotations", "owner_refs", "storage_class",
+    "volume_name", "request", "access_modes", "volume_mode", "selector", "phase", "deleting", "attributes_class",
+)  # fmt: skip
+_NO_PVC_SPEC = wc.PersistentVolumeClaimSpec()
 
 
 def pvc(v: wc.PersistentVolumeClaim) -> PersistentVolumeClaim:
     meta = v.metadata or EMPTY_META
-    name = name_of(meta)
-    spec = v.spec or wc.PersistentVolumeClaimSpec()
-    annotations = texts(meta.annotations)
-    storage_class, volume_mode, attributes_class = _volume_texts(annotations, spec)
+    name = meta.name
+    if not name:
+        raise Bad("metadata.name", "is required")
+    spec = v.spec or _NO_PVC_SPEC
+    annotations = _shared(_TEXTS, meta.annotations) if meta.annotations else _NO_TEXTS
     requests = None if spec.resources is None else spec.resources.requests
     return PersistentVolumeClaim(
-        namespace=meta.namespace or "default",
-        name=name,
-        uid=meta.uid or "",
-        resource_version=meta.resource_version or "",
-        labels=texts(meta.labels),
-        annotations=annotations,
-        owner_refs=owner_refs(meta),
-        storage_class=storage_class,
-        volume_name=spec.volume_name or "",
-        request=_storage(requests, "spec.resources.requests"),
-        access_modes=tuple(spec.access_modes) if spec.access_modes else (),
-        volume_mode=volume_mode,
-        selector=None if spec.selector is None else label_selector(spec.selector),
-        phase=(v.status.phase or "") if v.status is not None else "",
-        deleting=meta.deletion_timestamp is not None,
-        attributes_class=attributes_class,
+        meta.namespace or "default",
+        name,
+        meta.uid or "",
+        meta.resource_version or "",
+        _shared(_TEXTS, meta.labels) if meta.labels else _NO_TEXTS,
+        annotations,
+        owner_refs(meta),
+        annotations.get(ANN_BETA_CLASS, spec.storage_class_name or ""),  # storage_class
+        spec.volume_name or "",
+        _storage(requests, "spec.resources.requests"),  # request
+        tuple(spec.access_modes) if spec.access_modes else (),
+        spec.volume_mode or "Filesystem",
+        None if spec.selector is None else label_selector(spec.selector),
+        (v.status.phase or "") if v.status is not None else "",  # phase
+        meta.deletion_timestamp is not None,  # deleting
+        spec.volume_attributes_class_name or "",  # attributes_class
     )
 
 
@@ -614,14 +681,18 @@ def csi_capacity(v: wc.CSIStorageCapacity) -> CSIStorageCapacity:
 # ---- inter-pod affinity, topology spread, namespaces ----
 
 
+positional(PodAffinityTerm, "topology_key", "selector", "namespaces", "namespace_selector", "weight")
+_NO_AFFINITY_TERM = wc.PodAffinityTerm()
+
+
 def _affinity_term(t: wc.PodAffinityTerm | None, weight: int = 0) -> PodAffinityTerm:
-    t = t or wc.PodAffinityTerm()
+    t = t or _NO_AFFINITY_TERM
     return PodAffinityTerm(
-        topology_key=t.topology_key or "",
-        selector=None if t.label_selector is None else label_selector(t.label_selector),
-        namespaces=tuple(t.namespaces or ()),
-        namespace_selector=None if t.namespace_selector is None else label_selector(t.namespace_selector),
-        weight=weight,
+        t.topology_key or "",
+        None if t.label_selector is None else label_selector(t.label_selector),  # selector
+        tuple(t.namespaces) if t.namespaces else (),  # namespaces
+        None if t.namespace_selector is None else label_selector(t.namespace_selector),  # namespace_selector
+        weight,
     )
 
 
@@ -645,19 +716,28 @@ def pod_affinity(v: wc.Affinity | None) -> PodAffinity | None:
     return PodAffinity(required, required_anti, preferred, preferred_anti)
 
 
+positional(
+    SpreadConstraint,
+    "max_skew", "topology_key", "when_unsatisfiable", "selector", "min_domains", "node_affinity_policy",
+    "node_taints_policy", "match_label_keys",
+)  # fmt: skip
+
+
 def spread_constraints(items: list[wc.TopologySpreadConstraint] | None) -> tuple[SpreadConstraint, ...]:
     return tuple(
-        SpreadConstraint(
-            max_skew=c.max_skew or 0,
-            topology_key=c.topology_key or "",
-            when_unsatisfiable=c.when_unsatisfiable or "",
-            selector=None if c.label_selector is None else label_selector(c.label_selector),
-            min_domains=1 if c.min_domains is None else c.min_domains,
-            node_affinity_policy=c.node_affinity_policy or "Honor",
-            node_taints_policy=c.node_taints_policy or "Ignore",
-            match_label_keys=tuple(c.match_label_keys or ()),
-        )
-        for c in items or ()
+        [
+            SpreadConstraint(
+                c.max_skew or 0,
+                c.topology_key or "",
+                c.when_unsatisfiable or "",
+                None if c.label_selector is None else label_selector(c.label_selector),  # selector
+                1 if c.min_domains is None else c.min_domains,  # min_domains
+                c.node_affinity_policy or "Honor",
+                c.node_taints_policy or "Ignore",
+                tuple(c.match_label_keys) if c.match_label_keys else (),  # match_label_keys
+            )
+            for c in items or ()
+        ]
     )
 
 

@@ -21,13 +21,14 @@ from typing import Any, Union
 
 import msgspec
 
-from berth.core.amounts import TimeRangeError, parse_time
+from berth.core.amounts import Bad, TimeRangeError, kept_time, parse_time
 from berth.core.convert import group_of
 from berth.core.errors import InputError
-from berth.core.kinds import BY_WIRE, KINDS, ONE_PASS, decode_wire, describe, normalise, unpack
+from berth.core.kinds import BY_WIRE, KINDS, ONE_PASS, decode_wire, describe, unpack
 from berth.core.ports import Message
 
 TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
+_UNSET = msgspec.UNSET
 _SIMULATOR = {"Add": "ADDED", "Update": "MODIFIED", "Delete": "DELETED"}
 
 
@@ -200,21 +201,31 @@ def _passed_over(data: bytes, position: int, only: frozenset[tuple[str, str]]) -
     return Event(etype, None, kind, f"{obj.kind}/{meta.namespace}/{meta.name}".encode(), data, ts, at)
 
 
+_CHANGES = frozenset(TYPES) - {"BOOKMARK"}
+_GROUPS: dict[str, str] = {}  # apiVersion -> API group
+
+
 def _one_pass(typed: Any, data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event | None:
     """The event from the one-pass decode, or None when the step-by-step path must decide."""
-    if typed.event is not None or typed.resource is not msgspec.UNSET:
+    if typed.event is not None or typed.resource is not _UNSET:
         etype, obj, stamp = _SIMULATOR.get(typed.event or ""), typed.resource, typed.time
     else:
         etype, obj, stamp = typed.type, typed.object, typed.ts
-    if etype is None or etype not in TYPES or etype == "BOOKMARK" or obj is None or obj is msgspec.UNSET:
+    if etype not in _CHANGES or obj is None or obj is _UNSET:
         return None
     kind, known = BY_WIRE[type(obj)]
-    if group_of(obj.api_version or "") != kind[0] or (only is not None and kind not in only):
+    api = obj.api_version or ""
+    group = _GROUPS.get(api)
+    if group is None:
+        group = group_of(api)
+        if len(_GROUPS) < 256:
+            _GROUPS[api] = group
+    if group != kind[0] or (only is not None and kind not in only):
         return None  # the same kind name in another API group (not one berth reads), or not asked for
     try:
-        ts = parse_time(stamp) if stamp else None
-        model = normalise(known, obj)
-    except (ValueError, InputError):
+        ts = (kept_time(stamp) or parse_time(stamp)) if stamp else None
+        model = known.normalise(obj)  # what does not normalise is named by the step-by-step path
+    except (ValueError, Bad, InputError):
         return None
     meta = obj.metadata
     key = f"{kind[1]}/{meta.namespace or ''}/{meta.name or ''}" if meta is not None else f"{kind[1]}//"

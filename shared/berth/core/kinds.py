@@ -258,21 +258,18 @@ def unpack(name: str, data: bytes) -> tuple[tuple[str, str], Any, Any]:
     return key, wire, normalise(kind, wire)
 
 
-_AGGREGATED = msgspec.json.Decoder(list[wl.AggregatedNodeUsage | None] | None)
+_NODE_METRIC_INFO = msgspec.json.Decoder(wl.NodeMetricInfo | None)
 
 
 def storable(wire: Any) -> Any:
-    """The wire Struct as the indexer keeps it: a one-pass NodeMetric's aggregated usages, left as raw
+    """The wire Struct as the indexer keeps it: a one-pass NodeMetric's status.nodeMetric, left as raw
     JSON, decoded into the whole Struct (msgpack cannot carry JSON bytes); any other as it is."""
     if type(wire) is not wl.FastNodeMetric:
         return wire
     status = wire.status
-    info = None if status is None else status.node_metric
     full = None
-    if info is not None:
-        raw = info.aggregated_node_usages
-        aggregated = _AGGREGATED.decode(raw) if len(raw) else None
-        full = wl.NodeMetricInfo(info.node_usage, info.system_usage, aggregated)
+    if status is not None and len(status.node_metric):
+        full = _NODE_METRIC_INFO.decode(status.node_metric)
     return wl.NodeMetric(
         api_version=wire.api_version,
         metadata=wire.metadata,

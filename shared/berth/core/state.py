@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -136,7 +136,7 @@ class ClusterState:
         for ext in extensions:
             self._own(ext)
             self.extensions.append(ext)
-        self._rv: dict[Hashable, str] = {}
+        self._rv: dict[str, dict[str, str]] = {}  # class name -> key -> last resourceVersion
         self._informer_pvs: dict[str, PersistentVolume] = {}
         self._informer_pvcs: dict[str, PersistentVolumeClaim] = {}
         self._usage: dict[str, tuple[str, dict[str, int]]] = {}
@@ -215,18 +215,25 @@ class ClusterState:
     # ---- applying changes --------------------------------------------------
     def apply(self, obj: Any, deleted: bool = False) -> bool:
         """Apply one object change; returns False when it was stale and ignored."""
-        k = key_of(obj)
+        cls = type(obj)
+        seen = self._rv.get(cls.__name__)  # key_of's keys, by class name, then namespace/name
+        if seen is None:
+            seen = self._rv[cls.__name__] = {}
+        namespaced = _NAMESPACED.get(cls)
+        if namespaced is None:
+            namespaced = _NAMESPACED[cls] = hasattr(obj, "namespace")
+        ns = obj.namespace if namespaced else None
+        key = sys.intern(f"{ns}/{obj.name}") if ns is not None else obj.name
         rv = getattr(obj, "resource_version", "")
-        last = self._rv.get(k)
-        if last is not None and not newer(rv, last):
+        last = seen.get(key)
+        if last and rv and (rv == last or not newer(rv, last)):  # newer() takes either one empty as newer
             return False
         if rv:
-            self._rv[k] = rv
-        apply = self._appliers.get(type(obj))
+            seen[key] = rv
+        apply = self._appliers.get(cls)
         if apply is not None:
             apply(obj, deleted)
             return True
-        cls = type(obj)
         extensions = self._by_kind.get(cls)
         if extensions is None:  # every extension of the kind sees it (PriorityClasses: two)
             extensions = self._by_kind[cls] = tuple(e for e in self.extensions if issubclass(cls, e.kinds))

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from berth.core.loadaware.args import LoadAwareSchedulingArgs
 from berth.core.loadaware.convert import aggregated
 from berth.core.loadaware.estimator import PROD, Estimator, node_allocatable, priority_class
-from berth.core.loadaware.model import ANN_RESERVE_POD, ANN_USAGE_THRESHOLDS, NodeMetric
+from berth.core.loadaware.model import ANN_RESERVE_POD, ANN_SCALING_FACTORS, ANN_USAGE_THRESHOLDS, NodeMetric
 from berth.core.loadaware.profile import Profile, global_profile, node_profile
 from berth.core.loadaware.vectors import Resources, Vec
 from berth.core.model import Node, Pod
@@ -40,12 +40,19 @@ _PROFILE_CACHE = 4096
 _DERIVED = frozenset({"alloc_safe", "alloc_f", "alloc_zero"})  # with f_* and s_*: rebuilt, not copied
 
 
+_US: dict[datetime, int] = {}  # times repeat (a minute's NodeMetrics, pods started together): a bounded cache
+
+
 def to_us(t: datetime) -> int:
     """Microseconds since the epoch, exactly (naive times are taken as UTC)."""
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    d = t - _EPOCH
-    return (d.days * 86400 + d.seconds) * US + d.microseconds
+    us = _US.get(t)
+    if us is None:
+        d = (t.replace(tzinfo=UTC) if t.tzinfo is None else t) - _EPOCH
+        us = (d.days * 86400 + d.seconds) * US + d.microseconds
+        if len(_US) >= 8192:
+            _US.clear()
+        _US[t] = us
+    return us
 
 
 def _condition_time(pod: Pod, kind: str) -> datetime | None:
@@ -63,6 +70,8 @@ def _spec(p: Pod) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+_ESTIMATES = 4096  # distinct estimates kept (a workload's pods share one)
+_NONE: Any = object()
 _LEFT_LIMIT = 16384  # entries kept for pods that left (preemption puts them back at once)
 
 
@@ -205,6 +214,7 @@ class NodeMetricStore:
         # back as it was (preemption's dry run lifts and restores pods) reuses its entry
         self._left: dict[str, tuple[Pod, PodEntry]] = {}
         self._profiles: dict[str, Profile] = {}
+        self._estimates: dict[tuple[Any, ...], Vec | None] = {}  # see _estimated
         self._objs: list[Node | None] = []
         self.cap = 0
         self._alloc_arrays(0)
@@ -481,8 +491,24 @@ class NodeMetricStore:
         self._assign(state, new)
 
     # ---- the assigned-pod cache ------------------------------------------
+    def _estimated(self, pod: Pod, cls: str) -> Vec | None:
+        """The pod's estimate (None: all zeros), one read-only vector shared by the pods it is the same
+        for: what the estimator reads, their priority class, requests, limits and custom factors."""
+        custom = pod.annotations.get(ANN_SCALING_FACTORS) if self.args.allow_customize_estimation else None
+        key = (cls, tuple(pod.requests.items()), tuple(pod.limits.items()), custom)
+        got = self._estimates.get(key, _NONE)
+        if got is _NONE:
+            est = self.estimator.estimate(pod)
+            est.flags.writeable = False
+            got = est if est.any() else None
+            if len(self._estimates) >= _ESTIMATES:
+                self._estimates.clear()
+            self._estimates[key] = got
+        return got  # type: ignore[no-any-return]
+
     def entry_for(self, pod: Pod) -> PodEntry:
-        est = self.estimator.estimate(pod)
+        cls = priority_class(pod)
+        est = self._estimated(pod, cls)
         scheduled = _condition_time(pod, "PodScheduled")
         ts = RECENT if scheduled is None else to_us(scheduled)
         after_scheduled, after_init = self.estimator.seconds(pod)
@@ -495,8 +521,8 @@ class NodeMetricStore:
         return PodEntry(
             key=pod.key,
             node=pod.node_name,
-            est=est if est.any() else None,
-            prod=priority_class(pod) == PROD,
+            est=est,
+            prod=cls == PROD,
             ts=ts,
             deadline=deadline,
         )

@@ -32,21 +32,16 @@ class Applier:
         return format_time(self.now) if self.has_clock else None
 
     def apply(self, ev: Event) -> Applied:
-        if ev.ts is not None and (not self.has_clock or ev.ts > self.now):
-            self.now = ev.ts
+        ts = ev.ts
+        if ts is not None and (not self.has_clock or (ts is not self.now and ts > self.now)):
+            self.now = ts
             self.has_clock = True
         obj = ev.model
         if obj is None:
             return Applied(None, None)
-        old = self._current(obj)
-        if not self.state.apply(obj, ev.deleted):
+        cls = type(obj)  # models are final classes
+        state = self.state
+        old = state.pods.get(obj.key) if cls is Pod else state.nodes.get(obj.name) if cls is Node else None
+        if not state.apply(obj, ev.type == "DELETED"):
             return Applied(None, old)
         return Applied(obj, old)
-
-    def _current(self, obj: Any) -> Any:
-        cls = type(obj)  # models are final classes
-        if cls is Pod:
-            return self.state.pods.get(obj.key)
-        if cls is Node:
-            return self.state.nodes.get(obj.name)
-        return None

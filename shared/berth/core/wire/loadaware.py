@@ -56,9 +56,10 @@ class NodeMetric(Object, frozen=True):
     status: NodeMetricStatus | None = None
 
 
-# The one-pass decode's NodeMetric (berth.core.events): the aggregated usages left as their raw JSON,
-# which loadaware.convert checks in one pass over the bytes; what it cannot take is decoded again
-# step by step with the whole Struct above, which names any problem.
+# The one-pass decode's NodeMetric (berth.core.events): status.nodeMetric left as its raw JSON, which
+# loadaware.convert reads in one pass over the bytes when it has the plain form Koordinator writes
+# (and decodes as FastNodeMetricInfo otherwise, its aggregated usages still raw); what it cannot take
+# is decoded again step by step with the whole Struct above, which names any problem.
 
 
 class FastNodeMetricInfo(Wire, frozen=True):
@@ -69,7 +70,7 @@ class FastNodeMetricInfo(Wire, frozen=True):
 
 class FastNodeMetricStatus(Wire, frozen=True):
     update_time: str | None = None
-    node_metric: FastNodeMetricInfo | None = None
+    node_metric: msgspec.Raw = msgspec.Raw()  # empty when absent; `null` when null
     pods_metric: list[PodMetricInfo | None] | None = None
 
 
