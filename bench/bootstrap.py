@@ -18,7 +18,8 @@ last, each measured process pinned to the last):
      (h) with Redis holding no state for it (its own prefix): it replays the history, as before
      (given up after BENCH_HISTORY_SECONDS, default 600, on a busy machine).
      Each also reports berth_state_seconds, the state's own build time; the rest is start-up and
-     the group join (Tansu holds a JoinGroup for half the session timeout). The scorer is not
+     the group join (Tansu holds a JoinGroup for half the session timeout, a static member's JoinGroup
+     and SyncGroup 3 s each: docs/services.md, "Where a restart's time goes"). The scorer is not
      pinned: it has the whole machine, as the broker and Redis do.
 """
 

@@ -20,6 +20,7 @@ def test_no_environment_gives_the_defaults() -> None:
         ({"BERTH_REDIS_TLS": "yes"}, "redis", "tls", True),
         ({"BERTH_KAFKA_SESSION_TIMEOUT_MS": "6000"}, "kafka", "session_timeout_ms", 6000),
         ({"BERTH_KAFKA_FETCH_MAX_WAIT_MS": "40"}, "kafka", "fetch_max_wait_ms", 40),
+        ({"BERTH_KAFKA_HEARTBEAT_INTERVAL_MS": "2000"}, "kafka", "heartbeat_interval_ms", 2000),
         (
             {"BERTH_KAFKA_GROUP_INSTANCE_ID": "berth-scorer-7d9f-x2"},
             "kafka",
@@ -39,6 +40,18 @@ def test_values_are_read_as_their_type(env: dict[str, str], group: str, attr: st
         ({"BERTH_GC_THAW_EVERY": "often"}, "BERTH_GC_THAW_EVERY: want an integer, got 'often'"),
         ({"BERTH_TOP_NODES": "-1"}, "BERTH_TOP_NODES: must be 0 or more, got -1"),
         ({"BERTH_KAFKA_FETCH_MAX_WAIT_MS": "0"}, "BERTH_KAFKA_FETCH_MAX_WAIT_MS: must be 1-10000, got 0"),
+        ({"BERTH_KAFKA_SESSION_TIMEOUT_MS": "3000"}, "BERTH_KAFKA_SESSION_TIMEOUT_MS: must be 6000-1800000, got 3000"),
+        (
+            {"BERTH_KAFKA_SESSION_TIMEOUT_MS": "1800001"},
+            "BERTH_KAFKA_SESSION_TIMEOUT_MS: must be 6000-1800000, got 1800001",
+        ),
+        *(
+            (
+                {"BERTH_KAFKA_SESSION_TIMEOUT_MS": "6000", "BERTH_KAFKA_HEARTBEAT_INTERVAL_MS": bad},
+                f"BERTH_KAFKA_HEARTBEAT_INTERVAL_MS: must be at least 1 and below the session timeout (6000), got {bad}",
+            )
+            for bad in ("0", "6000")
+        ),
         *(
             (
                 {"BERTH_KAFKA_GROUP_INSTANCE_ID": bad},

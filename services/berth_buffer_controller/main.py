@@ -44,8 +44,11 @@ async def serve(
     bus = bus or kafka_bus(settings, "buffer-controller")
     index = redis_index(settings)
     t = settings.topics
-    # the objects are read and decoded while the group is joined; the first take_over uses them
-    early: asyncio.Future[Objects] | None = asyncio.ensure_future(read_objects(index, t.partitions))
+    # the objects are read, decoded and restored into an engine while the group is joined; the
+    # first take_over starts from it
+    early: asyncio.Future[Objects[BufferEngine]] | None = asyncio.ensure_future(
+        read_objects(index, t.partitions, BufferEngine(config))
+    )
     await http.start()
     await bus.start()
     try:
@@ -61,9 +64,9 @@ async def serve(
             the events in between (or the whole history); then go on."""
             nonlocal rebuilt, source, held_partitions, base, early
             pre, early = early, None
-            fresh = BufferEngine(config)
             begun = time.monotonic()
-            got = await start_state(bus, index, checkpoints, t.cluster_events, partitions, fresh, pre)
+            got = await start_state(bus, index, checkpoints, t.cluster_events, partitions, BufferEngine(config), pre)
+            fresh = got.engine
             controller.engine = fresh
             held_partitions, base = partitions, dict(got.committed)
             await save({})  # the state as of the commit: a standby after this one need not rebuild it

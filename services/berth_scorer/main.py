@@ -68,8 +68,11 @@ async def serve(
 
     # the extender API; the engine is looked up per request (take_over swaps it)
     Routes(lambda: scorer.engine, bind if binder is not None else None).add_to(http.app)
-    # the objects are read and decoded while the group is joined; the first take_over uses them
-    early: asyncio.Future[Objects] | None = asyncio.ensure_future(read_objects(index, t.partitions))
+    # the objects are read, decoded and restored into an engine while the group is joined; the
+    # first take_over starts from it
+    early: asyncio.Future[Objects[ScorerEngine]] | None = asyncio.ensure_future(
+        read_objects(index, t.partitions, make_engine())
+    )
     await http.start()
     await bus.start()
     try:
@@ -85,13 +88,14 @@ async def serve(
             nonlocal rebuilt, source, held_partitions, base, early
             pre, early = early, None
             assert store is not None
-            fresh = make_engine()
             begun = time.monotonic()
-            got = await start_state(bus, index, checkpoints, t.cluster_events, partitions, fresh, pre)
+            got = await start_state(bus, index, checkpoints, t.cluster_events, partitions, make_engine(), pre)
+            fresh = got.engine
             late: list[DecisionRecord] = []
             if got.source == REDIS and (got.ahead or not got.resumed):
-                # pods whose events this group has not handled (or whose waiting it does not know)
-                decided = fresh.decide_pending(await store.holdings(), waiting=got.ahead)
+                # pods whose events this group has not handled (or whose waiting it does not know);
+                # in a thread, as the group's heartbeats go on
+                decided = await asyncio.to_thread(fresh.decide_pending, await store.holdings(), got.ahead)
                 if got.ahead:
                     late = decided
             fresh.take_released()

@@ -47,6 +47,7 @@ class KafkaSettings:
     ssl_certfile: str = ""
     ssl_keyfile: str = ""
     session_timeout_ms: int = 10_000
+    heartbeat_interval_ms: int = 1_000
     request_timeout_ms: int = 30_000
     fetch_max_wait_ms: int = 100
     group_instance_id: str = ""  # static group membership (KIP-345): a restart rejoins without a rebalance
@@ -57,6 +58,15 @@ class KafkaSettings:
             out.append(
                 "BERTH_KAFKA_GROUP_INSTANCE_ID: want at most 249 of a-z, A-Z, 0-9, '.', '_' and '-', "
                 f"got {self.group_instance_id!r}"
+            )
+        # Apache Kafka's broker takes sessions within group.min/max.session.timeout.ms (6000 and
+        # 1800000 unless the cluster changes them); its consumer wants heartbeats more often
+        if not 6_000 <= self.session_timeout_ms <= 1_800_000:
+            out.append(f"BERTH_KAFKA_SESSION_TIMEOUT_MS: must be 6000-1800000, got {self.session_timeout_ms}")
+        if not 1 <= self.heartbeat_interval_ms < self.session_timeout_ms:
+            out.append(
+                "BERTH_KAFKA_HEARTBEAT_INTERVAL_MS: must be at least 1 and below the session timeout"
+                f" ({self.session_timeout_ms}), got {self.heartbeat_interval_ms}"
             )
         if not 1 <= self.fetch_max_wait_ms <= 10_000:
             out.append(f"BERTH_KAFKA_FETCH_MAX_WAIT_MS: must be 1-10000, got {self.fetch_max_wait_ms}")

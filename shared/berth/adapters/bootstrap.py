@@ -35,7 +35,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import msgspec
 from redis.asyncio import Redis
@@ -92,10 +92,14 @@ class Checkpoints:
         return msgspec.msgpack.decode(got if isinstance(got, bytes) else got.encode(), type=Saved)
 
 
-class Start(NamedTuple):
-    """How a service built its state: from REDIS (objects, then events from the watermarks) or
-    from HISTORY (every event from offset 0)."""
+E = TypeVar("E", bound=Engine)
 
+
+class Start(NamedTuple, Generic[E]):
+    """How a service built its state: from REDIS (objects, then events from the watermarks) or
+    from HISTORY (every event from offset 0), and the engine that holds it."""
+
+    engine: E
     source: str
     objects: int  # objects read from Redis
     events: int  # events replayed from the topic
@@ -106,21 +110,32 @@ class Start(NamedTuple):
     committed: dict[int, int]  # per partition, the group's committed offset
 
 
-class Objects(NamedTuple):
-    """The indexer's snapshot, its objects as events, and why any could not be read."""
+class Objects(NamedTuple, Generic[E]):
+    """The indexer's snapshot, its objects as events, why any could not be read, and the engine
+    they were restored into (None: not restored yet)."""
 
     snap: Snapshot
     events: list[Event]
     bad: list[str]
+    restored: E | None = None
 
 
-async def read_objects(index: RedisIndex, partitions: int) -> Objects:
-    """Read the snapshot of `partitions` partitions and decode its objects, in a thread: a service
-    starts this before it joins its group, and the join, the HTTP server and the Redis reads go on
-    meanwhile. An early snapshot is as good as a late one (the replay starts at its watermarks)."""
+async def read_objects(index: RedisIndex, partitions: int, engine: E | None = None) -> Objects[E]:
+    """Read the snapshot of `partitions` partitions, decode its objects and restore them into
+    `engine` (if given), in a thread: a service starts this before it joins its group, and the join,
+    its heartbeats, the HTTP server and the Redis reads go on meanwhile. An early snapshot is as good
+    as a late one (the replay starts at its watermarks), and the objects do not depend on which
+    partitions the service is given."""
     snap = await index.snapshot(INDEX_WATERMARKS, partitions)
-    events, bad = await asyncio.to_thread(snapshot_events, snap.objects)
-    return Objects(snap, events, bad)
+
+    def decode() -> tuple[list[Event], list[str]]:
+        events, bad = snapshot_events(snap.objects)
+        if engine is not None:
+            engine.restore(events, parse_time(snap.clock) if snap.clock else None)
+        return events, bad
+
+    events, bad = await asyncio.to_thread(decode)
+    return Objects(snap, events, bad, engine)
 
 
 async def start_state(
@@ -129,18 +144,20 @@ async def start_state(
     checkpoints: Checkpoints,
     topic: str,
     partitions: list[int],
-    engine: Engine,
-    early: Awaitable[Objects] | None = None,
-) -> Start:
-    """Build a service's state (the module's docstring says how). The engine handles nothing
-    after this that it has handled before: events below `passed` are for engine.apply only.
-    early: read_objects() started before, for at least these partitions."""
-    snap, events, bad = await (early or read_objects(index, max(partitions, default=0) + 1))
+    engine: E,
+    early: Awaitable[Objects[E]] | None = None,
+) -> Start[E]:
+    """Build a service's state (the module's docstring says how) in `engine`, a fresh one, or in
+    the one `early` restored the objects into: Start.engine. It handles nothing after this that it
+    has handled before: events below `passed` are for engine.apply only. early: read_objects()
+    started before, for at least these partitions. The engine's longer work runs in a thread, so
+    that the group's heartbeats go on."""
+    snap, events, bad, restored = await (early or read_objects(index, max(partitions, default=0) + 1))
     marks = {p: w for p, w in snap.watermarks.items() if p in partitions}
+    committed = await bus.committed_offsets(topic, checkpoints.group)
     if not marks:
         n = await rebuild(bus, topic, checkpoints.group, engine.handle)
-        return Start(HISTORY, 0, n, {}, False, False, {}, await bus.committed_offsets(topic, checkpoints.group))
-    committed = await bus.committed_offsets(topic, checkpoints.group)
+        return Start(engine, HISTORY, 0, n, {}, False, False, {}, committed)
     # objects may be as late as the watermarks read after them: past the commit, the events in
     # between are already in the state when they arrive
     ahead = any(w > committed.get(p, 0) for p, w in snap.after.items() if p in partitions)
@@ -148,11 +165,14 @@ async def start_state(
     usable = saved is not None and all(saved.offsets.get(p, 0) >= committed.get(p, 0) for p in partitions)
     for reason in bad:
         log.warning("object in Redis passed over", extra={"reason": reason})
-    engine.restore(events, parse_time(snap.clock) if snap.clock else None)
+    if restored is not None:
+        engine = restored
+    else:
+        await asyncio.to_thread(engine.restore, events, parse_time(snap.clock) if snap.clock else None)
     replay = engine.apply if usable else engine.handle  # what the checkpoint has seen, state only
     n = await rebuild(bus, topic, checkpoints.group, replay, start=marks)
     passed: dict[int, int] = {}
     if saved is not None and usable:
-        engine.resume(saved.data)
+        await asyncio.to_thread(engine.resume, saved.data)
         passed = {p: o for p, o in saved.offsets.items() if o > committed.get(p, 0)}
-    return Start(REDIS, len(events), n, marks, usable, ahead, passed, committed)
+    return Start(engine, REDIS, len(events), n, marks, usable, ahead, passed, committed)

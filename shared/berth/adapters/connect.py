@@ -31,6 +31,7 @@ def kafka_bus(settings: Settings, service: str) -> KafkaBus:
         client_id=f"{k.client_id}-{service}",
         security=k.client_kwargs(),
         session_timeout_ms=k.session_timeout_ms,
+        heartbeat_interval_ms=k.heartbeat_interval_ms,
         request_timeout_ms=k.request_timeout_ms,
         fetch_max_wait_ms=k.fetch_max_wait_ms,
         retained={settings.topics.cluster_events: settings.topics.retained()},

@@ -10,7 +10,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import KafkaTimeoutError, TopicAlreadyExistsError
+from aiokafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
+from aiokafka.protocol.group import LeaveGroupRequest
 
 from berth.core.ports import Message
 
@@ -223,4 +224,16 @@ class KafkaConsumer:
         return frozenset((tp.topic, tp.partition) for tp in self._consumer.assignment())
 
     async def stop(self) -> None:
+        """Stop consuming and leave the group (a dynamic member), so that the next member to join is
+        not kept waiting for this one's session to time out."""
+        coordinator: Any = getattr(self._consumer, "_coordinator", None)
+        if coordinator is not None and coordinator.generation == 0 and coordinator.member_id:
+            # aiokafka leaves only past generation 0 (Kafka numbers a group's first generation 1;
+            # Tansu numbers it 0): leave here, once its heartbeats and rejoins have ended
+            member, group = coordinator.member_id, coordinator.group_id
+            static = coordinator._group_instance_id is not None
+            await coordinator.close()
+            if not static:  # a static member stays in the group (KIP-345), as aiokafka's own leave does
+                with contextlib.suppress(KafkaError, OSError):
+                    await coordinator._send_req(LeaveGroupRequest(group, member))
         await self._consumer.stop()

@@ -15,12 +15,13 @@ from redis.asyncio.cluster import RedisCluster
 from berth.adapters.epoch import INDEXER, claim_epoch
 from berth.core.pipeline.indexer import Op
 
-# ARGV[1] prefix, ARGV[2] JSON [[guard key or "", rv or "", [[cmd, key, args...], ...]], ...],
-# ARGV[3] the epoch token expected in {p}epoch:indexer ("": not checked), ARGV[4] JSON [[watermark
-# key, least offset expected], ...], ARGV[5] JSON [[watermark key, offset], ...] raised after the
-# operations, ARGV[6] JSON [[key, time], ...] set where later than what is there (the clock),
-# ARGV[7...] objects' bytes. Two commands of berth's own: OBJSET key i (the object in ARGV[i], and
-# its name in the set of objects) and OBJDEL key. KEYS[1] names the slot (Redis Cluster), every key
+# ARGV[1] prefix, ARGV[2] JSON [[guard key or "", rv or "", [[cmd, key, args...], ...], length of
+# its object's bytes (operations that write one)], ...], ARGV[3] the epoch token expected in
+# {p}epoch:indexer ("": not checked), ARGV[4] JSON [[watermark key, least offset expected], ...],
+# ARGV[5] JSON [[watermark key, offset], ...] raised after the operations, ARGV[6] JSON [[key, time],
+# ...] set where later than what is there (the clock), ARGV[7] the objects' bytes, one after another
+# in the operations' order. Two commands of berth's own: OBJSET key (the operation's object, and its
+# name in the set of objects) and OBJDEL key. KEYS[1] names the slot (Redis Cluster), every key
 # shares its hash tag. Returns -1, having applied nothing, when the epoch or a watermark is not
 # what was expected.
 _APPLY = """
@@ -29,9 +30,11 @@ if ARGV[3] ~= '' and redis.call('GET', p .. 'epoch:indexer') ~= ARGV[3] then ret
 for _, w in ipairs(cjson.decode(ARGV[4])) do
   if tonumber(redis.call('GET', p .. w[1]) or '0') < tonumber(w[2]) then return -1 end
 end
-local applied = 0
+local applied, blob, at = 0, ARGV[7], 1
 for _, op in ipairs(cjson.decode(ARGV[2])) do
-  local guard, rv, actions = op[1], op[2], op[3]
+  local guard, rv, actions, size = op[1], op[2], op[3], op[4]
+  local from = at
+  if size then at = at + size end
   local fresh = true
   if guard ~= '' then
     local have = redis.call('GET', p .. guard)
@@ -41,7 +44,7 @@ for _, op in ipairs(cjson.decode(ARGV[2])) do
     if guard ~= '' then redis.call('SET', p .. guard, rv) end
     for _, a in ipairs(actions) do
       if a[1] == 'OBJSET' then
-        redis.call('SET', p .. 'obj:' .. a[2], ARGV[tonumber(a[3])])
+        redis.call('SET', p .. 'obj:' .. a[2], string.sub(blob, from, at - 1))
         redis.call('SADD', p .. 'objects', a[2])
       elseif a[1] == 'OBJDEL' then
         redis.call('DEL', p .. 'obj:' .. a[2])
@@ -66,7 +69,6 @@ return applied
 """
 
 CHUNK = 500
-_OBJECTS = 6  # the objects' bytes are ARGV[7...]
 SNAPSHOT_CHUNK = 1000  # objects per MGET when a service reads them all
 _NO_GUARD = ("", "")
 _encode = msgspec.json.Encoder().encode
@@ -123,16 +125,17 @@ class RedisIndex:
         calls: list[list[str | bytes | int]] = []
         for i in range(0, len(ops), size):
             values: list[bytes] = []
-            rows = []
+            rows: list[tuple[object, ...]] = []
             for op in ops[i : i + size]:
-                actions = op.actions
-                if op.value is not None:
+                guard = op.guard or _NO_GUARD
+                if op.value is None:
+                    rows.append((guard[0], guard[1], op.actions))
+                else:
                     values.append(op.value)
-                    actions = [[*a, str(_OBJECTS + len(values))] if a[0] == "OBJSET" else a for a in actions]
-                rows.append((op.guard or _NO_GUARD) + (actions,))
-            calls.append([self.p, _encode(rows), epoch, checks, b"[]", b"[]", *values])
+                    rows.append((guard[0], guard[1], op.actions, len(op.value)))
+            calls.append([self.p, _encode(rows), epoch, checks, b"[]", b"[]", b"".join(values)])
         if not calls:
-            calls.append([self.p, b"[]", epoch, checks, b"[]", b"[]"])
+            calls.append([self.p, b"[]", epoch, checks, b"[]", b"[]", b""])
         marks = [[_watermark_key(topic, p), str(o)] for (topic, p), o in sorted((watermarks or {}).items())]
         calls[-1][4] = _encode(marks)
         if clock:

@@ -38,7 +38,7 @@ from berth.core.state import newer
 Action = list[str]
 
 
-@dataclass
+@dataclass(slots=True)
 class Op:
     """Store commands applied together, once: `guard` is (key, resourceVersion) or None.
     `value`: the bytes of the object an OBJSET action writes."""
@@ -106,8 +106,10 @@ class IndexerEngine:
             ops = self._pod_change(obj, ev.deleted)
         else:
             ops = []
-        if ev.wire is not None and self._fresh("obj", ev.key.decode(), getattr(obj, "resource_version", "")):
-            ops.append(_object_op(ev))
+        if ev.wire is not None:
+            key, rv = ev.key.decode(), getattr(obj, "resource_version", "")
+            if self._fresh("obj", key, rv):
+                ops.append(_object_op(ev, key, rv))
         return ops, None
 
     def _fresh(self, kind: str, key: str, rv: str) -> bool:
@@ -257,11 +259,9 @@ class IndexerEngine:
         return out
 
 
-def _object_op(ev: Event) -> Op:
+def _object_op(ev: Event, key: str, rv: str) -> Op:
     """The object itself, under its bus key (kind/namespace/name); deleted with it. The guard stays
     after a deletion, so an older event redelivered cannot bring the object back."""
-    key = ev.key.decode()
-    rv = getattr(ev.model, "resource_version", "")
     guard = (f"rv:obj:{key}", rv) if rv else None
     if ev.deleted:
         return Op(guard, [["OBJDEL", key]])
