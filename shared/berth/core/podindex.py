@@ -1,6 +1,6 @@
 """The assigned pods InterPodAffinity and PodTopologySpread read, counted per node slot, never scanned per decision.
 
-A `PodIndex` is a ClusterState extension (KeepsState). It keeps:
+A `PodIndex` is a ClusterState extension (KeepsState), one per state for both plugins (`shared`). It keeps:
 
 - per node name, the pods assigned there (bound or reserved, not finished);
 - per *matcher* (namespaces and selectors ANDed: one workload's selector), a count of matching pods per
@@ -18,6 +18,7 @@ label key, cached until node labels change) with numpy.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -52,7 +53,8 @@ def assigned(pod: Pod | None) -> bool:
 class PodIndex:
     def __init__(self, namespaces: bool = False, owners: bool = False) -> None:
         self.owners = Owners()
-        self.kinds: tuple[type, ...] = ((Namespace,) if namespaces else ()) + (Owners.kinds if owners else ())
+        self.kinds: tuple[type, ...] = ()
+        self._widen(namespaces, owners)
         self.namespaces: dict[str, dict[str, str]] = {}
         self._on: dict[str, dict[str, Pod]] = {}
         self._assigned: dict[str, Pod] = {}
@@ -64,6 +66,11 @@ class PodIndex:
         self._group_at: dict[Anchor, dict[Group, None]] = {}  # (list, label key, value) -> its groups
         self._size = 0
         self._domains: dict[str, tuple[int, Ints, dict[str, int]]] = {}
+        self._singles: dict[str, int] = {}  # per label key, the slots with it (as of its `_domains` entry)
+
+    def _widen(self, namespaces: bool, owners: bool) -> None:
+        want = ((Namespace,) if namespaces else ()) + (Owners.kinds if owners else ())
+        self.kinds = (*self.kinds, *(k for k in want if k not in self.kinds))
 
     # ---- Extension ----------------------------------------------------------------------------
     def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
@@ -146,7 +153,7 @@ class PodIndex:
     def groups(self, which: str, labels: dict[str, str]) -> list[tuple[str, PodAffinityTerm, Sparse]]:
         """The existing pods' terms of one list that may match a pod with these labels (a superset:
         those whose selector's first matchLabels pair the labels hold, and those with no matchLabels):
-        (owner namespace, term, pods carrying it per slot; read-only, `dense` makes it a row)."""
+        (owner namespace, term, pods carrying it per slot; read-only)."""
         found = [self._group_at.get((which, None, None), {})]
         found += [self._group_at.get((which, k, v), {}) for k, v in labels.items()]
         return [(g[1], g[2], self._groups[g]) for at in found for g in at]
@@ -155,6 +162,12 @@ class PodIndex:
         """Per slot, the id of its value of label `key` (-1: no such label or no node), and how many values."""
         ids, values = self._values(state, key)
         return ids, len(values)
+
+    def single(self, state: ClusterState, key: str) -> bool:
+        """Whether every value of label `key` is on one node only (hostnames): then a slot's domain
+        total is its own count."""
+        values = self._values(state, key)[1]
+        return len(values) == self._singles.get(key, -1)
 
     def domain_id(self, state: ClusterState, key: str, value: str) -> int | None:
         """The id `domains` gives nodes whose label `key` is `value`; None when no node has it."""
@@ -173,6 +186,7 @@ class PodIndex:
             if node is not None and key in node.labels:
                 ids[s] = values.setdefault(node.labels[key], len(values))
         self._domains[key] = (nodes.label_version, ids, values)
+        self._singles[key] = int(np.count_nonzero(ids >= 0))  # slots with the key
         return ids, values
 
     # ---- upkeep -------------------------------------------------------------------------------
@@ -229,15 +243,25 @@ class PodIndex:
         return [(w, pod.namespace, t) for w in GROUP_LISTS for t in getattr(a, w)]
 
 
-def dense(held: Sparse, n: int) -> Ints:
-    """A term's pods per slot as a row of n slots."""
-    arr = np.zeros(n, dtype=np.int64)
-    if held:
-        slots = np.fromiter(held, np.int64, len(held))
-        pods = np.fromiter(held.values(), np.int64, len(held))
-        inside = slots < n
-        arr[slots[inside]] = pods[inside]
-    return arr
+_SHARED: weakref.WeakKeyDictionary[ClusterState, list[PodIndex]] = weakref.WeakKeyDictionary()
+
+
+def shared(state: ClusterState, namespaces: bool = False, owners: bool = False) -> PodIndex:
+    """The PodIndex the plugins made for this state share (InterPodAffinity's and PodTopologySpread's,
+    of every profile), so that each pod event is indexed once. One not yet attached to the state takes
+    on the kinds asked for; one attached already is shared only if it reads them (it would have missed
+    the objects of a kind applied before), else a new index is made."""
+    indexes = _SHARED.setdefault(state, [])
+    for index in indexes:
+        attached = any(e is index for e in state.extensions)
+        if not attached:
+            index._widen(namespaces, owners)
+            return index
+        if (not namespaces or Namespace in index.kinds) and (not owners or Owners.kinds[0] in index.kinds):
+            return index
+    index = PodIndex(namespaces, owners)
+    indexes.append(index)
+    return index
 
 
 def _add(held: Sparse, slot: int, sign: int) -> None:

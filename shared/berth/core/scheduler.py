@@ -117,7 +117,11 @@ class Profile:
             if isinstance(p, EnqueueExtensions)
             for e in p.events_to_register()
         )
-        extensions = tuple(p.extension() for p in every if isinstance(p, KeepsState))
+        extensions: tuple[Extension, ...] = ()
+        for p in every:  # plugins may share one (InterPodAffinity's and PodTopologySpread's PodIndex): once each
+            ext = p.extension() if isinstance(p, KeepsState) else None
+            if ext is not None and not any(e is ext for e in extensions):
+                extensions = (*extensions, ext)
         for ext in extensions:
             state.attach(ext)
         return cls(
@@ -221,6 +225,7 @@ class Scheduler:
         self.state.attach(self.nominator)
         self._post_filtering = True
         self.next_start = 0  # kube's nextStartNodeIndex: where the next cycle's search for feasible nodes starts
+        self._rank_base: tuple[np.ndarray, np.ndarray] | None = None  # (name_rank, n - name_rank): _rank_key's
 
     def pre_enqueue(self, pod: Pod) -> Status:
         """The profile's PreEnqueue plugins in order: the first rejection (the pod is held back, not
@@ -353,7 +358,7 @@ class Scheduler:
             for f in found:
                 if f.code is Code.ERROR:
                     return _Filtered(nodes.valid, stop=self._error(pod, f.reason))
-                if f.mask.any():
+                if np.count_nonzero(f.mask):  # much cheaper than any() on a mask this long
                     failing.append(f)
                     out.feasible &= ~f.mask
             if failing:
@@ -390,7 +395,8 @@ class Scheduler:
         rejected = frozenset(name for name, _ in found.by_plugin)
         codes = {f.reason: f.code for f in failures}
         scores: dict[str, np.ndarray] = {}
-        if feasible.any():
+        any_feasible = bool(np.count_nonzero(feasible))
+        if any_feasible:
             skipped: set[str] = set()
             for plugin in self.profile.pre_scores:
                 status = self._timed(plugin.name, "PreScore", plugin.pre_score, cycle, feasible)
@@ -409,14 +415,20 @@ class Scheduler:
                 normalizer = self.profile.normalizers.get(p.name)
                 if normalizer is not None:
                     self._timed(p.name, "NormalizeScore", normalizer.normalize_score, cycle, scores[p.name], feasible)
-        total = np.zeros(len(nodes.valid), dtype=np.int64)
+        total: np.ndarray | None = None
         for p, weight in self.profile.scorers:
             part = scores.get(p.name)
             if part is not None:
-                total += part if weight == 1 else weight * part
+                if total is None:
+                    total = np.multiply(part, weight, dtype=np.int64)  # a new array: parts stay as given
+                elif weight == 1:
+                    total += part
+                else:
+                    total += part * weight
+        if total is None:
+            total = np.zeros(len(nodes.valid), dtype=np.int64)
         key = self._rank_key(feasible, total)
-        unscored = found.feasible & ~feasible  # past percentageOfNodesToScore: not looked at
-        results = self._node_results(failures, feasible, scores, total, key, top_nodes, unscored)
+        results = self._node_results(failures, feasible, scores, total, key, top_nodes, found.feasible)
         chosen: int | None = None
         if on is not None:
             wanted = nodes.slot.get(on)
@@ -427,7 +439,7 @@ class Scheduler:
                 decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
                 return Outcome(decision, None, rejected, statuses=statuses, codes=codes)
             chosen = wanted
-        if not feasible.any():
+        if not any_feasible:
             counts = statuses.reason_counts()
             message = fit_error(len(nodes), counts)
             decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
@@ -513,11 +525,13 @@ class Scheduler:
     def _rank_key(self, feasible: Mask, total: np.ndarray) -> np.ndarray:
         """One int per slot that orders by total, then by node name; -1 where infeasible."""
         n = len(total)
+        rank = self.state.nodes.name_rank()
+        if self._rank_base is None or self._rank_base[0] is not rank or len(rank) != n:
+            self._rank_base = (rank, n - rank)  # kept as long as the node table keeps its ranks
         key = total * (n + 1)
-        key += n
-        key -= self.state.nodes.name_rank()
-        key[~feasible] = -1
-        return key
+        key += self._rank_base[1]
+        out: np.ndarray = np.where(feasible, key, -1)  # faster than assigning through ~feasible
+        return out
 
     def _node_results(
         self,
@@ -527,11 +541,12 @@ class Scheduler:
         total: np.ndarray,
         key: np.ndarray,
         top_nodes: int | None,
-        unscored: Mask,
+        filtered: Mask,
     ) -> dict[str, NodeResult]:
         """The per-node report. A rejected node lists every failing plugin's reasons (in filter
         order), not only its first failing plugin's (that one is in the Outcome's statuses).
-        Feasible nodes past percentageOfNodesToScore (unscored) are not listed."""
+        Feasible nodes past percentageOfNodesToScore (filtered but not in feasible: not looked at) are
+        not listed."""
         names = self.state.nodes.names
         if top_nodes is not None:
             return self._top_results(feasible, scores, total, key, top_nodes)
@@ -544,7 +559,7 @@ class Scheduler:
         columns = [(k, v.tolist()) for k, v in scores.items()]
         totals = total.tolist()
         ok = feasible.tolist()
-        slots = np.flatnonzero(self.state.nodes.valid & ~unscored)
+        slots = np.flatnonzero(self.state.nodes.valid & ~(filtered & ~feasible))
         for s in slots[np.argsort(self.state.nodes.name_rank()[slots])].tolist():  # in node-name order
             if ok[s]:
                 out[names[s] or ""] = NodeResult(True, [], {k: col[s] for k, col in columns}, totals[s])
@@ -561,14 +576,28 @@ class Scheduler:
     ) -> dict[str, NodeResult]:
         """The k best feasible nodes, highest total first, then node name (keys are unique)."""
         names = self.state.nodes.names
-        idx = np.flatnonzero(feasible)
-        if not k or not len(idx):
-            return {}
-        if len(idx) > k:
-            idx = idx[np.argpartition(key[idx], len(idx) - k)[len(idx) - k :]]
-        best = idx[np.argsort(-key[idx], kind="stable")].tolist()
+        idx: np.ndarray | None = None
+        n = len(key)
+        if k and int(np.count_nonzero(feasible)) > k:
+            # keys are distinct (the name rank breaks ties) and -1 where infeasible: the k-th highest
+            # key, when not negative, bounds exactly the k best feasible slots (a partition of the
+            # values, then one comparison, costs less than an argpartition)
+            kth = int(np.partition(key, n - k)[n - k])
+            if kth >= 0:
+                idx = np.flatnonzero(key >= kth)
+        if idx is None:
+            idx = np.flatnonzero(feasible)
+            if not k or not len(idx):
+                return {}
+            if len(idx) > k:
+                idx = idx[np.argpartition(key[idx], len(idx) - k)[len(idx) - k :]]
+        best = idx[np.argsort(-key[idx], kind="stable")]
+        # each column gathered once (one numpy call per plugin, not one per node and plugin)
+        columns = [(k, v[best].tolist()) for k, v in scores.items()]
+        totals = total[best].tolist()
         return {
-            names[s] or "": NodeResult(True, [], {k: int(v[s]) for k, v in scores.items()}, int(total[s])) for s in best
+            names[s] or "": NodeResult(True, [], {k: col[i] for k, col in columns}, totals[i])
+            for i, s in enumerate(best.tolist())
         }
 
     def run(self, pods: list[Pod], now: datetime) -> list[Decision]:

@@ -12,7 +12,8 @@ _LOWEST = np.iinfo(np.int64).min
 
 def default_normalize(scores: Scores, feasible: Mask, reverse: bool) -> None:
     n = len(feasible)
-    top = int(np.max(scores[:n], where=feasible, initial=_LOWEST)) if feasible.any() else 0
+    # the highest feasible score (np.max's where= is several times slower than a where and a max)
+    top = int(np.where(feasible, scores[:n], _LOWEST).max()) if np.count_nonzero(feasible) else 0
     if top == 0:
         if reverse:
             scores[:n][feasible] = MAX_NODE_SCORE

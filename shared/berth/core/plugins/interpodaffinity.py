@@ -30,11 +30,12 @@ from berth.core.framework import (
     Hint,
     Mask,
     Scores,
+    Slots,
     Status,
     each_pod,
 )
 from berth.core.model import Node, Pod, PodAffinityTerm
-from berth.core.podindex import Ints, Matcher, PodIndex, dense, matches
+from berth.core.podindex import Ints, Matcher, PodIndex, Sparse, matches, shared
 from berth.core.selectors import LabelSelector
 from berth.core.state import ClusterState
 from berth.core.validation import Problems, is_int, unknown_fields
@@ -97,9 +98,9 @@ class InterPodAffinity:
     name = NAME
     reads_other_nodes = True  # its verdict on a node depends on pods elsewhere (framework.ReadsOtherNodes)
 
-    def __init__(self, args: Args) -> None:
+    def __init__(self, args: Args, index: PodIndex | None = None) -> None:
         self.args = args
-        self.index = PodIndex(namespaces=True)
+        self.index = PodIndex(namespaces=True) if index is None else index
 
     def extension(self) -> PodIndex:
         return self.index
@@ -144,14 +145,17 @@ class InterPodAffinity:
             names |= {n for n, labels in self.index.namespaces.items() if ns_sel.matches(labels)}
         return ((frozenset(names), sel),)
 
-    def _per_domain(self, state: ClusterState, key: str, per_slot: Ints) -> tuple[Ints, Ints, bool]:
-        """(domain id per slot, each slot's domain total (0 without the key), any pod on a node with the key)."""
+    def _per_domain(self, state: ClusterState, key: str, slots: Slots, pods: Ints) -> _Totals:
+        """From the pods on some slots (the others have none), each slot's domain total for label `key`."""
         ids, n = self.index.domains(state, key)
-        has = ids >= 0
-        dom = np.bincount(ids[has], weights=per_slot[has], minlength=n).astype(np.int64)
-        at = np.where(has, dom[np.maximum(ids, 0)], 0) if n else np.zeros(len(ids), dtype=np.int64)
-        return ids, at, bool(dom.any())
+        d = ids[slots]
+        inside = d >= 0
+        if self.index.single(state, key):  # each domain one slot: its total is the slot's own
+            return _Totals(ids, None, slots[inside], pods[inside])
+        dom = np.bincount(d[inside], weights=pods[inside], minlength=n + 1).astype(np.int64)
+        return _Totals(ids, dom)
 
+    # ---- Filter -------------------------------------------------------------------------------
     # ---- Filter -------------------------------------------------------------------------------
     def filter(self, cycle: Cycle) -> list[Failure]:
         pod, state = cycle.pod, cycle.state
@@ -160,23 +164,28 @@ class InterPodAffinity:
         required = pod.pod_affinity.required if pod.pod_affinity else ()
         anti = pod.pod_affinity.required_anti if pod.pod_affinity else ()
         ns_labels = self.index.namespaces.get(pod.namespace, {})
-        existing = np.zeros(n, dtype=bool)
+        existing: Mask | None = None
         for owner_ns, term, held in self.index.groups("required_anti", pod.labels):
-            if existing_term_matches(term, owner_ns, pod, ns_labels):
-                existing |= self._per_domain(state, term.topology_key, dense(held, n))[1] > 0
-        if not existing.any() and not required and not anti:
+            if held and existing_term_matches(term, owner_ns, pod, ns_labels):
+                totals = self._per_domain(state, term.topology_key, *_sparse(held, n))
+                if totals.found:
+                    hit = totals.positive()
+                    existing = hit if existing is None else existing | hit
+        if (existing is None or not np.count_nonzero(existing)) and not required and not anti:
             return []  # kube's PreFilter Skip
         fail_aff = np.zeros(n, dtype=bool)
         if required:
             together = self._together(pod, required)
             per_slot = np.zeros(n, dtype=np.int64) if together is None else self.index.counts(state, together, False)
+            slots = np.flatnonzero(per_slot[:n])
+            pods = per_slot[slots]
             pods_exist = np.ones(n, dtype=bool)
             anywhere = False
             for t in required:
-                ids, at, found = self._per_domain(state, t.topology_key, per_slot[:n])
-                fail_aff |= ids < 0
-                pods_exist &= at > 0
-                anywhere |= found
+                totals = self._per_domain(state, t.topology_key, slots, pods)
+                fail_aff |= totals.ids < 0
+                pods_exist &= totals.positive()
+                anywhere |= totals.found
             first_of_group = not anywhere and together is not None and matches(together, pod)
             if not first_of_group:
                 fail_aff |= ~pods_exist
@@ -184,10 +193,17 @@ class InterPodAffinity:
         for t in anti:
             m = self._matcher(pod, t)
             if m is not None:
-                fail_anti |= self._per_domain(state, t.topology_key, self.index.counts(state, m, False)[:n])[1] > 0
+                per_slot = self.index.counts(state, m, False)[:n]
+                slots = np.flatnonzero(per_slot)
+                totals = self._per_domain(state, t.topology_key, slots, per_slot[slots])
+                if totals.found:
+                    fail_anti |= totals.positive()
         fail_aff &= valid
         fail_anti &= valid & ~fail_aff
-        existing &= valid & ~fail_aff & ~fail_anti
+        if existing is None:
+            existing = np.zeros(n, dtype=bool)
+        else:
+            existing &= valid & ~fail_aff & ~fail_anti
         return [
             Failure(fail_aff, REASON_AFFINITY, Code.UNRESOLVABLE),
             Failure(fail_anti, REASON_ANTI, Code.UNSCHEDULABLE),
@@ -221,19 +237,21 @@ class InterPodAffinity:
         raw = np.zeros(n, dtype=np.int64)
         produced = False
 
-        def add(key: str, per_slot: Ints, weight: int) -> None:
+        def add(key: str, slots: Slots, pods: Ints, weight: int) -> None:
             nonlocal produced
-            _, at, found = self._per_domain(state, key, per_slot[:n])
-            if found:
+            totals = self._per_domain(state, key, slots, pods)
+            if totals.found:
                 produced = True
-                raw[:] += weight * at
+                totals.add_to(raw, weight)
 
         a = pod.pod_affinity
         for terms, sign in ((a.preferred, 1), (a.preferred_anti, -1)) if a is not None else ():
             for t in terms:
                 m = self._matcher(pod, t)
                 if m is not None:
-                    add(t.topology_key, self.index.counts(state, m, False), sign * t.weight)
+                    per_slot = self.index.counts(state, m, False)[:n]
+                    slots = np.flatnonzero(per_slot)
+                    add(t.topology_key, slots, per_slot[slots], sign * t.weight)
         ns_labels = self.index.namespaces.get(pod.namespace, {})
         hard = self.args.hard_pod_affinity_weight
         lists = [("preferred", 1), ("preferred_anti", -1)]
@@ -241,8 +259,8 @@ class InterPodAffinity:
             lists.append(("required", 0))
         for which, sign in lists:
             for owner_ns, term, held in self.index.groups(which, pod.labels):
-                if existing_term_matches(term, owner_ns, pod, ns_labels):
-                    add(term.topology_key, dense(held, n), hard if sign == 0 else sign * term.weight)
+                if held and existing_term_matches(term, owner_ns, pod, ns_labels):
+                    add(term.topology_key, *_sparse(held, n), hard if sign == 0 else sign * term.weight)
         return raw if produced else None
 
     def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
@@ -318,5 +336,47 @@ class InterPodAffinity:
         return lambda pods, version: each_pod(pods, helps)
 
 
+class _Totals:
+    """Each slot's domain total for one label key, from the pods on some slots: per domain (dom, with a
+    spare last domain of 0 that id -1 reads), or, when each domain is one slot, as those slots and
+    their pods (no pass over every slot but the one that makes a mask)."""
+
+    def __init__(self, ids: Ints, dom: Ints | None, slots: Slots | None = None, pods: Ints | None = None) -> None:
+        self.ids = ids
+        self.dom = dom
+        self.slots = slots
+        self.pods = pods
+        self.found = bool(dom.any()) if dom is not None else pods is not None and bool(pods.any())
+
+    def positive(self) -> Mask:
+        """Slots whose domain total is above 0."""
+        if self.dom is not None:
+            out: Mask = (self.dom > 0)[self.ids]
+            return out
+        assert self.slots is not None and self.pods is not None
+        out = np.zeros(len(self.ids), dtype=bool)
+        out[self.slots[self.pods > 0]] = True
+        return out
+
+    def add_to(self, raw: Scores, weight: int) -> None:
+        """raw += weight x each slot's domain total."""
+        if self.dom is not None:
+            self.dom *= weight
+            raw += self.dom[self.ids]
+            return
+        assert self.slots is not None and self.pods is not None
+        raw[self.slots] += weight * self.pods  # slots are distinct
+
+
+def _sparse(held: Sparse, n: int) -> tuple[Slots, Ints]:
+    """A term's pods per slot as (slots, pods) arrays, slots past n left out."""
+    slots = np.fromiter(held, np.intp, len(held))
+    pods = np.fromiter(held.values(), np.int64, len(held))
+    if len(slots) and int(slots.max()) >= n:
+        inside = slots < n
+        return slots[inside], pods[inside]
+    return slots, pods
+
+
 def new(args: Args | None, handle: ClusterState) -> InterPodAffinity:
-    return InterPodAffinity(args or Args())
+    return InterPodAffinity(args or Args(), shared(handle, namespaces=True))

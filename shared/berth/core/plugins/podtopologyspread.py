@@ -14,7 +14,7 @@ deleted), folded into topology domains with numpy.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -36,7 +36,7 @@ from berth.core.framework import (
     each_pod,
 )
 from berth.core.model import Node, Pod, SpreadConstraint
-from berth.core.podindex import Ints, PodIndex
+from berth.core.podindex import Ints, PodIndex, shared
 from berth.core.selectors import LabelSelector, valid_label_key
 from berth.core.state import ClusterState
 from berth.core.validation import Problems, is_int, unknown_fields
@@ -128,11 +128,13 @@ class PodTopologySpread:
     name = NAME
     reads_other_nodes = True  # its verdict on a node depends on pods elsewhere (framework.ReadsOtherNodes)
 
-    def __init__(self, args: Args) -> None:
+    def __init__(self, args: Args, index: PodIndex | None = None) -> None:
         self.args = args
         self.system = args.defaulting_type == "System"
         self.defaults = SYSTEM_DEFAULTS if self.system else args.default_constraints
-        self.index = PodIndex(owners=bool(self.defaults))
+        self.index = PodIndex(owners=bool(self.defaults)) if index is None else index
+        self._shapes: dict[Hashable, _Eligible] = {}
+        self._shapes_version: tuple[int, int] = (-1, -1)
 
     def extension(self) -> PodIndex:
         return self.index
@@ -152,34 +154,76 @@ class PodTopologySpread:
         sel = self.index.owners.selector(pod) if defaults else None
         return [] if sel is None else [(c, sel) for c in defaults]
 
+    def _constraints(self, cycle: Cycle, mode: str) -> list[tuple[SpreadConstraint, LabelSelector | None]]:
+        """constraints() once per cycle and mode (PreFilter and Filter, PreScore and Score ask alike)."""
+        key = f"{NAME}.{mode}"
+        got: list[tuple[SpreadConstraint, LabelSelector | None]] | None = cycle.data.get(key)
+        if got is None:
+            got = cycle.data[key] = self.constraints(cycle.pod, mode)
+        return got
+
     def _eligible(
         self, cycle: Cycle, cs: list[tuple[SpreadConstraint, LabelSelector | None]], require_all: bool = True
-    ) -> tuple[Mask, Any]:
+    ) -> _Eligible:
         """Slots with every constraint's key, and per constraint the slots its inclusion policies admit
-        (among those with every key, or among all nodes when not require_all)."""
+        (among those with every key, or among all nodes when not require_all), with each constraint's
+        domains. Kept per shape (the constraints' keys and policies, and the pod's node affinity where a
+        policy honours it) until node labels change; computed each time when a policy honours taints
+        (taints are not versioned)."""
         state, pod = cycle.state, cycle.pod
         nodes = state.nodes
+        honor_affinity = any(c.node_affinity_policy == "Honor" for c, _ in cs)
+        honor_taints = any(c.node_taints_policy == "Honor" for c, _ in cs)
+        key: Hashable = None
+        if not honor_taints:
+            affinity = (tuple(sorted(pod.node_selector.items())), pod.affinity) if honor_affinity else None
+            policies = tuple((c.topology_key, c.node_affinity_policy, c.node_taints_policy) for c, _ in cs)
+            key = (require_all, policies, affinity)
+            version = (nodes.label_version, len(nodes.valid))
+            if self._shapes_version != version or len(self._shapes) >= _SHAPES:
+                self._shapes.clear()
+                self._shapes_version = version
+            got = self._shapes.get(key)
+            if got is not None:
+                return got
         every = nodes.valid.copy()
         for c, _ in cs:
             every &= self.index.domains(state, c.topology_key)[0] >= 0
         base = every if require_all else nodes.valid
-        affinity = nodes.valid.copy()
-        if pod.node_selector:
-            affinity &= nodes.match_labels_mask(pod.node_selector)
-        if pod.affinity is not None:
-            affinity &= nodes.selector_mask(pod.affinity)
-        taints = _tolerated(cycle)
-        policies = []
+        allowed = nodes.valid
+        if honor_affinity:
+            allowed = nodes.valid.copy()
+            if pod.node_selector:
+                allowed &= nodes.match_labels_mask(pod.node_selector)
+            if pod.affinity is not None:
+                allowed &= nodes.selector_mask(pod.affinity)
+        taints = _tolerated(cycle) if honor_taints else nodes.valid
+        doms = []
         for c, _ in cs:
             m = base.copy()
             if c.node_affinity_policy == "Honor":
-                m &= affinity
+                m &= allowed
             if c.node_taints_policy == "Honor":
                 m &= taints
-            policies.append(m)
-        return every, policies
+            ids, nd = self.index.domains(state, c.topology_key)
+            blank = None if c.topology_key == HOSTNAME else self.index.domain_id(state, c.topology_key, "")
+            doms.append(_Domains(m, ids[: len(nodes.valid)], nd, nodes.valid, blank))
+        out = _Eligible(every, doms)
+        if key is not None:
+            self._shapes[key] = out
+        return out
 
     def _per_slot(self, cycle: Cycle, sel: LabelSelector | None) -> Ints:
+        """Matching pods per slot (read-only), once per cycle and selector (default constraints share one)."""
+        memo: dict[int, tuple[LabelSelector | None, Ints]] = cycle.data.setdefault(f"{NAME}.per_slot", {})
+        got = memo.get(id(sel))
+        if got is not None and got[0] is sel:
+            return got[1]
+        out = self._count(cycle, sel)
+        memo[id(sel)] = (sel, out)
+        return out
+
+    def _count(self, cycle: Cycle, sel: LabelSelector | None) -> Ints:
         n = len(cycle.state.nodes.valid)
         if sel is None or not sel.valid or (not sel.match_labels and not sel.match_expressions):
             return np.zeros(n, dtype=np.int64)  # nothing matches nil; kube counts 0 for an empty selector
@@ -187,81 +231,104 @@ class PodTopologySpread:
 
     # ---- Filter -------------------------------------------------------------------------------
     def pre_filter(self, cycle: Cycle) -> Status:
-        return OK if self.constraints(cycle.pod, DO_NOT_SCHEDULE) else SKIP
+        return OK if self._constraints(cycle, DO_NOT_SCHEDULE) else SKIP
 
     def filter(self, cycle: Cycle) -> list[Failure]:
-        cs = self.constraints(cycle.pod, DO_NOT_SCHEDULE)
+        """Per constraint, each domain's matching pods among admitted slots (one bincount), the skew
+        decided per domain and gathered to the slots (a slot without the key indexes a spare domain)."""
+        cs = self._constraints(cycle, DO_NOT_SCHEDULE)
         state, pod = cycle.state, cycle.pod
         valid = state.nodes.valid
         n = len(valid)
-        _, policies = self._eligible(cycle, cs)
-        decided = ~valid
+        shape = self._eligible(cycle, cs)
+        undecided = valid.copy()
         missing = np.zeros(n, dtype=bool)
         skewed = np.zeros(n, dtype=bool)
-        for (c, sel), admitted in zip(cs, policies, strict=True):
-            ids, nd = self.index.domains(state, c.topology_key)
-            ids = ids[:n]
-            has = ids >= 0
+        for (c, sel), d in zip(cs, shape.domains, strict=True):
             per_slot = self._per_slot(cycle, sel)
-            # one spare domain, so that slots without the key (id -1) can index safely
-            dom = np.bincount(ids[admitted], weights=per_slot[admitted], minlength=nd + 1).astype(np.int64)
-            exists = np.zeros(nd + 1, dtype=bool)
-            exists[ids[admitted]] = True
-            domains = int(exists.sum())
-            min_match = 0 if domains == 0 or domains < c.min_domains else int(dom[exists].min())
             self_match = int(sel is not None and sel.valid and sel.matches(pod.labels))
-            match_num = np.where(has, np.where(exists[np.maximum(ids, 0)], dom[np.maximum(ids, 0)], 0), 0)
-            over = has & (match_num + self_match - min_match > c.max_skew)
-            missing |= ~has & ~decided
-            skewed |= over & ~decided
-            decided = decided | ~has | over
+            domains = d.count
+            if d.single:  # each domain one slot (hostname): a slot's count is its domain's
+                min_match = 0
+                if domains and domains >= c.min_domains:
+                    min_match = int(np.where(d.admitted, per_slot, _MOST).min())
+                if self_match - min_match <= c.max_skew:  # else a slot not admitted (count 0) is over too
+                    over = d.admitted & (per_slot > c.max_skew + min_match - self_match)
+                else:
+                    over = self._over(d, per_slot, self_match, min_match, c.max_skew)
+            else:
+                dom = d.sums(per_slot)
+                min_match = 0
+                if domains and domains >= c.min_domains:
+                    min_match = int(np.where(d.exists, dom, _MOST).min())
+                over = self._over(d, per_slot, self_match, min_match, c.max_skew, dom)
+            missing |= d.missing & undecided
+            skewed |= over & undecided
+            undecided &= d.has
+            undecided &= ~over
         return [
             Failure(missing, REASON_MISSING, Code.UNRESOLVABLE),
             Failure(skewed, REASON, Code.UNSCHEDULABLE),
         ]
 
+    @staticmethod
+    def _over(d: _Domains, per_slot: Ints, self_match: int, min_match: int, skew: int, dom: Ints | None = None) -> Mask:
+        """Slots with the key whose domain's matching pods (0 for a domain with no admitted slot), with
+        the pod itself, exceed the minimum by more than maxSkew."""
+        if dom is None:
+            dom = d.sums(per_slot)
+        over_dom: Mask = np.where(d.exists, dom, 0) + self_match - min_match > skew
+        over_dom[d.nd] = False  # the spare domain: slots without the key
+        out: Mask = over_dom[d.ids]
+        return out
+
     # ---- Score --------------------------------------------------------------------------------
     def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
-        return OK if self.constraints(cycle.pod, SCHEDULE_ANYWAY) and len(cycle.state.nodes) else SKIP
+        return OK if self._constraints(cycle, SCHEDULE_ANYWAY) and len(cycle.state.nodes) else SKIP
 
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
         # kube's requireAllTopologies: with the pod's own constraints or List defaulting, a candidate without
         # every key is ignored and only nodes with every key count. With System defaulting every node takes
         # part: one without a key adds nothing for that constraint, and counts in the domain of value "".
-        cs = self.constraints(cycle.pod, SCHEDULE_ANYWAY)
+        cs = self._constraints(cycle, SCHEDULE_ANYWAY)
         state = cycle.state
         n = len(state.nodes.valid)
         require_all = bool(cycle.pod.spread) or not self.system
-        every, policies = self._eligible(cycle, cs, require_all)
-        scored = feasible[:n] & (every if require_all else state.nodes.valid)
+        shape = self._eligible(cycle, cs, require_all)
+        scored = feasible[:n] & (shape.every if require_all else state.nodes.valid)
         raw = np.zeros(n, dtype=np.float64)
-        for (c, sel), admitted in zip(cs, policies, strict=True):
-            ids, nd = self.index.domains(state, c.topology_key)
-            ids = ids[:n]
-            has = ids >= 0
+        for (c, sel), d in zip(cs, shape.domains, strict=True):
             per_slot = self._per_slot(cycle, sel)
             if c.topology_key == HOSTNAME:
-                size = int(scored.sum())
-                cnt = per_slot
+                size = int(np.count_nonzero(scored))
+                part = per_slot * math.log(size + 2)
+                part += c.max_skew - 1
+                raw += np.where(d.has, part, 0)
             else:
-                blank = self.index.domain_id(state, c.topology_key, "")
-                ids = np.where(has, ids, nd if blank is None else blank)  # nd: a spare domain for no label
-                registered = np.zeros(nd + 1, dtype=bool)
+                # per domain (slots without the key in the domain of value "" if any, else a spare one,
+                # nd; nd + 1 gathers 0 for them): pods among admitted slots, if a scored slot is there
+                ids = d.score_ids
+                registered = np.zeros(d.nd + 2, dtype=bool)
                 registered[ids[scored]] = True
-                size = int(registered.sum())
-                dom = np.bincount(ids[admitted], weights=per_slot[admitted], minlength=nd + 1).astype(np.int64)
-                cnt = np.where(registered[ids], dom[ids], 0)
-            raw += np.where(has, cnt * math.log(size + 2) + (c.max_skew - 1), 0)
-        out = np.where(scored, np.floor(raw + 0.5), 0).astype(np.int64)  # Go's math.Round; raw >= 0
+                size = int(np.count_nonzero(registered))
+                dom = np.bincount(d.score_bins, weights=per_slot, minlength=d.nd + 2)
+                value = np.where(registered, dom, 0.0) * math.log(size + 2) + (c.max_skew - 1)
+                value[d.nd + 1] = 0.0
+                raw += value[d.score_gather]
+        raw += 0.5  # Go's math.Round (raw >= 0): floor(raw + 0.5), in place
+        np.floor(raw, out=raw)
+        raw *= scored  # 0 where not scored (raw is finite and not negative)
+        out = raw.astype(np.int64)
         cycle.data[NAME] = scored
         return out
 
     def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
-        scored: Mask = cycle.data.get(NAME, np.zeros(len(scores), dtype=bool))
-        if not scored.any():
+        scored: Mask | None = cycle.data.get(NAME)
+        if scored is None or not np.count_nonzero(scored):
             scores[:] = 0
             return
-        lo, hi = int(scores[scored].min()), max(0, int(scores[scored].max()))
+        mine = scores[scored]
+        lo, hi = int(mine.min()), max(0, int(mine.max()))
         if hi == 0:
             scores[:] = np.where(scored, 100, 0)
             return
@@ -323,5 +390,83 @@ def _tolerated(cycle: Cycle) -> Mask:
     return out
 
 
+_SHAPES = 256  # eligibility shapes kept (cleared when node labels change)
+_MOST = np.iinfo(np.int64).max
+
+
+class _Domains:
+    """One constraint's topology domains over the slots, for one eligibility shape: ids (-1 without the
+    key), nd of them; the slots its policies admit; for the Filter the domains with an admitted slot and
+    the bins that count admitted slots only (nd: a spare bin for the others); for the Score the ids
+    with the slots without the key in the blank domain (or nd), bins with nd + 1 for slots not
+    admitted, and gather ids with nd + 1 for slots without the key. Built on first use; read-only."""
+
+    def __init__(self, admitted: Mask, ids: Ints, nd: int, valid: Mask, blank: int | None) -> None:
+        self.admitted = admitted
+        self.ids = ids
+        self.nd = nd
+        self.has: Mask = ids >= 0
+        self.missing: Mask = valid & ~self.has
+        self._blank = blank
+        self._bins: Ints | None = None
+        self._exists: Mask | None = None
+        self._count: int | None = None
+        self._score: tuple[Ints, Ints, Ints] | None = None
+        self.single = nd == int(np.count_nonzero(self.has))  # each domain one slot (hostnames)
+
+    @property
+    def exists(self) -> Mask:
+        """Per domain (nd + 1, the spare last and False), whether an admitted slot is in it."""
+        if self._exists is None:
+            exists = np.zeros(self.nd + 1, dtype=bool)
+            exists[self.ids[self.admitted]] = True
+            exists[self.nd] = False
+            self._exists = exists
+        return self._exists
+
+    @property
+    def count(self) -> int:
+        """How many domains have an admitted slot."""
+        if self._count is None:
+            self._count = int(np.count_nonzero(self.exists))
+        return self._count
+
+    def sums(self, per_slot: Ints) -> Ints:
+        """Per domain (nd + 1), the matching pods on its admitted slots."""
+        if self._bins is None:
+            self._bins = np.where(self.admitted, self.ids, self.nd)
+        out: Ints = np.bincount(self._bins, weights=per_slot, minlength=self.nd + 1).astype(np.int64)
+        return out
+
+    def _score_ids(self) -> tuple[Ints, Ints, Ints]:
+        if self._score is None:
+            nd = self.nd
+            ids = np.where(self.has, self.ids, nd if self._blank is None else self._blank)
+            self._score = (ids, np.where(self.admitted, ids, nd + 1), np.where(self.has, ids, nd + 1))
+        return self._score
+
+    @property
+    def score_ids(self) -> Ints:
+        return self._score_ids()[0]
+
+    @property
+    def score_bins(self) -> Ints:
+        return self._score_ids()[1]
+
+    @property
+    def score_gather(self) -> Ints:
+        return self._score_ids()[2]
+
+
+class _Eligible:
+    """Slots with every constraint's key, and each constraint's domains (one eligibility shape)."""
+
+    def __init__(self, every: Mask, domains: list[_Domains]) -> None:
+        self.every = every
+        self.domains = domains
+
+
 def new(args: Args | None, handle: ClusterState) -> PodTopologySpread:
-    return PodTopologySpread(args or Args())
+    args = args or Args()
+    defaults = args.defaulting_type == "System" or bool(args.default_constraints)
+    return PodTopologySpread(args, shared(handle, owners=defaults))

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from berth.core.framework import (
+    MAX_NODE_SCORE,
     OK,
     Action,
     ClusterEvent,
@@ -31,6 +32,7 @@ from berth.core.state import ClusterState
 NAME = "TaintToleration"
 Args = None
 REASON_PREFIX = "node(s) had untolerated taint"
+_NONE_COUNTED = f"{NAME}.none"  # cycle.data: this cycle's scores are all zero
 
 
 def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> Taint | None:
@@ -102,11 +104,17 @@ class TaintToleration:
             [sum(1 for t in taints if not any(tol.tolerates(t) for tol in tolerations)) for taints in sets],
             dtype=np.int64,
         )
+        if not counts.any():  # no node has a PreferNoSchedule taint the pod does not tolerate
+            cycle.data[_NONE_COUNTED] = True
+            return np.zeros(len(feasible), dtype=np.int64)
         ids = self.prefer.ids(cycle.state.nodes)
         out: Scores = np.where(feasible, counts[ids[: len(feasible)]], 0)
         return out
 
     def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
+        if cycle.data.get(_NONE_COUNTED) and len(scores) == len(feasible):
+            np.multiply(feasible, MAX_NODE_SCORE, out=scores)  # all zero, reversed: 100 where feasible
+            return
         default_normalize(scores, feasible, reverse=True)
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
