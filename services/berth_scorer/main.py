@@ -91,6 +91,10 @@ async def serve(
             begun = time.monotonic()
             got = await start_state(bus, index, checkpoints, t.cluster_events, partitions, make_engine(), pre)
             fresh = got.engine
+            # a Redis that lost the scorer's state is recovered first: the decided marks come back from
+            # the decisions topic before the start-time decisions below are published or deduplicated,
+            # and the holdings they are decided against include this engine's reservations
+            await scorer.check_store(fresh)
             late: list[DecisionRecord] = []
             if got.source == REDIS and (got.ahead or not got.resumed):
                 # pods whose events this group has not handled (or whose waiting it does not know);

@@ -75,38 +75,41 @@ class Scorer:
                     r.message, extra={"decision_id": r.decision_id, "pod": r.pod, "status": r.status, "node": r.node}
                 )
 
-    async def check_store(self) -> None:
-        """Before a batch: the store still holds this scorer's state, or it is recovered first."""
+    async def check_store(self, engine: ScorerEngine | None = None) -> None:
+        """Before a batch, and before a take-over's first decisions are published: the store still
+        holds this scorer's state, or it is recovered first (engine: whose reservations to take
+        again; the one in use unless given)."""
         now = await self.store.epoch()
         if now is not None and not epoch_lost(self.epoch, now):
             self.epoch = now  # as this process left it, or as a scorer before it did (a restart)
             return
-        await self.recover(lost=self.epoch is not None)
+        await self.recover(lost=self.epoch is not None, engine=engine)
 
-    async def recover(self, lost: bool) -> None:
+    async def recover(self, lost: bool, engine: ScorerEngine | None = None) -> None:
         """The store has no state (lost: it had some while this process ran; else: it was emptied
         before, or berth starts afresh): every decision on the decisions topic is marked as
         emitted again, and this scorer takes its engine's reservations again."""
+        engine = engine or self.engine
         decided = decision_ids(await self.bus.records(self.topic))
         if lost or decided:
             log.warning(
                 "Redis lost the scorer's state: marking decisions from the decisions topic, taking reservations again",
-                extra={"decisions": len(decided), "reservations": len(self.engine.state.held())},
+                extra={"decisions": len(decided), "reservations": len(engine.state.held())},
             )
             if self.metrics is not None:
                 self.metrics.redis_lost.labels("scorer").inc()
         await self.store.mark_decided(decided)
-        await self.retake()
+        await self.retake(engine)
         self.epoch = await self.store.claim_epoch()
 
-    async def retake(self) -> None:
+    async def retake(self, engine: ScorerEngine) -> None:
         """Take the engine's reservations in the store again (an empty store: only another replica
         recovering at the same time can have taken their PVs since; those pods are decided again)."""
-        for held in self.engine.state.held():
+        for held in engine.state.held():
             pvs = [pv for _, pv in held.bindings]
             if not await self.store.reserve(held.pod.key, held.node, pvs, {**held.pod.requests, PODS: 1}):
                 log.info("reservation lost while recovering", extra={"pod": held.pod.key, "node": held.node})
-                self.engine.revoke(held.pod.key)
+                engine.revoke(held.pod.key)
 
     async def _preempt(self, r: DecisionRecord) -> None:
         """A preemption of a pod berth schedules itself, in --bind mode: the scorer carries it out."""

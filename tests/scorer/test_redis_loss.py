@@ -134,3 +134,28 @@ def test_decision_ids_pass_over_what_is_not_a_decision() -> None:
 
     msgs = [Message("d", 0, i, None, v) for i, v in enumerate([b'{"decisionId": "x", "pod": "p"}', b"junk", b"{}"])]
     assert decision_ids(msgs) == ["x"]
+
+
+@pytest.mark.asyncio
+async def test_a_take_over_recovers_with_the_engine_it_built_before_publishing_from_it(store: RedisStore) -> None:
+    """A scorer taking partitions over builds a fresh engine and recovers an emptied store with that
+    engine's reservations (not those of the engine it replaces), before its start-time decisions
+    are published: the marks from the topic then keep a decision from coming out twice."""
+    bus = MemoryBus()
+    await scorer_with(bus, store, Metrics("scorer"))
+    before = await state(store)
+    sent = len(bus.topics[DECISIONS][0])
+    await wipe(store)
+
+    restarted = Scorer(ScorerEngine(parse_config(None)), bus, store, metrics=Metrics("scorer"))
+    fresh = ScorerEngine(parse_config(None))
+    for ev in events(*OBJECTS):
+        fresh.handle(ev)
+    fresh.take_released()
+    await restarted.check_store(fresh)
+    assert await state(store) == before  # the fresh engine's reservations, taken again
+
+    restarted.engine = fresh
+    await restarted.publish(fresh.decide_pending(await store.holdings(), True))
+    await bus.flush()
+    assert len(bus.topics[DECISIONS][0]) == sent  # every decision was marked: none published again
