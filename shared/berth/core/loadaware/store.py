@@ -38,6 +38,8 @@ RECENT = 2**62  # a pod assigned "now" (no PodScheduled time): after everything
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PROFILE_CACHE = 4096
 _DERIVED = frozenset({"alloc_safe", "alloc_f", "alloc_zero"})  # with f_* and s_*: rebuilt, not copied
+_ONE_BY_ONE = 8  # up to this many changed slots are derived one by one (see views)
+_INF = float("inf")
 
 
 def to_us(t: datetime) -> int:
@@ -340,9 +342,9 @@ class NodeMetricStore:
         """Refresh the derived arrays of the slots changed since the last call; returns self."""
         if self._dozing:
             self._wake()
-        if len(self._dirty) == 1:  # the usual case: one node changed; a slice indexes faster
-            s = next(iter(self._dirty))
-            self._derive(slice(s, s + 1))
+        if len(self._dirty) <= _ONE_BY_ONE:  # the usual case: a node or two changed
+            for s in self._dirty:
+                self._derive_one(s)
             self._dirty.clear()
         elif self._dirty:
             self._derive(np.fromiter(self._dirty, dtype=np.int64, count=len(self._dirty)))
@@ -374,6 +376,39 @@ class NodeMetricStore:
         else:
             self.s_ex[0][:, i] = (self.usage[i] + self.delta[i]).T
         self.s_ex[1][:, i] = self.prod[i].T
+
+    def _derive_one(self, s: int) -> None:
+        """_derive for one slot: the same values (sums in int64, as there), with the per-node
+        choices made in Python rather than by masks over a one-slot slice."""
+        alloc = self.alloc[s]
+        zero = alloc == 0
+        safe = np.where(zero, 1, alloc)
+        self.alloc_safe[:, s] = safe
+        self.alloc_f[:, s] = safe
+        self.alloc_zero[:, s] = zero
+        agg = bool(self.agg_on[s])
+        delta = self.delta[s]
+        if agg:
+            ex_np = self.agg_f[s] + delta if self.agg_f_ok[s] else self.est[s]
+            thr_np = self.thr_agg[s]
+        else:
+            ex_np = self.usage[s] + delta
+            thr_np = self.thr_usage[s]
+        prod = bool(self.prod_on[s])
+        ex_p, thr_p = (self.prod[s], self.thr_prod[s]) if prod else (ex_np, thr_np)
+        metric = bool(self.has_metric[s])
+        zeros = zero.tolist()
+        for v, ex, thr, aggr in ((0, ex_np, thr_np, agg), (1, ex_p, thr_p, agg and not prod)):
+            self.f_ex[v][:, s] = ex
+            t = thr.tolist()
+            self.f_half[v][:, s] = [x + 0.5 if x != 0 and not z else _INF for x, z in zip(t, zeros, strict=True)]
+            self.f_check[v][s] = metric and any(t)
+            self.f_agg[v][s] = aggr
+        if self.score_agg is not None:
+            self.s_ex[0][:, s] = self.agg_s[s] + delta if self.agg_s_ok[s] else self.est[s]
+        else:
+            self.s_ex[0][:, s] = self.usage[s] + delta
+        self.s_ex[1][:, s] = self.prod[s]
 
     def _slot(self, state: ClusterState, name: str) -> int | None:
         s = state.nodes.slot.get(name)
