@@ -24,9 +24,9 @@ from berth.core.framework import (
     Shape,
     Slots,
     Status,
+    never,
 )
 from berth.core.loadaware.args import PLUGIN, LoadAwareSchedulingArgs, validate
-from berth.core.loadaware.estimator import PROD, priority_class
 from berth.core.loadaware.model import NodeMetric
 from berth.core.loadaware.store import US, NodeMetricStore, to_us
 from berth.core.loadaware.vectors import Resources, Vec
@@ -66,9 +66,8 @@ class LoadAwareScheduling:
             raise ConfigError(problems)
         self.res = Resources.of(self.args)
         self.store = NodeMetricStore(self.args, self.res)
-        # for queueing hints: per pod list (a queue group's version), and per pod
+        # for queueing hints: estimates per pod list (a queue group's version)
         self._matrices: dict[int, tuple[Vec, Mask, Mask]] = {}
-        self._estimates: dict[str, tuple[Pod, Vec, bool]] = {}
         # every reason the Filter gives, in its order (berth.core.incremental)
         reasons = [(EXPIRED, Code.UNSCHEDULABLE)] if self.args.filter_expired_node_metrics else []
         for resource in self.res.names:
@@ -100,13 +99,8 @@ class LoadAwareScheduling:
         return got
 
     def _estimate(self, pod: Pod) -> tuple[Vec, bool]:
-        """(estimate, prod), kept per pod object: a waiting pod is estimated once, not per attempt."""
-        one = self._estimates.get(pod.key)
-        if one is None or one[0] is not pod:
-            if len(self._estimates) >= 65536:
-                self._estimates.clear()
-            one = self._estimates[pod.key] = (pod, self.store.estimator.estimate(pod), priority_class(pod) == PROD)
-        return one[1], one[2]
+        """(estimate, prod), kept by the store: a waiting pod is estimated once, not per attempt."""
+        return self.store.estimate(pod)
 
     def _expired(self, cycle: Cycle) -> Mask:
         """Per slot, computed once per cycle (the store does not change within one)."""
@@ -206,7 +200,7 @@ class LoadAwareScheduling:
         slot = state.nodes.slot.get(obj.name)
         zero = self.res.zeros()[None, :]
         if slot is None or not any(self._judge(state, slot, now, v, zero)[0] for v in (0, 1)):
-            return lambda pods, version: np.zeros(len(pods), dtype=bool)  # fails even with no load added
+            return never  # fails even with no load added
         return lambda pods, version: self._hint(state, slot, now, pods, version)
 
     def passes(self, state: ClusterState, pod: Pod, slot: int, now: datetime) -> bool:

@@ -65,7 +65,8 @@ def _spec(p: Pod) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-_LEFT_LIMIT = 16384  # entries kept for pods that left (preemption puts them back at once)
+_LEFT_LIMIT = 16384
+_ESTIMATES = 65536  # pods whose estimate is kept (see NodeMetricStore.estimate)  # entries kept for pods that left (preemption puts them back at once)
 
 
 @dataclass(slots=True, eq=False)
@@ -207,6 +208,8 @@ class NodeMetricStore:
         # back as it was (preemption's dry run lifts and restores pods) reuses its entry
         self._left: dict[str, tuple[Pod, PodEntry]] = {}
         self._profiles: dict[str, Profile] = {}
+        # per pod key: the fields an estimate reads, (estimate, prod); see estimate()
+        self._estimates: dict[str, tuple[tuple[Any, ...], Vec, bool]] = {}
         self._objs: list[Node | None] = []
         self.cap = 0
         self._alloc_arrays(0)
@@ -516,8 +519,24 @@ class NodeMetricStore:
         self._assign(state, new)
 
     # ---- the assigned-pod cache ------------------------------------------
-    def entry_for(self, pod: Pod) -> PodEntry:
+    def estimate(self, pod: Pod) -> tuple[Vec, bool]:
+        """(the estimator's estimate, whether the pod is prod), read-only, kept per pod key while
+        the fields they read are the same objects: a pod assumed on a node, or updated in its
+        status only, is a copy that shares them, and is not estimated again."""
+        inputs = (pod.labels, pod.priority, pod.requests, pod.limits, pod.annotations)
+        got = self._estimates.get(pod.key)
+        if got is not None and all(a is b for a, b in zip(got[0], inputs, strict=True)):
+            return got[1], got[2]
         est = self.estimator.estimate(pod)
+        est.setflags(write=False)
+        prod = priority_class(pod) == PROD
+        if len(self._estimates) >= _ESTIMATES:
+            self._estimates.clear()
+        self._estimates[pod.key] = (inputs, est, prod)
+        return est, prod
+
+    def entry_for(self, pod: Pod) -> PodEntry:
+        est, prod = self.estimate(pod)
         scheduled = _condition_time(pod, "PodScheduled")
         ts = RECENT if scheduled is None else to_us(scheduled)
         after_scheduled, after_init = self.estimator.seconds(pod)
@@ -531,7 +550,7 @@ class NodeMetricStore:
             key=pod.key,
             node=pod.node_name,
             est=est if est.any() else None,
-            prod=priority_class(pod) == PROD,
+            prod=prod,
             ts=ts,
             deadline=deadline,
         )
