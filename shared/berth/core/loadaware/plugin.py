@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +46,18 @@ def usage_reason(resource: str, aggregated: bool) -> str:
     return f"node(s) {resource} {'aggregated ' if aggregated else ''}usage exceed threshold"
 
 
+_Judge = Callable[[Vec], Mask]  # estimates (rows) -> which of them pass on one node
+_Parts = tuple[tuple[Mask, Vec] | None, tuple[Mask, Vec] | None]
+
+
+def _all_pass(est: Vec) -> Mask:
+    return np.ones(len(est), dtype=bool)
+
+
+def _none_pass(est: Vec) -> Mask:
+    return np.zeros(len(est), dtype=bool)
+
+
 def is_daemonset(pod: Pod) -> bool:
     return any(o.kind == "DaemonSet" for o in pod.owner_refs)
 
@@ -67,7 +80,7 @@ class LoadAwareScheduling:
         self.res = Resources.of(self.args)
         self.store = NodeMetricStore(self.args, self.res)
         # for queueing hints: estimates per pod list (a queue group's version)
-        self._matrices: dict[int, tuple[Vec, Mask, Mask]] = {}
+        self._matrices: dict[int, tuple[Mask, _Parts]] = {}
         # every reason the Filter gives, in its order (berth.core.incremental)
         reasons = [(EXPIRED, Code.UNSCHEDULABLE)] if self.args.filter_expired_node_metrics else []
         for resource in self.res.names:
@@ -140,28 +153,37 @@ class LoadAwareScheduling:
         if self.args.filter_expired_node_metrics:
             expired = self._expired(cycle)
             expired = check & (expired if slots is None else expired[slots])
-            if not self.args.enable_schedule_when_node_metrics_expired and expired.any():
+            if not self.args.enable_schedule_when_node_metrics_expired and np.count_nonzero(expired):
                 out.append(Failure(expired, EXPIRED))
             check &= ~expired
         check &= st.has_nm if slots is None else st.has_nm[slots]
-        if not check.any():
+        if not np.count_nonzero(check):
             return out
         # Go's Round(used / alloc * 100) > thr  <=>  used / alloc * 100 >= thr + 0.5 (exact for floats).
         # A node fails on the first resource over its threshold, in resource-name order.
-        failing = np.zeros(len(check), dtype=bool)
+        failing: Mask | None = None  # nodes failed on an earlier resource
         for r, resource in enumerate(self.res.names):
             pct = (ex[r] + est[r]) / alloc[r]
             pct *= 100
             hit = pct >= half[r]
             hit &= check
-            hit &= ~failing
-            if not hit.any():
+            if failing is not None:
+                hit &= ~failing
+            if not np.count_nonzero(hit):
                 continue
-            failing |= hit
-            for aggregated in (False, True):
-                mask = hit & (agg_path if aggregated else ~agg_path)
-                if mask.any():
-                    out.append(Failure(mask, usage_reason(resource, aggregated)))
+            if failing is None:
+                failing = hit.copy()
+            else:
+                failing |= hit
+            # the reason says "aggregated" on the nodes checked by aggregated usage
+            on_agg = hit & agg_path
+            if np.count_nonzero(on_agg):
+                usual = hit & ~agg_path
+                if np.count_nonzero(usual):
+                    out.append(Failure(usual, usage_reason(resource, False)))
+                out.append(Failure(on_agg, usage_reason(resource, True)))
+            else:
+                out.append(Failure(hit, usage_reason(resource, False)))
         return out
 
     # ---- node-local (berth.core.incremental) ----------------------------------
@@ -195,29 +217,34 @@ class LoadAwareScheduling:
     # ---- queueing hint (kube's QueueingHintFn) -------------------------------
     def metric_hint(self, state: ClusterState, obj: Any, now: datetime) -> Hint:
         """For a NodeMetric change: retry a pod this plugin rejected only if that node passes now.
-        Other nodes did not change, so a pod that still fails there would fail everywhere again."""
+        Other nodes did not change, so a pod that still fails there would fail everywhere again.
+        The node's side of the Filter is read once per change, not once per group of waiting pods."""
         assert isinstance(obj, NodeMetric)
         slot = state.nodes.slot.get(obj.name)
+        if slot is None:
+            return never
+        judges = self._node_judges(state, slot, now)
         zero = self.res.zeros()[None, :]
-        if slot is None or not any(self._judge(state, slot, now, v, zero)[0] for v in (0, 1)):
+        if not any(judge(zero)[0] for judge in judges):
             return never  # fails even with no load added
-        return lambda pods, version: self._hint(state, slot, now, pods, version)
+        return lambda pods, version: self._hint(judges, pods, version)
 
     def passes(self, state: ClusterState, pod: Pod, slot: int, now: datetime) -> bool:
         """The Filter for one node and one pod (tests check it against filter())."""
-        return bool(self._hint(state, slot, now, [pod], None)[0])
+        return bool(self._hint(self._node_judges(state, slot, now), [pod], None)[0])
 
-    def _hint(self, state: ClusterState, slot: int, now: datetime, pods: list[Pod | None], version: int | None) -> Mask:
-        est, prod, free = self._pods_matrix(pods, version)
+    def _hint(self, judges: tuple[_Judge, _Judge], pods: list[Pod | None], version: int | None) -> Mask:
+        free, parts = self._pods_matrix(pods, version)
         out = free.copy()
-        for v in (0, 1):
-            rows = (prod == bool(v)) & ~free
-            if rows.any():
-                out[rows] = self._judge(state, slot, now, v, est[rows])
+        for judge, part in zip(judges, parts, strict=True):
+            if part is not None:
+                rows, est = part
+                out[rows] = judge(est)
         return out
 
-    def _pods_matrix(self, pods: list[Pod | None], version: int | None) -> tuple[Vec, Mask, Mask]:
-        """(estimates, prod pod, not judged: DaemonSet or gone) for a list of pods, cached per version."""
+    def _pods_matrix(self, pods: list[Pod | None], version: int | None) -> tuple[Mask, _Parts]:
+        """(not judged: DaemonSet or gone, and per kind of pod (v = 1 for prod) the rows of that kind
+        with their estimates, None when there is none) for a list of pods, cached per version."""
         got = self._matrices.get(version) if version is not None else None
         if got is not None:
             return got
@@ -229,28 +256,40 @@ class LoadAwareScheduling:
                 free[i] = True
                 continue
             est[i], prod[i] = self._estimate(pod)
-        got = (est, prod, free)
+        parts: list[tuple[Mask, Vec] | None] = []
+        for v in (0, 1):
+            rows = (prod == bool(v)) & ~free
+            parts.append((rows, est[rows]) if np.count_nonzero(rows) else None)
+        got = (free, (parts[0], parts[1]))
         if version is not None:
             if len(self._matrices) >= 256:
                 self._matrices.clear()
             self._matrices[version] = got
         return got
 
-    def _judge(self, state: ClusterState, slot: int, now: datetime, v: int, est: Vec) -> Mask:
-        """The Filter on one node for rows of estimates (pods of one kind: v = 1 for prod)."""
+    def _node_judges(self, state: ClusterState, slot: int, now: datetime) -> tuple[_Judge, _Judge]:
+        """The Filter on one node for rows of estimates, per kind of pod (v = 1 for prod)."""
         st = self.store.views()
+        return self._node_judge(st, state, slot, now, 0), self._node_judge(st, state, slot, now, 1)
+
+    def _node_judge(self, st: NodeMetricStore, state: ClusterState, slot: int, now: datetime, v: int) -> _Judge:
         if not state.nodes.valid[slot] or not st.f_check[v][slot]:
-            return np.ones(len(est), dtype=bool)
+            return _all_pass
         if self.args.filter_expired_node_metrics:
             limit = self.args.node_metric_expiration_seconds * US
             if not st.has_time[slot] or to_us(now) - int(st.time_us[slot]) >= limit:
-                return np.full(len(est), bool(self.args.enable_schedule_when_node_metrics_expired))
+                return _all_pass if self.args.enable_schedule_when_node_metrics_expired else _none_pass
         if not st.has_nm[slot]:
-            return np.ones(len(est), dtype=bool)
-        pct = (st.f_ex[v][:, slot] + est) / st.alloc_f[:, slot]
-        pct *= 100
-        passing: Mask = np.all(pct < st.f_half[v][:, slot], axis=1)
-        return passing
+            return _all_pass
+        ex, alloc, half = st.f_ex[v][:, slot].copy(), st.alloc_f[:, slot].copy(), st.f_half[v][:, slot].copy()
+
+        def judge(est: Vec) -> Mask:
+            pct = (ex + est) / alloc
+            pct *= 100
+            passing: Mask = np.all(pct < half, axis=1)
+            return passing
+
+        return judge
 
     # ---- Score --------------------------------------------------------------
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:

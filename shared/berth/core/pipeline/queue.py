@@ -154,7 +154,7 @@ class UnschedulableQueue:
             else:
                 ok = np.ones(len(members), dtype=bool)
                 backing_off = np.zeros(len(members), dtype=bool)
-            if judge is not None and rejected and (ok.any() or backing_off.any()):
+            if judge is not None and rejected and (np.count_nonzero(ok) or np.count_nonzero(backing_off)):
                 helped = judge(group, members)
                 if helped is not None:
                     ok &= helped
