@@ -143,7 +143,9 @@ class LoadAwareScheduling:
             return []
         st = self.store.views()
         v = 1 if prod_pod else 0
-        ex, half, alloc = st.f_ex[v], st.f_half[v], st.alloc_f
+        # float(ex) + float(est) when that is float(ex + est): no int64 pass and conversion per resource
+        as_float = st.exact(est)
+        ex, half, alloc = st.f_ex_f[v] if as_float else st.f_ex[v], st.f_half[v], st.alloc_f
         agg_path, f_check, valid = st.f_agg[v], st.f_check[v], cycle.state.nodes.valid
         if slots is not None:
             ex, half, alloc = ex[:, slots], half[:, slots], alloc[:, slots]
@@ -163,7 +165,11 @@ class LoadAwareScheduling:
         # A node fails on the first resource over its threshold, in resource-name order.
         failing: Mask | None = None  # nodes failed on an earlier resource
         for r, resource in enumerate(self.res.names):
-            pct = (ex[r] + est[r]) / alloc[r]
+            if as_float:
+                pct = ex[r] + float(est[r])
+                pct /= alloc[r]
+            else:
+                pct = (ex[r] + est[r]) / alloc[r]
             pct *= 100
             hit = pct >= half[r]
             hit &= check

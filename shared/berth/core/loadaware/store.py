@@ -40,6 +40,7 @@ _PROFILE_CACHE = 4096
 _DERIVED = frozenset({"alloc_safe", "alloc_f", "alloc_zero"})  # with f_* and s_*: rebuilt, not copied
 _ONE_BY_ONE = 8  # up to this many changed slots are derived one by one (see views)
 _INF = float("inf")
+EXACT = 2**52  # integers of smaller size, and sums of two of them, are exact as floats
 
 
 def to_us(t: datetime) -> int:
@@ -246,6 +247,10 @@ class NodeMetricStore:
         self.alloc_f = np.ones((r, cap), dtype=np.float64)
         self.alloc_zero = np.ones((r, cap), dtype=bool)
         self.f_ex = [cols(), cols()]  # existing usage, [non-prod pod, prod pod]
+        # f_ex as floats, and the slots where some of it is at least EXACT in size: where there is
+        # none, float(ex) + float(est) is float(ex + est) for any estimate below EXACT (see exact)
+        self.f_ex_f = [np.zeros((r, cap), dtype=np.float64), np.zeros((r, cap), dtype=np.float64)]
+        self.wide: set[int] = set()
         self.f_half = [np.full((r, cap), np.inf), np.full((r, cap), np.inf)]  # threshold + 0.5; inf: off
         self.f_check = [flags(), flags()]  # has a metric and some threshold
         self.f_agg = [flags(), flags()]  # the reason says "aggregated"
@@ -369,8 +374,11 @@ class NodeMetricStore:
         ex_p = np.where(prod[:, None], self.prod[i], ex_np)
         thr_p = np.where(prod[:, None], self.thr_prod[i], thr_np)
         metric = self.has_metric[i]
+        wide = np.zeros(len(metric), dtype=bool)
         for v, ex, thr, aggr in ((0, ex_np, thr_np, agg), (1, ex_p, thr_p, agg & ~prod)):
             self.f_ex[v][:, i] = ex.T
+            self.f_ex_f[v][:, i] = ex.T
+            wide |= ((ex >= EXACT) | (ex <= -EXACT)).any(axis=1)
             self.f_half[v][:, i] = np.where((thr != 0) & (alloc != 0), thr + 0.5, np.inf).T
             self.f_check[v][i] = metric & (thr != 0).any(axis=1)
             self.f_agg[v][i] = aggr
@@ -379,6 +387,12 @@ class NodeMetricStore:
         else:
             self.s_ex[0][:, i] = (self.usage[i] + self.delta[i]).T
         self.s_ex[1][:, i] = self.prod[i].T
+        slots = range(i.start or 0, i.stop or 0) if isinstance(i, slice) else i.tolist()
+        for s, w in zip(slots, wide.tolist(), strict=True):
+            if w:
+                self.wide.add(s)
+            else:
+                self.wide.discard(s)
 
     def _derive_one(self, s: int) -> None:
         """_derive for one slot: the same values (sums in int64, as there), with the per-node
@@ -401,8 +415,11 @@ class NodeMetricStore:
         ex_p, thr_p = (self.prod[s], self.thr_prod[s]) if prod else (ex_np, thr_np)
         metric = bool(self.has_metric[s])
         zeros = zero.tolist()
+        wide = False
         for v, ex, thr, aggr in ((0, ex_np, thr_np, agg), (1, ex_p, thr_p, agg and not prod)):
             self.f_ex[v][:, s] = ex
+            self.f_ex_f[v][:, s] = ex
+            wide = wide or any(x >= EXACT or x <= -EXACT for x in ex.tolist())
             t = thr.tolist()
             self.f_half[v][:, s] = [x + 0.5 if x != 0 and not z else _INF for x, z in zip(t, zeros, strict=True)]
             self.f_check[v][s] = metric and any(t)
@@ -412,6 +429,15 @@ class NodeMetricStore:
         else:
             self.s_ex[0][:, s] = self.usage[s] + delta
         self.s_ex[1][:, s] = self.prod[s]
+        if wide:
+            self.wide.add(s)
+        else:
+            self.wide.discard(s)
+
+    def exact(self, est: Vec) -> bool:
+        """Whether float(f_ex) + float(est) equals float(f_ex + est) on every slot: every value is
+        below EXACT in size, so both sums are exact in a float's 53 bits."""
+        return not self.wide and all(-EXACT < x < EXACT for x in est.tolist())
 
     def _slot(self, state: ClusterState, name: str) -> int | None:
         s = state.nodes.slot.get(name)
