@@ -172,3 +172,21 @@ def test_filter_without_registered_store_is_an_error() -> None:
 def test_pre_filter_never_fails() -> None:
     w = World(BASE)
     assert w.plugin.pre_filter(w.cycle(PROD_POD)).code == Code.SUCCESS
+
+
+@pytest.mark.parametrize(
+    ("memory", "usage", "want"),
+    [
+        ("100Gi", "94Gi", None),  # values far below 2**52: the percentage is added up in floats
+        ("100Gi", "95Gi", MEM_OVER),
+        ("8Pi", "7800Ti", None),  # 2**53 bytes of memory: in int64, then converted, as upstream
+        ("8Pi", "7900Ti", MEM_OVER),
+        ("8Pi", "0", None),
+    ],
+)
+def test_usage_percentage_alike_below_and_above_2_to_the_52(memory: str, usage: str, want: str | None) -> None:
+    """The Filter sums usage and estimate as floats only while both are exact there; above it the
+    int64 path runs. Both agree with the one-node judgement the queueing hint uses."""
+    w = World(BASE, node("n", cpu="100", memory=memory), node_metric("n", cpu="0", memory=usage))
+    assert w.filter(PROD_POD) == {"n": want}
+    assert w.plugin.passes(w.state, convert(PROD_POD), w.state.nodes.slot["n"], T0) == (want is None)

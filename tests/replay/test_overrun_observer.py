@@ -6,9 +6,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from berth.core.events import WatchEvent
-from berth.core.pipeline.overrun import OverRunObserver, percentiles
+from berth.core.pipeline.overrun import LowerMedian, OverRunObserver, percentiles
 from berth.core.pipeline.stats import BufferPoint
 from tests.builders import node, pod
 
@@ -35,6 +37,23 @@ def at(seconds: float) -> datetime:
 def test_percentiles_are_nearest_rank(values: list[float], want: tuple[float, ...]) -> None:
     p = percentiles(values)
     assert (p.p50, p.p90, p.p99, p.max) == want
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 40)), max_size=200))
+def test_lower_median_kept_as_values_come_and_go(steps: list[tuple[bool, int]]) -> None:
+    """LowerMedian against sorting the values again after every change (a removal takes out a value
+    that is in, picked by the drawn number)."""
+    median, values = LowerMedian(), []
+    for remove, v in steps:
+        if remove and values:
+            gone = values[v % len(values)]
+            median.remove(gone)
+            values.remove(gone)
+        else:
+            median.add(v)
+            values.append(v)
+        ordered = sorted(values)
+        assert median.median() == (ordered[(len(ordered) + 1) // 2 - 1] if ordered else 0)
 
 
 def test_requests_over_allocatable_weighted_by_log_time() -> None:

@@ -430,6 +430,12 @@ Hint = Callable[[list[Pod | None], int | None], Mask]
 HintFactory = Callable[["ClusterState", Any, datetime], Hint]
 
 
+def never(pods: list[Pod | None], version: int | None) -> Mask:
+    """The hint of a change that helps none of the waiting pods: the retry queue passes over the
+    plugin for that change without calling it (the answer would be all false)."""
+    return np.zeros(len(pods), dtype=bool)
+
+
 def each_pod(pods: list[Pod | None], helps: Callable[[Pod], bool]) -> Mask:
     """A hint's answer pod by pod (kube's QueueingHintFn is per pod); a pod gone is retried (and so leaves
     the queue)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -24,9 +25,9 @@ from berth.core.framework import (
     Shape,
     Slots,
     Status,
+    never,
 )
 from berth.core.loadaware.args import PLUGIN, LoadAwareSchedulingArgs, validate
-from berth.core.loadaware.estimator import PROD, priority_class
 from berth.core.loadaware.model import NodeMetric
 from berth.core.loadaware.store import US, NodeMetricStore, to_us
 from berth.core.loadaware.vectors import Resources, Vec
@@ -43,6 +44,18 @@ _EXPIRED = NAME + "/expired"
 
 def usage_reason(resource: str, aggregated: bool) -> str:
     return f"node(s) {resource} {'aggregated ' if aggregated else ''}usage exceed threshold"
+
+
+_Judge = Callable[[Vec], Mask]  # estimates (rows) -> which of them pass on one node
+_Parts = tuple[tuple[Mask, Vec] | None, tuple[Mask, Vec] | None]
+
+
+def _all_pass(est: Vec) -> Mask:
+    return np.ones(len(est), dtype=bool)
+
+
+def _none_pass(est: Vec) -> Mask:
+    return np.zeros(len(est), dtype=bool)
 
 
 def is_daemonset(pod: Pod) -> bool:
@@ -66,9 +79,8 @@ class LoadAwareScheduling:
             raise ConfigError(problems)
         self.res = Resources.of(self.args)
         self.store = NodeMetricStore(self.args, self.res)
-        # for queueing hints: per pod list (a queue group's version), and per pod
-        self._matrices: dict[int, tuple[Vec, Mask, Mask]] = {}
-        self._estimates: dict[str, tuple[Pod, Vec, bool]] = {}
+        # for queueing hints: estimates per pod list (a queue group's version)
+        self._matrices: dict[int, tuple[Mask, _Parts]] = {}
         # every reason the Filter gives, in its order (berth.core.incremental)
         reasons = [(EXPIRED, Code.UNSCHEDULABLE)] if self.args.filter_expired_node_metrics else []
         for resource in self.res.names:
@@ -100,13 +112,8 @@ class LoadAwareScheduling:
         return got
 
     def _estimate(self, pod: Pod) -> tuple[Vec, bool]:
-        """(estimate, prod), kept per pod object: a waiting pod is estimated once, not per attempt."""
-        one = self._estimates.get(pod.key)
-        if one is None or one[0] is not pod:
-            if len(self._estimates) >= 65536:
-                self._estimates.clear()
-            one = self._estimates[pod.key] = (pod, self.store.estimator.estimate(pod), priority_class(pod) == PROD)
-        return one[1], one[2]
+        """(estimate, prod), kept by the store: a waiting pod is estimated once, not per attempt."""
+        return self.store.estimate(pod)
 
     def _expired(self, cycle: Cycle) -> Mask:
         """Per slot, computed once per cycle (the store does not change within one)."""
@@ -136,7 +143,9 @@ class LoadAwareScheduling:
             return []
         st = self.store.views()
         v = 1 if prod_pod else 0
-        ex, half, alloc = st.f_ex[v], st.f_half[v], st.alloc_f
+        # float(ex) + float(est) when that is float(ex + est): no int64 pass and conversion per resource
+        as_float = st.exact(est)
+        ex, half, alloc = st.f_ex_f[v] if as_float else st.f_ex[v], st.f_half[v], st.alloc_f
         agg_path, f_check, valid = st.f_agg[v], st.f_check[v], cycle.state.nodes.valid
         if slots is not None:
             ex, half, alloc = ex[:, slots], half[:, slots], alloc[:, slots]
@@ -146,28 +155,41 @@ class LoadAwareScheduling:
         if self.args.filter_expired_node_metrics:
             expired = self._expired(cycle)
             expired = check & (expired if slots is None else expired[slots])
-            if not self.args.enable_schedule_when_node_metrics_expired and expired.any():
+            if not self.args.enable_schedule_when_node_metrics_expired and np.count_nonzero(expired):
                 out.append(Failure(expired, EXPIRED))
             check &= ~expired
         check &= st.has_nm if slots is None else st.has_nm[slots]
-        if not check.any():
+        if not np.count_nonzero(check):
             return out
         # Go's Round(used / alloc * 100) > thr  <=>  used / alloc * 100 >= thr + 0.5 (exact for floats).
         # A node fails on the first resource over its threshold, in resource-name order.
-        failing = np.zeros(len(check), dtype=bool)
+        failing: Mask | None = None  # nodes failed on an earlier resource
         for r, resource in enumerate(self.res.names):
-            pct = (ex[r] + est[r]) / alloc[r]
+            if as_float:
+                pct = ex[r] + float(est[r])
+                pct /= alloc[r]
+            else:
+                pct = (ex[r] + est[r]) / alloc[r]
             pct *= 100
             hit = pct >= half[r]
             hit &= check
-            hit &= ~failing
-            if not hit.any():
+            if failing is not None:
+                hit &= ~failing
+            if not np.count_nonzero(hit):
                 continue
-            failing |= hit
-            for aggregated in (False, True):
-                mask = hit & (agg_path if aggregated else ~agg_path)
-                if mask.any():
-                    out.append(Failure(mask, usage_reason(resource, aggregated)))
+            if failing is None:
+                failing = hit.copy()
+            else:
+                failing |= hit
+            # the reason says "aggregated" on the nodes checked by aggregated usage
+            on_agg = hit & agg_path
+            if np.count_nonzero(on_agg):
+                usual = hit & ~agg_path
+                if np.count_nonzero(usual):
+                    out.append(Failure(usual, usage_reason(resource, False)))
+                out.append(Failure(on_agg, usage_reason(resource, True)))
+            else:
+                out.append(Failure(hit, usage_reason(resource, False)))
         return out
 
     # ---- node-local (berth.core.incremental) ----------------------------------
@@ -201,29 +223,34 @@ class LoadAwareScheduling:
     # ---- queueing hint (kube's QueueingHintFn) -------------------------------
     def metric_hint(self, state: ClusterState, obj: Any, now: datetime) -> Hint:
         """For a NodeMetric change: retry a pod this plugin rejected only if that node passes now.
-        Other nodes did not change, so a pod that still fails there would fail everywhere again."""
+        Other nodes did not change, so a pod that still fails there would fail everywhere again.
+        The node's side of the Filter is read once per change, not once per group of waiting pods."""
         assert isinstance(obj, NodeMetric)
         slot = state.nodes.slot.get(obj.name)
+        if slot is None:
+            return never
+        judges = self._node_judges(state, slot, now)
         zero = self.res.zeros()[None, :]
-        if slot is None or not any(self._judge(state, slot, now, v, zero)[0] for v in (0, 1)):
-            return lambda pods, version: np.zeros(len(pods), dtype=bool)  # fails even with no load added
-        return lambda pods, version: self._hint(state, slot, now, pods, version)
+        if not any(judge(zero)[0] for judge in judges):
+            return never  # fails even with no load added
+        return lambda pods, version: self._hint(judges, pods, version)
 
     def passes(self, state: ClusterState, pod: Pod, slot: int, now: datetime) -> bool:
         """The Filter for one node and one pod (tests check it against filter())."""
-        return bool(self._hint(state, slot, now, [pod], None)[0])
+        return bool(self._hint(self._node_judges(state, slot, now), [pod], None)[0])
 
-    def _hint(self, state: ClusterState, slot: int, now: datetime, pods: list[Pod | None], version: int | None) -> Mask:
-        est, prod, free = self._pods_matrix(pods, version)
+    def _hint(self, judges: tuple[_Judge, _Judge], pods: list[Pod | None], version: int | None) -> Mask:
+        free, parts = self._pods_matrix(pods, version)
         out = free.copy()
-        for v in (0, 1):
-            rows = (prod == bool(v)) & ~free
-            if rows.any():
-                out[rows] = self._judge(state, slot, now, v, est[rows])
+        for judge, part in zip(judges, parts, strict=True):
+            if part is not None:
+                rows, est = part
+                out[rows] = judge(est)
         return out
 
-    def _pods_matrix(self, pods: list[Pod | None], version: int | None) -> tuple[Vec, Mask, Mask]:
-        """(estimates, prod pod, not judged: DaemonSet or gone) for a list of pods, cached per version."""
+    def _pods_matrix(self, pods: list[Pod | None], version: int | None) -> tuple[Mask, _Parts]:
+        """(not judged: DaemonSet or gone, and per kind of pod (v = 1 for prod) the rows of that kind
+        with their estimates, None when there is none) for a list of pods, cached per version."""
         got = self._matrices.get(version) if version is not None else None
         if got is not None:
             return got
@@ -235,28 +262,40 @@ class LoadAwareScheduling:
                 free[i] = True
                 continue
             est[i], prod[i] = self._estimate(pod)
-        got = (est, prod, free)
+        parts: list[tuple[Mask, Vec] | None] = []
+        for v in (0, 1):
+            rows = (prod == bool(v)) & ~free
+            parts.append((rows, est[rows]) if np.count_nonzero(rows) else None)
+        got = (free, (parts[0], parts[1]))
         if version is not None:
             if len(self._matrices) >= 256:
                 self._matrices.clear()
             self._matrices[version] = got
         return got
 
-    def _judge(self, state: ClusterState, slot: int, now: datetime, v: int, est: Vec) -> Mask:
-        """The Filter on one node for rows of estimates (pods of one kind: v = 1 for prod)."""
+    def _node_judges(self, state: ClusterState, slot: int, now: datetime) -> tuple[_Judge, _Judge]:
+        """The Filter on one node for rows of estimates, per kind of pod (v = 1 for prod)."""
         st = self.store.views()
+        return self._node_judge(st, state, slot, now, 0), self._node_judge(st, state, slot, now, 1)
+
+    def _node_judge(self, st: NodeMetricStore, state: ClusterState, slot: int, now: datetime, v: int) -> _Judge:
         if not state.nodes.valid[slot] or not st.f_check[v][slot]:
-            return np.ones(len(est), dtype=bool)
+            return _all_pass
         if self.args.filter_expired_node_metrics:
             limit = self.args.node_metric_expiration_seconds * US
             if not st.has_time[slot] or to_us(now) - int(st.time_us[slot]) >= limit:
-                return np.full(len(est), bool(self.args.enable_schedule_when_node_metrics_expired))
+                return _all_pass if self.args.enable_schedule_when_node_metrics_expired else _none_pass
         if not st.has_nm[slot]:
-            return np.ones(len(est), dtype=bool)
-        pct = (st.f_ex[v][:, slot] + est) / st.alloc_f[:, slot]
-        pct *= 100
-        passing: Mask = np.all(pct < st.f_half[v][:, slot], axis=1)
-        return passing
+            return _all_pass
+        ex, alloc, half = st.f_ex[v][:, slot].copy(), st.alloc_f[:, slot].copy(), st.f_half[v][:, slot].copy()
+
+        def judge(est: Vec) -> Mask:
+            pct = (ex + est) / alloc
+            pct *= 100
+            passing: Mask = np.all(pct < half, axis=1)
+            return passing
+
+        return judge
 
     # ---- Score --------------------------------------------------------------
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:

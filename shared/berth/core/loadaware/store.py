@@ -20,7 +20,7 @@ import numpy.typing as npt
 from berth.core.loadaware.args import LoadAwareSchedulingArgs
 from berth.core.loadaware.convert import aggregated
 from berth.core.loadaware.estimator import PROD, Estimator, node_allocatable, priority_class
-from berth.core.loadaware.model import ANN_RESERVE_POD, ANN_SCALING_FACTORS, ANN_USAGE_THRESHOLDS, NodeMetric
+from berth.core.loadaware.model import ANN_RESERVE_POD, ANN_USAGE_THRESHOLDS, NodeMetric
 from berth.core.loadaware.profile import Profile, global_profile, node_profile
 from berth.core.loadaware.vectors import Resources, Vec
 from berth.core.model import Node, Pod
@@ -38,6 +38,9 @@ RECENT = 2**62  # a pod assigned "now" (no PodScheduled time): after everything
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PROFILE_CACHE = 4096
 _DERIVED = frozenset({"alloc_safe", "alloc_f", "alloc_zero"})  # with f_* and s_*: rebuilt, not copied
+_ONE_BY_ONE = 8  # up to this many changed slots are derived one by one (see views)
+_INF = float("inf")
+EXACT = 2**52  # integers of smaller size, and sums of two of them, are exact as floats
 
 
 _US: dict[datetime, int] = {}  # times repeat (a minute's NodeMetrics, pods started together): a bounded cache
@@ -70,9 +73,8 @@ def _spec(p: Pod) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-_ESTIMATES = 4096  # distinct estimates kept (a workload's pods share one)
-_NONE: Any = object()
 _LEFT_LIMIT = 16384  # entries kept for pods that left (preemption puts them back at once)
+_ESTIMATES = 65536  # pods whose estimate is kept (see NodeMetricStore.estimate)
 
 
 @dataclass(slots=True, eq=False)
@@ -214,7 +216,8 @@ class NodeMetricStore:
         # back as it was (preemption's dry run lifts and restores pods) reuses its entry
         self._left: dict[str, tuple[Pod, PodEntry]] = {}
         self._profiles: dict[str, Profile] = {}
-        self._estimates: dict[tuple[Any, ...], Vec | None] = {}  # see _estimated
+        # per pod key: the fields an estimate reads, (estimate, prod); see estimate()
+        self._estimates: dict[str, tuple[tuple[Any, ...], Vec, bool]] = {}
         self._objs: list[Node | None] = []
         self.cap = 0
         self._alloc_arrays(0)
@@ -251,6 +254,10 @@ class NodeMetricStore:
         self.alloc_f = np.ones((r, cap), dtype=np.float64)
         self.alloc_zero = np.ones((r, cap), dtype=bool)
         self.f_ex = [cols(), cols()]  # existing usage, [non-prod pod, prod pod]
+        # f_ex as floats, and the slots where some of it is at least EXACT in size: where there is
+        # none, float(ex) + float(est) is float(ex + est) for any estimate below EXACT (see exact)
+        self.f_ex_f = [np.zeros((r, cap), dtype=np.float64), np.zeros((r, cap), dtype=np.float64)]
+        self.wide: set[int] = set()
         self.f_half = [np.full((r, cap), np.inf), np.full((r, cap), np.inf)]  # threshold + 0.5; inf: off
         self.f_check = [flags(), flags()]  # has a metric and some threshold
         self.f_agg = [flags(), flags()]  # the reason says "aggregated"
@@ -350,9 +357,9 @@ class NodeMetricStore:
         """Refresh the derived arrays of the slots changed since the last call; returns self."""
         if self._dozing:
             self._wake()
-        if len(self._dirty) == 1:  # the usual case: one node changed; a slice indexes faster
-            s = next(iter(self._dirty))
-            self._derive(slice(s, s + 1))
+        if len(self._dirty) <= _ONE_BY_ONE:  # the usual case: a node or two changed
+            for s in self._dirty:
+                self._derive_one(s)
             self._dirty.clear()
         elif self._dirty:
             self._derive(np.fromiter(self._dirty, dtype=np.int64, count=len(self._dirty)))
@@ -374,8 +381,11 @@ class NodeMetricStore:
         ex_p = np.where(prod[:, None], self.prod[i], ex_np)
         thr_p = np.where(prod[:, None], self.thr_prod[i], thr_np)
         metric = self.has_metric[i]
+        wide = np.zeros(len(metric), dtype=bool)
         for v, ex, thr, aggr in ((0, ex_np, thr_np, agg), (1, ex_p, thr_p, agg & ~prod)):
             self.f_ex[v][:, i] = ex.T
+            self.f_ex_f[v][:, i] = ex.T
+            wide |= ((ex >= EXACT) | (ex <= -EXACT)).any(axis=1)
             self.f_half[v][:, i] = np.where((thr != 0) & (alloc != 0), thr + 0.5, np.inf).T
             self.f_check[v][i] = metric & (thr != 0).any(axis=1)
             self.f_agg[v][i] = aggr
@@ -384,6 +394,57 @@ class NodeMetricStore:
         else:
             self.s_ex[0][:, i] = (self.usage[i] + self.delta[i]).T
         self.s_ex[1][:, i] = self.prod[i].T
+        slots = range(i.start or 0, i.stop or 0) if isinstance(i, slice) else i.tolist()
+        for s, w in zip(slots, wide.tolist(), strict=True):
+            if w:
+                self.wide.add(s)
+            else:
+                self.wide.discard(s)
+
+    def _derive_one(self, s: int) -> None:
+        """_derive for one slot: the same values (sums in int64, as there), with the per-node
+        choices made in Python rather than by masks over a one-slot slice."""
+        alloc = self.alloc[s]
+        zero = alloc == 0
+        safe = np.where(zero, 1, alloc)
+        self.alloc_safe[:, s] = safe
+        self.alloc_f[:, s] = safe
+        self.alloc_zero[:, s] = zero
+        agg = bool(self.agg_on[s])
+        delta = self.delta[s]
+        if agg:
+            ex_np = self.agg_f[s] + delta if self.agg_f_ok[s] else self.est[s]
+            thr_np = self.thr_agg[s]
+        else:
+            ex_np = self.usage[s] + delta
+            thr_np = self.thr_usage[s]
+        prod = bool(self.prod_on[s])
+        ex_p, thr_p = (self.prod[s], self.thr_prod[s]) if prod else (ex_np, thr_np)
+        metric = bool(self.has_metric[s])
+        zeros = zero.tolist()
+        wide = False
+        for v, ex, thr, aggr in ((0, ex_np, thr_np, agg), (1, ex_p, thr_p, agg and not prod)):
+            self.f_ex[v][:, s] = ex
+            self.f_ex_f[v][:, s] = ex
+            wide = wide or any(x >= EXACT or x <= -EXACT for x in ex.tolist())
+            t = thr.tolist()
+            self.f_half[v][:, s] = [x + 0.5 if x != 0 and not z else _INF for x, z in zip(t, zeros, strict=True)]
+            self.f_check[v][s] = metric and any(t)
+            self.f_agg[v][s] = aggr
+        if self.score_agg is not None:
+            self.s_ex[0][:, s] = self.agg_s[s] + delta if self.agg_s_ok[s] else self.est[s]
+        else:
+            self.s_ex[0][:, s] = self.usage[s] + delta
+        self.s_ex[1][:, s] = self.prod[s]
+        if wide:
+            self.wide.add(s)
+        else:
+            self.wide.discard(s)
+
+    def exact(self, est: Vec) -> bool:
+        """Whether float(f_ex) + float(est) equals float(f_ex + est) on every slot: every value is
+        below EXACT in size, so both sums are exact in a float's 53 bits."""
+        return not self.wide and all(-EXACT < x < EXACT for x in est.tolist())
 
     def _slot(self, state: ClusterState, name: str) -> int | None:
         s = state.nodes.slot.get(name)
@@ -491,24 +552,24 @@ class NodeMetricStore:
         self._assign(state, new)
 
     # ---- the assigned-pod cache ------------------------------------------
-    def _estimated(self, pod: Pod, cls: str) -> Vec | None:
-        """The pod's estimate (None: all zeros), one read-only vector shared by the pods it is the same
-        for: what the estimator reads, their priority class, requests, limits and custom factors."""
-        custom = pod.annotations.get(ANN_SCALING_FACTORS) if self.args.allow_customize_estimation else None
-        key = (cls, tuple(pod.requests.items()), tuple(pod.limits.items()), custom)
-        got = self._estimates.get(key, _NONE)
-        if got is _NONE:
-            est = self.estimator.estimate(pod)
-            est.flags.writeable = False
-            got = est if est.any() else None
-            if len(self._estimates) >= _ESTIMATES:
-                self._estimates.clear()
-            self._estimates[key] = got
-        return got  # type: ignore[no-any-return]
+    def estimate(self, pod: Pod) -> tuple[Vec, bool]:
+        """(the estimator's estimate, whether the pod is prod), read-only, kept per pod key while
+        the fields they read are the same objects: a pod assumed on a node, or updated in its
+        status only, is a copy that shares them, and is not estimated again."""
+        inputs = (pod.labels, pod.priority, pod.requests, pod.limits, pod.annotations)
+        got = self._estimates.get(pod.key)
+        if got is not None and all(a is b for a, b in zip(got[0], inputs, strict=True)):
+            return got[1], got[2]
+        est = self.estimator.estimate(pod)
+        est.setflags(write=False)
+        prod = priority_class(pod) == PROD
+        if len(self._estimates) >= _ESTIMATES:
+            self._estimates.clear()
+        self._estimates[pod.key] = (inputs, est, prod)
+        return est, prod
 
     def entry_for(self, pod: Pod) -> PodEntry:
-        cls = priority_class(pod)
-        est = self._estimated(pod, cls)
+        est, prod = self.estimate(pod)
         scheduled = _condition_time(pod, "PodScheduled")
         ts = RECENT if scheduled is None else to_us(scheduled)
         after_scheduled, after_init = self.estimator.seconds(pod)
@@ -521,8 +582,8 @@ class NodeMetricStore:
         return PodEntry(
             key=pod.key,
             node=pod.node_name,
-            est=est,
-            prod=cls == PROD,
+            est=est if est.any() else None,
+            prod=prod,
             ts=ts,
             deadline=deadline,
         )

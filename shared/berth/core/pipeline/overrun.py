@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from datetime import datetime
 
 import numpy as np
@@ -84,6 +84,74 @@ def buckets(starts: array[float], end: float, values: list[array[float]], n: int
     )
 
 
+class LowerMedian:
+    """A multiset of ints and its lower median (the ((n + 1) // 2)-th smallest), kept as values come
+    and go: the distinct values sorted with their counts, and where the median sits among them. A
+    change moves it by at most one distinct value; only a value new to the set, or gone from it,
+    moves the list of distinct values."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self._values: list[int] = []  # distinct, ascending
+        self._counts: dict[int, int] = {}
+        self._at = 0  # index in _values of the median
+        self._below = 0  # how many values are smaller than _values[_at]
+
+    def add(self, v: int) -> None:
+        counts, values = self._counts, self._values
+        self.n += 1
+        if not values:
+            values.append(v)
+            counts[v] = 1
+            self._at = self._below = 0
+            return
+        here = values[self._at]
+        if v in counts:
+            counts[v] += 1
+        else:
+            counts[v] = 1
+            values.insert(bisect_left(values, v), v)
+            if v < here:
+                self._at += 1
+        if v < here:
+            self._below += 1
+        self._settle()
+
+    def remove(self, v: int) -> None:
+        """Take one v out (it must be in)."""
+        counts, values = self._counts, self._values
+        self.n -= 1
+        if v < values[self._at]:
+            self._below -= 1
+        left = counts[v] - 1
+        if left:
+            counts[v] = left
+        else:
+            del counts[v]
+            i = bisect_left(values, v)
+            del values[i]
+            if i < self._at:
+                self._at -= 1
+        if not self.n:
+            self._at = self._below = 0
+            return
+        self._settle()
+
+    def _settle(self) -> None:
+        k = (self.n + 1) // 2
+        values, counts = self._values, self._counts
+        while self._at >= len(values) or k <= self._below:
+            self._at -= 1
+            self._below -= counts[values[self._at]]
+        while k > self._below + counts[values[self._at]]:
+            self._below += counts[values[self._at]]
+            self._at += 1
+
+    def median(self) -> int:
+        """The lower median, or 0 when empty."""
+        return self._values[self._at] if self.n else 0
+
+
 class _Spread:
     """Σ r and Σ r² of per-node ratios requested/allocatable, kept as nodes change."""
 
@@ -135,8 +203,8 @@ class OverRunObserver:
         # stranded capacity: every node's free cpu and memory by slot, the live pods' requests sorted
         self._slot: dict[str, int] = {}
         self._free = np.zeros((2, 64), dtype=np.int64)
-        self._cpus: list[int] = []
-        self._mems: list[int] = []
+        self._cpus = LowerMedian()
+        self._mems = LowerMedian()
         self._dirty = False
         self._median = (0, 0)  # the median pod's (cpu, memory) that _stuck was added up for
         self._stuck = [0, 0]  # Σ free cpu on nodes with free memory < the median's, and the reverse
@@ -183,8 +251,7 @@ class OverRunObserver:
         if not self._dirty:
             return self._stranded
         self._dirty = False
-        n = len(self._cpus)
-        median = (self._cpus[(n + 1) // 2 - 1], self._mems[(n + 1) // 2 - 1]) if n else (0, 0)
+        median = (self._cpus.median(), self._mems.median())
         if median != self._median:
             self._median = median
             free = self._free[:, : len(self._slot)]
@@ -273,8 +340,8 @@ class OverRunObserver:
         cpu, mem = pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)
         before = self._node_ratios(node)
         self._on[key] = (node, cpu, mem)
-        insort(self._cpus, cpu)
-        insort(self._mems, mem)
+        self._cpus.add(cpu)
+        self._mems.add(mem)
         req = self._req.setdefault(node, [0, 0])
         req[0] += cpu
         req[1] += mem
@@ -287,8 +354,8 @@ class OverRunObserver:
         if held is None:
             return
         node, cpu, mem = held
-        del self._cpus[bisect_left(self._cpus, cpu)]
-        del self._mems[bisect_left(self._mems, mem)]
+        self._cpus.remove(cpu)
+        self._mems.remove(mem)
         before = self._node_ratios(node)
         req = self._req[node]
         req[0] -= cpu

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from berth.core.framework import Action, Hint
+from berth.core.framework import Action, Hint, never
 from berth.core.model import Pod
 from berth.core.scheduler import Interest, Profile
 
@@ -42,6 +43,21 @@ class Waiting:
     due: bool = False  # a change helped it during its backoff: retried once the backoff is over
 
 
+class Snapshot:
+    """A group's members in a fixed order, their eligible_at and whether they are due (updated in
+    place as eligible() marks them), with the earliest eligible_at and how many are not marked due."""
+
+    __slots__ = ("at", "due", "first", "members", "undue", "version")
+
+    def __init__(self, version: int, members: list[Waiting]) -> None:
+        self.version = version
+        self.members = members
+        self.at = np.array([w.eligible_at for w in members], dtype=np.float64)
+        self.due = np.array([w.due for w in members], dtype=bool)
+        self.first = min((w.eligible_at for w in members), default=math.inf)
+        self.undue = len(members) - int(np.count_nonzero(self.due))
+
+
 class Group:
     """The waiting pods that the same plugins rejected; `version` changes with its members."""
 
@@ -49,17 +65,13 @@ class Group:
         self.rejected = rejected
         self.members: dict[str, Waiting] = {}
         self.version = 0
-        self._snap: tuple[int, list[Waiting], npt.NDArray[np.float64], npt.NDArray[np.bool_]] | None = None
+        self._snap: Snapshot | None = None
 
-    def snapshot(self) -> tuple[list[Waiting], npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
-        """Members in a fixed order, their eligible_at and whether they are due (the last is
-        updated in place), rebuilt only when the members changed."""
-        if self._snap is None or self._snap[0] != self.version:
-            waiting = list(self.members.values())
-            at = np.array([w.eligible_at for w in waiting], dtype=np.float64)
-            due = np.array([w.due for w in waiting], dtype=bool)
-            self._snap = (self.version, waiting, at, due)
-        return self._snap[1], self._snap[2], self._snap[3]
+    def snapshot(self) -> Snapshot:
+        """Rebuilt only when the members changed."""
+        if self._snap is None or self._snap.version != self.version:
+            self._snap = Snapshot(self.version, list(self.members.values()))
+        return self._snap
 
 
 class UnschedulableQueue:
@@ -132,14 +144,17 @@ class UnschedulableQueue:
         for rejected, group in self._groups.items():
             if rejected and helps is not None and rejected.isdisjoint(helps):
                 continue
-            members, at, due = group.snapshot()
+            snap = group.snapshot()
+            if has_clock and now < snap.first and not snap.undue:
+                continue  # none eligible yet, and all already due: nothing to take or to mark
+            members, due = snap.members, snap.due
             if has_clock:
-                ok = at <= now
+                ok = snap.at <= now
                 backing_off = ~ok & ~due  # already due: nothing more to note
             else:
                 ok = np.ones(len(members), dtype=bool)
                 backing_off = np.zeros(len(members), dtype=bool)
-            if judge is not None and rejected and (ok.any() or backing_off.any()):
+            if judge is not None and rejected and (np.count_nonzero(ok) or np.count_nonzero(backing_off)):
                 helped = judge(group, members)
                 if helped is not None:
                     ok &= helped
@@ -148,6 +163,7 @@ class UnschedulableQueue:
             for i in np.flatnonzero(backing_off).tolist():
                 w = members[i]
                 w.due = due[i] = True
+                snap.undue -= 1
                 heapq.heappush(self._due, (w.eligible_at, w.seq, next(self._pushed), w))
         found.sort(key=lambda w: w.seq)
         return [w.key for w in found]
@@ -219,6 +235,11 @@ class RetryQueue(UnschedulableQueue):
         for i in hinted:
             assert i.hint is not None
             hints[i.plugin] = i.hint(self.state, obj, now)
+        # a plugin whose hint says the change helps no pod counts as not interested: a group only
+        # it would retry is passed over (its answer would be all false), as in judge below
+        nothing = [name for name, hint in hints.items() if hint is never]
+        if nothing:
+            helps = helps.difference(nothing)
         judge = None
         if hints:
 

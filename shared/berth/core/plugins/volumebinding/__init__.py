@@ -86,7 +86,6 @@ class _PodVolumes:
     delayed: list[PersistentVolumeClaim]
     static: list[_Static] = field(default_factory=list)
     provisions: list[_Provision] = field(default_factory=list)
-    passed: Mask | None = None
 
 
 def pod_claims(pod: Pod, state: ClusterState) -> tuple[list[PersistentVolumeClaim], Status]:
@@ -196,7 +195,6 @@ class VolumeBinding:
             if isinstance(checked, str):
                 return [Failure(valid, checked, Code.ERROR)]
             unbound_ok, storage_ok = checked
-        pv.passed = valid & ~bound_fail & ~missing_pv & unbound_ok & storage_ok
         return [
             Failure(valid & bound_fail, NODE_CONFLICT, Code.UNRESOLVABLE),
             Failure(valid & ~unbound_ok, BIND_CONFLICT, Code.UNRESOLVABLE),
@@ -244,7 +242,7 @@ class VolumeBinding:
         storage_ok = np.ones(n, dtype=bool)
         decided = np.zeros(n, dtype=bool)
         for claim, listed in order:
-            if not listed.any():
+            if not np.count_nonzero(listed):
                 continue
             provision = self._provision(cycle, claim)
             if isinstance(provision, str):
@@ -350,7 +348,7 @@ class VolumeBinding:
         scores, weights, present = [], [], []
         for group in (static, dynamic):
             for cls, (req, cap, here) in sorted(group.items()):
-                if not here.any():  # on no node: it adds nothing to any mean (weights are at least 1)
+                if not np.count_nonzero(here):  # on no node: it adds nothing to any mean (weights are at least 1)
                     continue
                 scores.append(class_score(self.args.shape, req, cap))
                 weights.append(self.weight(cycle.state, cls))
