@@ -49,6 +49,7 @@ def split(dump: dict[str, object]) -> tuple[dict[str, object], dict[str, object]
 def test_redis_restarted_empty_mid_stream(broker: Server, redis_server: Server, tmp_path: Path, away: int) -> None:
     want, _ = embedded(SAMPLE)
     total = sum(1 for _ in read_events(SAMPLE))
+    pods = {d["pod"] for d in want}
 
     clean = isolated_env(broker, redis_server)  # the undisturbed run, on the session's Redis
     with (
@@ -92,7 +93,8 @@ def test_redis_restarted_empty_mid_stream(broker: Server, redis_server: Server, 
                 scorer.keep_up()
                 got = decode(asyncio.run(collect(env, env["BERTH_TOPIC_DECISIONS"], len(want), 5, grace=0)))
                 mark = asyncio.run(redis_dump(env)).get(WATERMARK)
-                done = len({d["decisionId"] for d in got}) >= len(want) and int(str(mark or 0)) >= total
+                # every pod decided (a restarted scorer's start-time decisions add ids: not a count of ids)
+                done = {d["pod"] for d in got} >= pods and int(str(mark or 0)) >= total
                 if done or time.monotonic() > deadline:
                     break
             time.sleep(3)  # the scorer's last batch: its marks go to Redis after the broker has it
@@ -116,9 +118,21 @@ def test_redis_restarted_empty_mid_stream(broker: Server, redis_server: Server, 
         assert len(noticed) == 1, (name, noticed)  # one line, once
     first: dict[str, dict[str, object]] = {}
     for d in got:
-        assert first.setdefault(str(d["decisionId"]), d) == d
-    assert list(first.values()) == want  # no decision missing
-    assert len(got) == len(want)  # and none twice: the marks came back from the decisions topic
+        assert first.setdefault(str(d["decisionId"]), d) == d  # none twice with other contents
+    assert len(got) == len(first)  # and none twice: the marks came back from the decisions topic
     assert index == undisturbed_index
-    assert state == undisturbed_scorer
-    assert {k for k in state if k.startswith("decided:")} == {f"decided:{d['decisionId']}" for d in want}
+    decided = list(first.values())
+    # A scorer restarted after the indexer wrote the index again, its checkpoint lost with the rest,
+    # starts from the indexer's state: it decides the pods pending then once, at its start (position
+    # 0), as a restarted kube-scheduler does (docs/services.md, "Where it is not an uninterrupted
+    # run"). Before that its decisions are the undisturbed run's, and every pod is decided.
+    cut = next((i for i, d in enumerate(decided) if d["position"] == 0), None)
+    if cut is None:
+        assert decided == want  # no decision missing
+        assert state == undisturbed_scorer
+        assert {k for k in state if k.startswith("decided:")} == {f"decided:{d['decisionId']}" for d in want}
+    else:
+        assert away > 20  # only a restarted scorer decides at its start
+        assert decided[:cut] == want[:cut]
+        assert {d["pod"] for d in decided} == pods
+        assert {k for k in state if k.startswith("decided:")} == {f"decided:{d['decisionId']}" for d in decided}
