@@ -133,21 +133,29 @@ def test_redis_restarted_mid_stream(broker: Server, redis_server: Server, tmp_pa
         for code, log in zip(exits, logs, strict=False):  # a run that ended by itself: one line, exit 1
             assert code == 1, (name, code, log[-3000:])
             assert log.strip().splitlines()[-1].startswith(f"berth {name}: cannot go on: Redis: "), (name, log[-3000:])
+    held_to_undisturbed(got, want, away)
+    scorers = ("decided:", "resv:", "held:", "pvowner:", "checkpoint:")  # the services' own keys share the prefix
+    assert {k: v for k, v in index.items() if not k.startswith(scorers)} == undisturbed
+
+
+def held_to_undisturbed(
+    got: list[dict[str, object]], want: list[dict[str, object]], away: int
+) -> tuple[list[dict[str, object]], bool]:
+    """The decisions emitted (the first of each id), and whether a restarted scorer decided at its
+    start. A scorer restarted while the indexer had gone on past its commit (or with its checkpoint
+    lost) starts from the indexer's state: it decides the pods pending then once, at its start
+    (position 0), against the state then, as a restarted kube-scheduler does (docs/services.md,
+    "Where it is not an uninterrupted run"); from there on its decisions may differ. Before that
+    they are the undisturbed run's, and every pod is decided, none twice with different contents."""
     first: dict[str, dict[str, object]] = {}
     for d in got:
         assert first.setdefault(str(d["decisionId"]), d) == d
     decided = list(first.values())
-    # A scorer restarted while the indexer had gone on past its commit starts from the indexer's
-    # state: it decides the pods pending then once, at its start (position 0), against the state
-    # then, as a restarted kube-scheduler does (docs/services.md, "Where it is not an uninterrupted
-    # run"); from there on its decisions may differ. Before that they are the undisturbed run's, and
-    # every pod is decided, none twice with different contents.
     cut = next((i for i, d in enumerate(decided) if d["position"] == 0), None)
     if cut is None:
-        assert decided == want
-    else:
-        assert away > 20  # only a restarted scorer decides at its start
-        assert decided[:cut] == want[:cut]
-        assert {d["pod"] for d in decided} == {d["pod"] for d in want}
-    scorers = ("decided:", "resv:", "held:", "pvowner:", "checkpoint:")  # the services' own keys share the prefix
-    assert {k: v for k, v in index.items() if not k.startswith(scorers)} == undisturbed
+        assert decided == want  # no decision missing
+        return decided, False
+    assert away > 20  # only a restarted scorer decides at its start
+    assert decided[:cut] == want[:cut]
+    assert {d["pod"] for d in decided} == {d["pod"] for d in want}
+    return decided, True
