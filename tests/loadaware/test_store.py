@@ -235,6 +235,7 @@ def test_arrays_match_records() -> None:
     w.apply(pod("q", "b"))
     st = w.plugin.store
     st.sync(w.state)
+    st.views()  # rows are written when read
     for name, r in st.records.items():
         s = w.state.nodes.slot[name]
         assert np.array_equal(st.delta[s], r.node_delta)
@@ -312,7 +313,7 @@ def test_sums_are_a_full_recount(steps: list[tuple[Any, ...]], include_sys: bool
     if got is None or want is None:
         return
     assert sums(got) == sums(want)
-    for store, world in ((w.plugin.store, w), (fresh.plugin.store, fresh)):
+    for store, world in ((w.plugin.store.views(), w), (fresh.plugin.store.views(), fresh)):
         s = world.state.nodes.slot["n"]
         assert store.delta[s].tolist() == want.node_delta.tolist() and store.est[s].tolist() == want.node_est.tolist()
         assert store.prod[s].tolist() == (want.prod_usage + want.prod_delta).tolist()
@@ -356,42 +357,70 @@ def test_a_dozing_store_wakes_as_the_one_that_stayed_awake(
     for rv, step in enumerate(steps, start=1):
         if rv - 1 == doze_at:
             dozing.state.doze()
-        if step[0] == "pod":
-            change, deleted = pod(step[1], step[2], scheduled=ago(step[3]), rv=str(rv)), False
-        elif step[0] == "gone":
-            change, deleted = pod(step[1], "a", rv=str(rv)), True
-        elif step[0] == "metric":
-            _, name, age, reported, duration = step
-            change = node_metric(
-                name,
-                update=None if age is None else T0 - timedelta(seconds=age),
-                pods=[pod_usage(p, "500m", "1Gi", priority=prio) for p, prio in reported],
-                system=("1", "1Gi"),
-                agg=None if duration is None else {duration: {"p95": ("3", "2Gi")}},
-                rv=str(rv),
-            )
-            deleted = False
-        elif step[0] == "unmetric":
-            change, deleted = node_metric(step[1], rv=str(rv)), True
-        else:
-            change, deleted = node(step[1]), False
+        change, deleted = _step(step, rv)
         awake.apply(change, deleted)
         dozing.apply(change, deleted)
-    a, d = awake.plugin.store.views(), dozing.plugin.store.views()
+    _same_store(awake, dozing)
+
+
+def _step(step: tuple[Any, ...], rv: int) -> tuple[dict[str, Any], bool]:
+    """One of _DOZE_STEPS as a change: (object, deleted)."""
+    if step[0] == "pod":
+        return pod(step[1], step[2], scheduled=ago(step[3]), rv=str(rv)), False
+    if step[0] == "gone":
+        return pod(step[1], "a", rv=str(rv)), True
+    if step[0] == "metric":
+        _, name, age, reported, duration = step
+        return node_metric(
+            name,
+            update=None if age is None else T0 - timedelta(seconds=age),
+            pods=[pod_usage(p, "500m", "1Gi", priority=prio) for p, prio in reported],
+            system=("1", "1Gi"),
+            agg=None if duration is None else {duration: {"p95": ("3", "2Gi")}},
+            rv=str(rv),
+        ), False
+    if step[0] == "unmetric":
+        return node_metric(step[1], rv=str(rv)), True
+    return node(step[1]), False
+
+
+def _same_store(want: World, got: World) -> None:
+    """The two worlds' stores read alike: records, pods' sums, every slot array, Filter and Score."""
+    a, d = want.plugin.store.views(), got.plugin.store.views()
     assert sorted(a.records) == sorted(d.records)
-    for name, want in a.records.items():
-        got = d.records[name]
-        assert sums(got) == sums(want)
-        assert (got.metric, got.window, got.interval, sorted(got.pods)) == (
-            want.metric,
-            want.window,
-            want.interval,
-            sorted(want.pods),
-        )
+    for name, w in a.records.items():
+        g = d.records[name]
+        assert sums(g) == sums(w)
+        assert (g.metric, g.window, g.interval, sorted(g.pods)) == (w.metric, w.window, w.interval, sorted(w.pods))
     read_where = {"agg_f": a.agg_f_ok, "agg_s": a.agg_s_ok}  # rows read only where these say so
     for key, value in vars(a).items():
         if isinstance(value, np.ndarray) or (isinstance(value, list) and value and isinstance(value[0], np.ndarray)):
             ok = read_where.get(key, slice(None))
             assert np.array_equal(np.asarray(value)[ok], np.asarray(getattr(d, key))[ok]), key
-    assert awake.filter(pod("x", cpu="2")) == dozing.filter(pod("x", cpu="2"))
-    assert awake.score(pod("x", cpu="2")) == dozing.score(pod("x", cpu="2"))
+    assert want.filter(pod("x", cpu="2")) == got.filter(pod("x", cpu="2"))
+    assert want.score(pod("x", cpu="2")) == got.score(pod("x", cpu="2"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_DOZE_STEPS, st.booleans(), st.booleans(), st.sets(st.integers(min_value=0, max_value=14)))
+def test_rows_written_when_read_are_those_written_at_once(
+    steps: list[tuple[Any, ...]], include_sys: bool, aggregated: bool, reads: set[int]
+) -> None:
+    """A store whose slot rows are written only when read (`views`) reads as one read after every
+    change, which writes them as each change comes."""
+    args = {**BASE, "prodUsageIncludeSys": include_sys}
+    if aggregated:
+        args["aggregated"] = {
+            "usageThresholds": {"cpu": 70},
+            "usageAggregationType": "p95",
+            "scoreAggregationType": "p95",
+        }
+    every, some = World(args, node("a")), World(args, node("a"))
+    for rv, step in enumerate(steps, start=1):
+        change, deleted = _step(step, rv)
+        every.apply(change, deleted)
+        every.plugin.store.views()
+        some.apply(change, deleted)
+        if rv in reads:
+            some.plugin.store.views()
+    _same_store(every, some)

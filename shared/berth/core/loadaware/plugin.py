@@ -119,7 +119,7 @@ class LoadAwareScheduling:
         """Per slot, computed once per cycle (the store does not change within one)."""
         got: Mask | None = cycle.data.get(_EXPIRED)
         if got is None or len(got) != len(self.store.has_time):
-            st = self.store
+            st = self.store.views()
             limit = self.args.node_metric_expiration_seconds * US
             got = cycle.data[_EXPIRED] = ~st.has_time | (to_us(cycle.now) - st.time_us >= limit)
         return got

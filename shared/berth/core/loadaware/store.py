@@ -100,7 +100,6 @@ class NodeLoad:
     metric: NodeMetric | None = None
     window: int = ZERO_TIME  # updateTime in us, kept when a NodeMetric has none
     interval: int = 60 * US
-    node_usage: Vec | None = None  # None: no status.nodeMetric
     built_agg: dict[tuple[str, int], dict[str, int]] | None = None  # see `agg`; None: not built yet
     usage: dict[str, Vec] = field(default_factory=dict)
     prod_pods: set[str] = field(default_factory=set)
@@ -162,13 +161,11 @@ class NodeLoad:
             agg = self.built_agg = _aggregated(self.metric)
         return agg
 
-    def agg_base(self, kind: str, duration: int, vec: Callable[[dict[str, int]], Vec]) -> Vec | None:
+    def agg_base(self, kind: str, duration: int, node_usage: Vec, vec: Callable[[dict[str, int]], Vec]) -> Vec | None:
         """Aggregated usage (kind, duration); duration 0 falls back to nodeUsage when missing."""
-        if self.node_usage is None:
-            return None
         rl = self.agg.get((kind, duration))
         if rl is None:
-            return self.node_usage if duration == 0 else None
+            return node_usage if duration == 0 else None
         return vec(rl)
 
     @property
@@ -263,15 +260,19 @@ class NodeMetricStore:
         self.f_agg = [flags(), flags()]  # the reason says "aggregated"
         self.s_ex = [cols(), cols()]  # existing usage for Score, [other pods, prod pods by prod usage]
         self._dirty: set[int] = set()
+        # slots whose metric and pod rows lag their node's record: written when next read (views), so a
+        # NodeMetric or a pod that no cycle reads before the node's next change costs no array writes
+        self._stale: set[int] = set()
 
     def _grow(self, cap: int) -> None:
         old = {k: v for k, v in vars(self).items() if isinstance(v, np.ndarray) and k not in _DERIVED}
-        keys, dirty = self.agg_key, self._dirty
+        keys, dirty, stale = self.agg_key, self._dirty, self._stale
         self._alloc_arrays(cap)
         for k, v in old.items():
             getattr(self, k)[: len(v)] = v
         self.agg_key[: len(keys)] = keys
         self._dirty = dirty | set(range(self.cap))  # derived arrays are rebuilt from the raw ones
+        self._stale = stale
         self._objs.extend([None] * (cap - len(self._objs)))
         self.cap = cap
 
@@ -316,35 +317,31 @@ class NodeMetricStore:
         self.agg_key[s] = (p.agg_type, p.agg_duration)
         self._write_metric(s, self.records.get(node.name))
 
-    def _write_metric(self, s: int, rec: NodeLoad | None, pods: bool = True) -> None:
-        """The metric's rows of slot s; pods=False: the pods' sums have not changed since written."""
+    def _write_metric(self, s: int, rec: NodeLoad | None) -> None:
+        """The metric's and the pods' rows of slot s, from its node's record."""
+        self._stale.discard(s)
         m = None if rec is None else rec.metric
         timed = m is not None and m.update_time is not None
         self.has_metric[s] = m is not None
         self.has_nm[s] = m is not None and m.has_node_metric
         self.has_time[s] = timed
         self.time_us[s] = rec.window if rec is not None and timed else 0  # the metric's updateTime, in us
-        if rec is None or rec.node_usage is None:
+        if rec is None or m is None or not m.has_node_metric:
             self.usage[s] = 0
             self.agg_f_ok[s] = self.agg_s_ok[s] = False
         else:
-            self.usage[s] = rec.node_usage
+            vec = self.res.vec
+            node_usage = self.usage[s] = vec(m.node_usage)
             # agg_f and agg_s are read only where agg_f_ok and agg_s_ok say so
-            f = rec.agg_base(*self.agg_key[s], self.res.vec) if self.agg_on[s] else None
+            f = rec.agg_base(*self.agg_key[s], node_usage, vec) if self.agg_on[s] else None
             self.agg_f_ok[s] = f is not None
             if f is not None:
                 self.agg_f[s] = f
             if self.score_agg is not None:
-                g = rec.agg_base(*self.score_agg, self.res.vec)
+                g = rec.agg_base(*self.score_agg, node_usage, vec)
                 self.agg_s_ok[s] = g is not None
                 if g is not None:
                     self.agg_s[s] = g
-        if pods:
-            self._write_pods(s, rec)
-        else:
-            self._dirty.add(s)
-
-    def _write_pods(self, s: int, rec: NodeLoad | None) -> None:
         if rec is None:
             self.delta[s] = self.est[s] = self.prod[s] = 0
         else:
@@ -354,9 +351,15 @@ class NodeMetricStore:
         self._dirty.add(s)
 
     def views(self) -> NodeMetricStore:
-        """Refresh the derived arrays of the slots changed since the last call; returns self."""
+        """Write the rows of the slots whose records changed, and refresh the derived arrays of the
+        slots changed since the last call; returns self."""
         if self._dozing:
             self._wake()
+        if self._stale:
+            objs, records = self._objs, self.records
+            for s in list(self._stale):
+                node = objs[s]
+                self._write_metric(s, None if node is None else records.get(node.name))
         if len(self._dirty) <= _ONE_BY_ONE:  # the usual case: a node or two changed
             for s in self._dirty:
                 self._derive_one(s)
@@ -483,11 +486,10 @@ class NodeMetricStore:
         if not isinstance(obj, NodeMetric):
             return
         rec = self.records.get(obj.name)
-        resummed = True
         if deleted:
             if rec is None:
                 return
-            rec.metric, rec.node_usage = None, None
+            rec.metric = None
             rec.built_agg, rec.usage, rec.prod_pods = {}, {}, set()
             rec.reset(rec.zero)
             for e in rec.pods.values():
@@ -503,34 +505,32 @@ class NodeMetricStore:
                 if obj.update_time is not None:
                     rec.window = to_us(obj.update_time)
                 return
-            resummed = self._load_metric(rec, obj)
+            self._load_metric(rec, obj)
         s = self._slot(state, obj.name)
         if s is not None:
-            self._write_metric(s, rec, resummed)
+            self._stale.add(s)
             state.touch(s)
 
-    def _load_metric(self, rec: NodeLoad, m: NodeMetric) -> bool:
-        """Take in a metric; returns whether the pods' sums were computed again."""
+    def _load_metric(self, rec: NodeLoad, m: NodeMetric) -> None:
+        """Take in a metric (its slot's rows are written when next read)."""
         vec = self.res.vec
         rec.metric = m
         if m.update_time is not None:
             rec.window = to_us(m.update_time)
         interval = m.report_interval_seconds
         rec.interval = (60 if interval is None else interval) * US
-        rec.node_usage = vec(m.node_usage) if m.has_node_metric else None
         rec.built_agg = None  # built from rec.metric when read
         usage = {p.key: vec(p.usage) for p in m.pods if p.usage} if m.pods else {}
         if not usage and not rec.usage and not self.args.prod_usage_include_sys:
             # no pod reported, now or before: each pod counts its whole estimate whatever the
             # metric's time, and prodUsage starts from zero, so the sums stand as they are
-            return False
+            return
         rec.usage = usage
         rec.prod_pods = {p.key for p in m.pods if p.usage and p.priority == PROD}
         include_sys = self.args.prod_usage_include_sys and m.has_node_metric
         rec.reset(vec(m.system_usage) if include_sys else rec.zero)
         for e in rec.pods.values():
             rec.add(e)
-        return True
 
     def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
         pod = new if new is not None else old
@@ -597,9 +597,10 @@ class NodeMetricStore:
         rec.pods[e.key] = e
         self.pods[e.key] = e
         rec.add(e)
-        s = self._slot(state, e.node)
-        if s is not None and not self._dozing:
-            self._write_pods(s, rec)
+        if not self._dozing:
+            s = self._slot(state, e.node)
+            if s is not None:
+                self._stale.add(s)
 
     def _unassign(self, state: ClusterState, e: PodEntry) -> None:
         del self.pods[e.key]
@@ -608,9 +609,10 @@ class NodeMetricStore:
         del rec.pods[e.key]
         if rec.empty:
             del self.records[e.node]
-        s = self._slot(state, e.node)
-        if s is not None and not self._dozing:
-            self._write_pods(s, self.records.get(e.node))
+        if not self._dozing:
+            s = self._slot(state, e.node)
+            if s is not None:
+                self._stale.add(s)
 
 
 if TYPE_CHECKING:
