@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from berth.core.loadaware.model import LABEL_PRIORITY_CLASS
 from berth.core.loadaware.store import NodeLoad
 
 from .builders import GI, T0, World, ago, node, node_metric, pod, pod_usage
@@ -321,8 +322,12 @@ def test_sums_are_a_full_recount(steps: list[tuple[Any, ...]], include_sys: bool
 
 _DOZE_STEPS = st.lists(
     st.one_of(
-        st.tuples(
-            st.just("pod"), st.sampled_from("pqr"), st.sampled_from("ab"), st.sampled_from([30, 3600]), st.just("")
+        st.tuples(  # a pod, its node ("" pending), PodScheduled age and priority-class label
+            st.just("pod"),
+            st.sampled_from("pqr"),
+            st.sampled_from(["a", "b", ""]),
+            st.sampled_from([30, 3600]),
+            st.sampled_from(["", "koord-prod", "koord-batch"]),
         ),
         st.tuples(st.just("gone"), st.sampled_from("pqr")),
         st.tuples(
@@ -344,8 +349,8 @@ _DOZE_STEPS = st.lists(
 def test_a_dozing_store_wakes_as_the_one_that_stayed_awake(
     steps: list[tuple[Any, ...]], include_sys: bool, doze_at: int, aggregated: bool
 ) -> None:
-    """A store that dozes (NodeMetrics only kept until it is read) reads, once woken, exactly as one
-    that took every change in as it came: records, pods' sums and every slot array."""
+    """A store that dozes (NodeMetrics and pods only kept until it is read) reads, once woken, exactly
+    as one that took every change in as it came: records, pods' sums and every slot array."""
     args = {**BASE, "prodUsageIncludeSys": include_sys}
     if aggregated:
         args["aggregated"] = {
@@ -365,8 +370,9 @@ def test_a_dozing_store_wakes_as_the_one_that_stayed_awake(
 
 def _step(step: tuple[Any, ...], rv: int) -> tuple[dict[str, Any], bool]:
     """One of _DOZE_STEPS as a change: (object, deleted)."""
-    if step[0] == "pod":
-        return pod(step[1], step[2], scheduled=ago(step[3]), rv=str(rv)), False
+    if step[0] == "pod":  # a label-only change keeps the estimate made before
+        labels = {LABEL_PRIORITY_CLASS: step[4]} if step[4] else None
+        return pod(step[1], step[2], scheduled=ago(step[3]), labels=labels, rv=str(rv)), False
     if step[0] == "gone":
         return pod(step[1], "a", rv=str(rv)), True
     if step[0] == "metric":

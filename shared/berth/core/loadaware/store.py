@@ -33,6 +33,7 @@ Mask = npt.NDArray[np.bool_]
 Rows = npt.NDArray[np.int64]
 
 US = 1_000_000  # microseconds per second
+_MINUTE = 60 * US  # a NodeMetric's report interval when it has none
 ZERO_TIME = -(2**62)  # Go's zero time: before everything
 RECENT = 2**62  # a pod assigned "now" (no PodScheduled time): after everything
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -99,7 +100,7 @@ class NodeLoad:
     zero: Vec
     metric: NodeMetric | None = None
     window: int = ZERO_TIME  # updateTime in us, kept when a NodeMetric has none
-    interval: int = 60 * US
+    interval: int = _MINUTE
     built_agg: dict[tuple[str, int], dict[str, int]] | None = None  # see `agg`; None: not built yet
     usage: dict[str, Vec] = field(default_factory=dict)
     prod_pods: set[str] = field(default_factory=set)
@@ -221,6 +222,8 @@ class NodeMetricStore:
         # dozing: NodeMetrics are only kept (with their times) and the slot arrays left as they are,
         # until the store is next read (see doze)
         self._dozing = False
+        self._later: dict[str, Pod | None] = {}  # dozing: pod key -> the pod to assign on waking, None: none
+        self._count: dict[str, int] = {}  # dozing: node -> its pods, as the cache would hold them
         self.generation = 0  # bumped when every slot's rows may have changed at once (waking)
 
     # ---- slot arrays ------------------------------------------------------
@@ -449,21 +452,33 @@ class NodeMetricStore:
         below EXACT in size, so both sums are exact in a float's 53 bits."""
         return not self.wide and all(-EXACT < x < EXACT for x in est.tolist())
 
-    def _slot(self, state: ClusterState, name: str) -> int | None:
-        s = state.nodes.slot.get(name)
-        return s if s is not None and s < self.cap and self._objs[s] is not None else None
-
     def attach(self, state: ClusterState) -> None:
         """Register with a state that already holds pods (NodeMetrics it dropped are not recovered)."""
         state.attach(self)
 
     def doze(self) -> None:
-        """Put off a NodeMetric's work until the store is next read (`views`): a metric is only kept,
-        with its time, and the pods' sums and slot rows are made again from the last metrics then.
-        For a cluster view that may never be read (the buffer controller's, until a buffer exists)."""
-        self._dozing = True
+        """Put off the work of NodeMetrics and pods until the store is next read (`views`): a metric is
+        only kept, with its time, and a pod that would be (re)assigned only noted; the pod cache, the
+        pods' sums and slot rows are made from the last metrics and those pods then. For a cluster
+        view that may never be read (the buffer controller's, until a buffer exists). A node's
+        record still goes when it has neither metric nor pods, as it would awake (see _later_pod)."""
+        if not self._dozing:
+            self._dozing = True
+            self._count = {name: len(rec.pods) for name, rec in self.records.items() if rec.pods}
 
     def _wake(self) -> None:
+        later, self._later, self._count = self._later, {}, {}
+        for key, pod in later.items():  # the records' comings and goings were followed while dozing
+            e = self.pods.pop(key, None)
+            if e is not None:
+                rec = self.records.get(e.node)
+                if rec is not None and rec.pods.get(key) is e:  # else its record went while dozing
+                    rec.remove(e)
+                    del rec.pods[key]
+            if pod is not None:
+                self._assign(pod)
+        for name in [name for name, rec in self.records.items() if rec.empty]:
+            del self.records[name]
         self._dozing = False
         self.generation += 1  # every slot's rows are written again
         for rec in self.records.values():
@@ -483,9 +498,10 @@ class NodeMetricStore:
             self._write_slot(slot, node)
 
     def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        if not isinstance(obj, NodeMetric):
+        if type(obj) is not NodeMetric:
             return
-        rec = self.records.get(obj.name)
+        name = obj.name
+        rec = self.records.get(name)
         if deleted:
             if rec is None:
                 return
@@ -494,32 +510,32 @@ class NodeMetricStore:
             rec.reset(rec.zero)
             for e in rec.pods.values():
                 rec.add(e)
-            if rec.empty:
-                del self.records[obj.name]
-                rec = None
+            if not (self._count.get(name) if self._dozing else rec.pods):
+                del self.records[name]
         else:
             if rec is None:
-                rec = self.records[obj.name] = NodeLoad(self.res.zeros())
+                rec = self.records[name] = NodeLoad(self.res.zeros())
             if self._dozing:  # taken in when the store wakes; the time is kept as it comes
                 rec.metric = obj
                 if obj.update_time is not None:
                     rec.window = to_us(obj.update_time)
                 return
             self._load_metric(rec, obj)
-        s = self._slot(state, obj.name)
-        if s is not None:
+        s = state.nodes.slot.get(name)
+        if s is not None and s < self.cap and self._objs[s] is not None:
             self._stale.add(s)
             state.touch(s)
 
     def _load_metric(self, rec: NodeLoad, m: NodeMetric) -> None:
         """Take in a metric (its slot's rows are written when next read)."""
-        vec = self.res.vec
         rec.metric = m
         if m.update_time is not None:
             rec.window = to_us(m.update_time)
         interval = m.report_interval_seconds
-        rec.interval = (60 if interval is None else interval) * US
-        rec.built_agg = None  # built from rec.metric when read
+        rec.interval = _MINUTE if interval is None else interval * US
+        if rec.built_agg is not None:
+            rec.built_agg = None  # built from rec.metric when read
+        vec = self.res.vec
         usage = {p.key: vec(p.usage) for p in m.pods if p.usage} if m.pods else {}
         if not usage and not rec.usage and not self.args.prod_usage_include_sys:
             # no pod reported, now or before: each pod counts its whole estimate whatever the
@@ -536,10 +552,14 @@ class NodeMetricStore:
         pod = new if new is not None else old
         if pod is None:
             return
+        if self._dozing:
+            self._later_pod(pod.key, old, new)
+            return
         entry = self.pods.get(pod.key)
         if new is None or not new.node_name or new.terminated or new.annotations.get(ANN_RESERVE_POD) == "true":
             if entry is not None:
-                self._unassign(state, entry)
+                self._unassign(entry)
+                self._mark(state, entry.node)
                 if new is None and old is not None:
                     if len(self._left) >= _LEFT_LIMIT:
                         self._left.clear()
@@ -548,8 +568,43 @@ class NodeMetricStore:
         if entry is not None and entry.node == new.node_name and old is not None and _spec(old) == _spec(new):
             return  # label- or annotation-only change: upstream keeps the cached evaluation
         if entry is not None:
-            self._unassign(state, entry)
-        self._assign(state, new)
+            self._unassign(entry)
+            self._mark(state, entry.node)
+        self._assign(new)
+        self._mark(state, new.node_name)
+
+    def _later_pod(self, key: str, old: Pod | None, new: Pod | None) -> None:
+        """pod_changed while dozing: the same choices, made against the pod each key will be assigned
+        as on waking (noted in _later, else its entry); the nodes' counts follow, so that a record
+        goes when the cache would have dropped it (its window with it)."""
+        if key in self._later:
+            later = self._later[key]
+            node = None if later is None else later.node_name
+        else:
+            entry = self.pods.get(key)
+            node = None if entry is None else entry.node
+        if new is None or not new.node_name or new.terminated or new.annotations.get(ANN_RESERVE_POD) == "true":
+            if node is not None:
+                self._later[key] = None
+                self._leave(node)
+            return
+        if node == new.node_name and old is not None and _spec(old) == _spec(new):
+            return
+        self._later[key] = new
+        if node is not None:  # off its node first, as _unassign then _assign would
+            self._leave(node)
+        self._count[new.node_name] = self._count.get(new.node_name, 0) + 1
+
+    def _leave(self, node: str) -> None:
+        """Dozing: a pod leaves the node; a record left with neither metric nor pods goes."""
+        left = self._count[node] - 1
+        if left:
+            self._count[node] = left
+            return
+        del self._count[node]
+        rec = self.records.get(node)
+        if rec is not None and rec.metric is None:
+            del self.records[node]
 
     # ---- the assigned-pod cache ------------------------------------------
     def estimate(self, pod: Pod) -> tuple[Vec, bool]:
@@ -588,7 +643,13 @@ class NodeMetricStore:
             deadline=deadline,
         )
 
-    def _assign(self, state: ClusterState, pod: Pod) -> None:
+    def _mark(self, state: ClusterState, node: str) -> None:
+        """The node's slot rows lag its record (written when next read)."""
+        s = state.nodes.slot.get(node)
+        if s is not None and s < self.cap and self._objs[s] is not None:
+            self._stale.add(s)
+
+    def _assign(self, pod: Pod) -> None:
         left = self._left.pop(pod.key, None)
         e = left[1] if left is not None and left[0] is pod else self.entry_for(pod)
         rec = self.records.get(e.node)
@@ -597,22 +658,14 @@ class NodeMetricStore:
         rec.pods[e.key] = e
         self.pods[e.key] = e
         rec.add(e)
-        if not self._dozing:
-            s = self._slot(state, e.node)
-            if s is not None:
-                self._stale.add(s)
 
-    def _unassign(self, state: ClusterState, e: PodEntry) -> None:
+    def _unassign(self, e: PodEntry) -> None:
         del self.pods[e.key]
         rec = self.records[e.node]
         rec.remove(e)
         del rec.pods[e.key]
         if rec.empty:
             del self.records[e.node]
-        if not self._dozing:
-            s = self._slot(state, e.node)
-            if s is not None:
-                self._stale.add(s)
 
 
 if TYPE_CHECKING:

@@ -248,19 +248,18 @@ class ScorerEngine:
         if self.queue.has_due and self.applier.has_clock:
             for pod in self.queue.to_retry(self.queue.take_due(self.applier.now.timestamp())):
                 self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
-        if obj is None:
+        if obj is not None:
+            if isinstance(obj, Pod):
+                action = self._pod_event(obj, applied.old, ev, out)
+            else:  # what the change is to waiting pods, when there are any
+                action = _action(obj, applied.old, ev.deleted) if self.queue.pods else None
+            if action is not None and self.queue.pods:
+                now, has_clock = self.applier.now, self.applier.has_clock
+                keys = self.queue.helped(type(obj).__name__, action, obj, now, has_clock)
+                for pod in self.queue.to_retry(keys):
+                    self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
+        if self._evictions:
             self._evict_due(ev, out)
-            return out
-        if isinstance(obj, Pod):
-            action = self._pod_event(obj, applied.old, ev, out)
-        else:
-            action = _action(obj, applied.old, ev.deleted)
-        if action is not None and self.queue:
-            now, has_clock = self.applier.now, self.applier.has_clock
-            keys = self.queue.helped(type(obj).__name__, action, obj, now, has_clock)
-            for pod in self.queue.to_retry(keys):
-                self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
-        self._evict_due(ev, out)
         return out
 
     def _evict_due(self, ev: Event, out: list[DecisionRecord]) -> None:
