@@ -9,7 +9,7 @@ import msgspec
 from msgspec.structs import astuple
 
 from berth.core.amounts import Bad, moment, plain, resource_list
-from berth.core.convert import EMPTY_META, name_of
+from berth.core.convert import EMPTY_META, name_of, positional
 from berth.core.loadaware.durations import DurationError, parse_duration
 from berth.core.loadaware.model import AggregatedUsage, NodeMetric, PodMetric
 from berth.core.wire import loadaware as wl
@@ -185,8 +185,8 @@ def _pods(items: list[wl.PodMetricInfo | None] | None) -> tuple[PodMetric, ...]:
 def nodemetric(v: wl.NodeMetric | wl.FastNodeMetric) -> NodeMetric:
     meta = v.metadata or EMPTY_META
     name = name_of(meta)
-    policy = None if v.spec is None else v.spec.metric_collect_policy
-    status = v.status or wl.NodeMetricStatus()
+    spec, status = v.spec, v.status or _NO_STATUS
+    policy = None if spec is None else spec.metric_collect_policy
     nm = status.node_metric
     if isinstance(nm, msgspec.Raw):
         has_node_metric, node_usage, system_usage, kept = _raw_info(nm)
@@ -200,14 +200,30 @@ def nodemetric(v: wl.NodeMetric | wl.FastNodeMetric) -> NodeMetric:
         update_time = moment(status.update_time)
     except Bad as e:
         raise e.under("status.updateTime") from None
+    pods = status.pods_metric
     return NodeMetric(
-        name=name,
-        resource_version=meta.resource_version or "",
-        update_time=update_time,
-        report_interval_seconds=None if policy is None else policy.report_interval_seconds,
-        has_node_metric=has_node_metric,
-        node_usage=node_usage,
-        system_usage=system_usage,
-        aggregated=kept,
-        pods=_pods(status.pods_metric),
+        name,
+        meta.resource_version or "",
+        update_time,
+        None if policy is None else policy.report_interval_seconds,
+        has_node_metric,
+        node_usage,
+        system_usage,
+        kept,
+        _pods(pods) if pods else (),
     )
+
+
+_NO_STATUS = wl.NodeMetricStatus()
+positional(
+    NodeMetric,
+    "name",
+    "resource_version",
+    "update_time",
+    "report_interval_seconds",
+    "has_node_metric",
+    "node_usage",
+    "system_usage",
+    "aggregated",
+    "pods",
+)
