@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
@@ -44,7 +45,7 @@ from berth.adapters.collector import COLLECTOR
 from berth.adapters.connect import rebuild
 from berth.adapters.redisindex import RedisIndex, Snapshot
 from berth.core.amounts import parse_time
-from berth.core.events import Event, snapshot_events
+from berth.core.events import Event, Unpacked, relisted, unpack_objects
 from berth.core.ports import INDEX_WATERMARKS, Bus
 
 log = logging.getLogger("berth.bootstrap")
@@ -132,19 +133,30 @@ class Early(NamedTuple, Generic[E]):
 
 async def read_objects(index: RedisIndex, partitions: int, engine: E | None = None) -> Objects[E]:
     """Read the snapshot of `partitions` partitions, decode its objects and restore them into
-    `engine` (if given), in a thread. An early snapshot is as good as a late one (the replay starts
-    at its watermarks), and the objects do not depend on which partitions the service is given."""
-    snap = await index.snapshot(INDEX_WATERMARKS, partitions)
+    `engine` (if given), in a thread: each part as soon as it is read, while Redis sends the next.
+    An early snapshot is as good as a late one (the replay starts at its watermarks), and the
+    objects do not depend on which partitions the service is given."""
+    loop = asyncio.get_running_loop()
+    one = ThreadPoolExecutor(1, "berth-objects")  # parts in order, one at a time
+    parts: list[asyncio.Future[tuple[list[Unpacked], list[str]]]] = []
+    try:
+        snap = await index.snapshot(
+            INDEX_WATERMARKS, partitions, lambda part: parts.append(loop.run_in_executor(one, unpack_objects, part))
+        )
+        unpacked = await asyncio.gather(*parts)
+    finally:
+        one.shutdown(wait=False, cancel_futures=True)
 
-    def decode() -> list[Event]:
-        events, bad = snapshot_events(snap.objects)
-        for reason in bad:
-            log.warning("object in Redis passed over", extra={"reason": reason})
+    def restore() -> list[Event]:
+        events = relisted([u for got, _ in unpacked for u in got])
+        for _, bad in unpacked:
+            for reason in bad:
+                log.warning("object in Redis passed over", extra={"reason": reason})
         if engine is not None:
             engine.restore(events, parse_time(snap.clock) if snap.clock else None)
         return events
 
-    return Objects(snap, await asyncio.to_thread(decode), engine)
+    return Objects(snap, await asyncio.to_thread(restore), engine)
 
 
 async def prepare(
