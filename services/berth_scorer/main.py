@@ -71,9 +71,11 @@ async def serve(
     checkpoints = Checkpoints(index.r, settings.redis.key_prefix, settings.groups.scorer)
     # the state is built for every partition while the group is joined; the first take_over takes
     # it if those are the partitions it is given (bootstrap.prepare)
-    early: asyncio.Future[Early[ScorerEngine]] | None = asyncio.ensure_future(
+    building = asyncio.ensure_future(
         prepare(bus, index, checkpoints, t.cluster_events, list(range(t.partitions)), make_engine())
     )
+    building.add_done_callback(lambda f: f.cancelled() or f.exception())  # an error only it had is not logged at exit
+    early: asyncio.Future[Early[ScorerEngine]] | None = building
     await http.start()
     await bus.start()
     try:
