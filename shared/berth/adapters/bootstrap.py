@@ -3,7 +3,9 @@
 A service that starts, or a standby that takes a partition over, reads the indexer's watermarks
 (per partition, the next cluster-events offset Redis includes), every object it keeps, then the
 watermarks again and its clock (RedisIndex.snapshot); it applies the objects, then replays the topic from the watermarks up to
-what its own group committed, without emitting; the worker loop goes on from there.
+what its own group committed, without emitting; the worker loop goes on from there. A service that
+starts does all of it while it joins its group, for the partitions it expects (prepare), and takes
+that state if it is given those partitions and nothing it was built from moved (start_state).
 
 Objects are not all of a service's state: the scorer's waiting pods (their attempts and backoff),
 reservations and nominations, the buffer controller's last statuses and timers come from history.
