@@ -195,11 +195,17 @@ async def start_state(
         objects: Objects[E] = await read_objects(index, max(partitions, default=0) + 1)
     else:
         got = await early
-        if got.start is not None and got.partitions == partitions and await _holds(bus, checkpoints, topic, got):
-            return got.start
-        # built for other partitions, or the group moved on since: the objects are good, the engine
-        # they went into is not (it took a checkpoint or events back); again in `engine`
-        objects = got.objects._replace(restored=None if got.start is not None else got.objects.restored)
+        if got.start is not None and await _holds(bus, checkpoints, topic, got):
+            if got.partitions == partitions:
+                return got.start
+            # other partitions, nothing moved: the objects are good, the engine they went into is
+            # not (it took a checkpoint or events back); again in `engine`
+            objects = got.objects._replace(restored=None)
+        else:
+            # the group moved on since (a standby taking over long after its start: replaying from
+            # the early watermarks could reach past the topic's retention), or Redis held no state
+            # then: read afresh
+            objects = await read_objects(index, max(partitions, default=0) + 1)
     with COLLECTOR.building():
         start, _ = await _build(bus, checkpoints, topic, partitions, objects, engine)
     return start
