@@ -23,8 +23,17 @@ import msgspec
 from berth.adapters.eventlog import open_log
 from berth.core.errors import InputError
 from berth.core.events import parse_event
+from berth.core.model import Pod
 
 _encoder = msgspec.json.Encoder()  # insertion order: dict order must not change either
+
+
+def _hashed(obj: object) -> bytes:
+    """The model's encoding without Pod.key (set from namespace and name when the pod is made), so
+    that digests compare with those of versions where the key was not a field."""
+    if isinstance(obj, Pod):
+        return _encoder.encode({f: getattr(obj, f) for f in obj.__struct_fields__ if f != "key"})
+    return _encoder.encode(obj)
 
 
 def measure(path: str, digest_path: str | None = None, batch: int = 1000) -> dict[str, tuple[int, float]]:
@@ -54,7 +63,7 @@ def measure(path: str, digest_path: str | None = None, batch: int = 1000) -> dic
                 if error is not None:
                     digest.write(f"{position} error {error}\n")
                 else:
-                    h = hashlib.blake2b(_encoder.encode(obj), digest_size=12).hexdigest()
+                    h = hashlib.blake2b(_hashed(obj), digest_size=12).hexdigest()
                     digest.write(f"{position} {type(obj).__name__} {h}\n")
 
     try:

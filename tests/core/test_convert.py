@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import msgspec
@@ -11,7 +12,7 @@ from berth.core.amounts import Bad
 from berth.core.convert import _pod_amounts, _work_out_amounts, positional
 from berth.core.errors import InputError
 from berth.core.kinds import convert
-from berth.core.model import ClaimRef
+from berth.core.model import ClaimRef, Pod
 from berth.core.quantity import parse_nanos
 from berth.core.wire import core as wc
 from tests.builders import pod, pv, pvc
@@ -186,3 +187,24 @@ def test_positional_construction_names_the_model_fields_in_order(names: tuple[st
     else:
         with pytest.raises(TypeError, match="ClaimRef's fields are"):
             positional(ClaimRef, *names)
+
+
+_NAMES = st.text(alphabet="abc-", min_size=1, max_size=4)
+
+
+@given(_NAMES, _NAMES, _NAMES, _NAMES, st.text(max_size=4))
+@settings(max_examples=100, deadline=None)
+def test_pod_key_is_namespace_slash_name_however_the_pod_is_made(
+    ns: str, name: str, ns2: str, name2: str, passed: str
+) -> None:
+    """Pod.key is set when the pod is made: converted, constructed (whatever key is passed), replaced
+    with another name or namespace; always interned."""
+    made = [
+        convert(pod(name, ns=ns)),
+        Pod(ns, name, key=passed),
+        msgspec.structs.replace(Pod("x", "y"), namespace=ns, name=name),
+    ]
+    for p in made:
+        assert p.key == f"{ns}/{name}" and p.key is sys.intern(f"{ns}/{name}")
+    moved = msgspec.structs.replace(made[0], namespace=ns2, name=name2, key=passed)
+    assert moved.key == f"{ns2}/{name2}"

@@ -370,7 +370,7 @@ positional(
     "deleting", "node_name", "phase", "scheduler_name", "priority", "priority_class_name", "node_selector",
     "affinity", "tolerations", "volumes", "requests", "limits", "conditions", "pod_affinity", "spread",
     "nonzero_requests", "preferred_affinity", "host_ports", "inline_disks", "images", "preemption_policy",
-    "start_time", "nominated_node", "inline_csi", "scheduling_gates",
+    "start_time", "nominated_node", "inline_csi", "scheduling_gates", "key",
 )  # fmt: skip
 positional(PodVolume, "name", "claim_name", "ephemeral")
 positional(Requirement, "key", "operator", "values")
@@ -453,6 +453,7 @@ def pod(v: wc.Pod) -> Pod:
         status.nominated_node_name or "",  # nominated_node
         tuple(inline),  # inline_csi
         tuple(g.name or "" for g in gates) if gates else (),  # scheduling_gates
+        "",  # key: the model sets it from namespace and name
     )
 
 

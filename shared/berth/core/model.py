@@ -125,11 +125,12 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # inline AWS EBS, GCE PD and Azure Disk volumes as CSI sees them: (driver, handle) (berth.core.intree)
     inline_csi: tuple[tuple[str, str], ...] = ()
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates' names: kube's SchedulingGates holds the pod back
+    # namespace/name, set when the pod is made (whatever is passed is replaced); interned, as every
+    # index keeps its own reference to it
+    key: str = ""
 
-    @property
-    def key(self) -> str:
-        """namespace/name; interned, as every index keeps its own reference to it."""
-        return sys.intern(f"{self.namespace}/{self.name}")
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "key", sys.intern(f"{self.namespace}/{self.name}"))
 
     @property
     def terminated(self) -> bool:
