@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from berth.core.config import parse_config
 from berth.core.kinds import convert
@@ -230,3 +232,20 @@ def test_top_nodes_are_the_best_feasible_highest_total_first(top: int) -> None:
     d = Scheduler(parse_config(None).build(state), top_nodes=top).decide(state.pods["default/p"], NOW).decision
     assert [(n, r.total) for n, r in d.nodes.items()] == best
     assert d.node == best[0][0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["1", "2", "4", "8"]), st.booleans()), min_size=1, max_size=12),
+    st.integers(0, 6),
+)
+def test_top_nodes_equal_the_full_listings_best(specs: list[tuple[str, bool]], top: int) -> None:
+    """The top list (partitioned over the feasible slots' keys only) is the full listing's best, in
+    order, with many unschedulable nodes and ties of total broken by name."""
+    nodes = [node(f"n{i:02d}", cpu=cpu, unschedulable=off) for i, (cpu, off) in enumerate(specs)]
+    state = cluster(*nodes, pod("p"))
+    full = Scheduler(parse_config(None).build(state)).decide(state.pods["default/p"], NOW).decision
+    best = sorted(((n, r.total or 0) for n, r in full.nodes.items() if r.feasible), key=lambda x: (-x[1], x[0]))[:top]
+    d = Scheduler(parse_config(None).build(state), top_nodes=top).decide(state.pods["default/p"], NOW).decision
+    assert [(n, r.total) for n, r in d.nodes.items()] == best
+    assert d.node == full.node

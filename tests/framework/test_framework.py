@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from berth.core.config import parse_config
 from berth.core.framework import (
@@ -191,3 +193,29 @@ def test_evaluate_lists_every_node_and_leaves_the_scheduler_as_it_was() -> None:
     assert sorted(outcome.decision.nodes) == ["n1", "n2"] and seen == []
     assert engine.scheduler.top_nodes == 1 and engine.scheduler.observe is observe
     assert engine.state.reserved("default/p") is None
+
+
+REJECTING = [Code.UNSCHEDULABLE, Code.UNRESOLVABLE]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.lists(st.booleans(), min_size=5, max_size=5), st.sampled_from(REJECTING)), max_size=3),
+        max_size=4,
+    )
+)
+def test_rejected_is_each_nodes_first_failing_plugins_code(plugins: list[list[tuple[list[bool], Code]]]) -> None:
+    """NodeToStatus.rejected(code), all slots at once, against each node's status read one by one."""
+    state = cluster(*(node(f"n{i}") for i in range(5)))
+    failures = [
+        (f"p{i}", [Failure(np.array(mask), f"reason {i}.{j}", code) for j, (mask, code) in enumerate(found)])
+        for i, found in enumerate(plugins)
+    ]
+    statuses = NodeToStatus(state.nodes, failures)
+    for code in REJECTING:
+        want = []
+        for name in state.nodes.names:
+            status = statuses.get(name) if name is not None else None
+            want.append(status is not None and status.code is code)
+        assert list(statuses.rejected(code)[: len(want)]) == want

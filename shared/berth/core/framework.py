@@ -175,7 +175,7 @@ class NodeToStatus:
             mine = first == i
             for f in found:
                 hit = mine & f.mask[:n]
-                worst[hit] = np.maximum(worst[hit], int(f.code))
+                np.maximum(worst, hit * int(f.code), out=worst)  # codes are not negative
         out: Mask = worst == int(code)
         return out
 

@@ -294,7 +294,8 @@ class ClassIndex:
         its next one; a PV back is a candidate again where it fits the shape."""
         if q.seen == len(self._changed):
             return
-        changed = np.unique(np.array(self._changed[q.seen :], dtype=np.int64))
+        # sorted and unique; a set costs less than np.unique on the usual few entries
+        changed = np.array(sorted(set(self._changed[q.seen :])), dtype=np.int64)
         q.seen = len(self._changed)
         changed = changed[changed >= q.start]
         if not len(changed):

@@ -576,21 +576,17 @@ class Scheduler:
     ) -> dict[str, NodeResult]:
         """The k best feasible nodes, highest total first, then node name (keys are unique)."""
         names = self.state.nodes.names
-        idx: np.ndarray | None = None
-        n = len(key)
-        if k and int(np.count_nonzero(feasible)) > k:
-            # keys are distinct (the name rank breaks ties) and -1 where infeasible: the k-th highest
-            # key, when not negative, bounds exactly the k best feasible slots (a partition of the
-            # values, then one comparison, costs less than an argpartition)
-            kth = int(np.partition(key, n - k)[n - k])
-            if kth >= 0:
-                idx = np.flatnonzero(key >= kth)
-        if idx is None:
-            idx = np.flatnonzero(feasible)
-            if not k or not len(idx):
-                return {}
-            if len(idx) > k:
-                idx = idx[np.argpartition(key[idx], len(idx) - k)[len(idx) - k :]]
+        idx = np.flatnonzero(feasible)
+        if not k or not len(idx):
+            return {}
+        if len(idx) > k:
+            # feasible slots' keys are distinct (the name rank breaks ties): the k-th highest bounds
+            # exactly the k best. Partitioned over the feasible keys only: the -1 of every infeasible
+            # slot, all equal, make numpy's introselect 20 to 50 times slower
+            m = len(idx) - k
+            feasible_keys = key[idx]
+            kth = np.partition(feasible_keys, m)[m]
+            idx = idx[feasible_keys >= kth]
         best = idx[np.argsort(-key[idx], kind="stable")]
         # each column gathered once (one numpy call per plugin, not one per node and plugin)
         columns = [(k, v[best].tolist()) for k, v in scores.items()]
