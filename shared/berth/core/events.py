@@ -114,6 +114,7 @@ _Typed = msgspec.defstruct(
         ("event", str | None, None),
         ("resource", _Objects, msgspec.UNSET),
     ],
+    gc=False,  # holds strings and a wire Struct (itself not tracked): never in a cycle
 )
 _typed = msgspec.json.Decoder(_Typed)
 

@@ -253,15 +253,17 @@ class ClusterState:
             store[key] = obj
 
     def _apply_pv(self, pv: PersistentVolume, deleted: bool) -> None:
-        self._informer_pvs.pop(pv.name, None)
-        if not deleted:
+        if deleted:
+            self._informer_pvs.pop(pv.name, None)
+        else:
             self._informer_pvs[pv.name] = pv
         self._set_pv(pv.name, None if deleted else pv)
 
     def _apply_pvc(self, pvc: PersistentVolumeClaim, deleted: bool) -> None:
         key = pvc.key
-        self._informer_pvcs.pop(key, None)
-        if not deleted:
+        if deleted:
+            self._informer_pvcs.pop(key, None)
+        else:
             self._informer_pvcs[key] = pvc
         self._set_pvc(key, None if deleted else pvc)
 
