@@ -17,10 +17,12 @@ last, each measured process pinned to the last):
      is restarted as the same member;
      (h) with Redis holding no state for it (its own prefix): it replays the history, as before
      (given up after BENCH_HISTORY_SECONDS, default 600, on a busy machine).
-     Each also reports berth_state_seconds, the state's own build time; the rest is start-up and
-     the group join (Tansu holds a JoinGroup for half the session timeout, a static member's JoinGroup
-     and SyncGroup 3 s each: docs/services.md, "Where a restart's time goes"). The scorer is not
-     pinned: it has the whole machine, as the broker and Redis do.
+     Each also reports berth_state_seconds, the state's build after the group's assignment (a
+     start builds it during the join, and that part is not counted), and the CPU-seconds of the
+     whole process; the rest is start-up and the group join (Tansu holds a JoinGroup for half the
+     session timeout, a static member's JoinGroup and SyncGroup 3 s each: docs/services.md, "Where a
+     restart's time goes"). The scorer is not pinned: it has the whole machine, as the broker and
+     Redis do.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from berth.adapters import worker
-from berth.adapters.bootstrap import Checkpoints, Objects, read_objects, start_state
+from berth.adapters.bootstrap import Checkpoints, Early, prepare, start_state
 from berth.adapters.connect import READY_LAG, kafka_bus, redis_index, topics_of
 from berth.adapters.http import HttpServer
 from berth.adapters.metrics import Metrics
@@ -44,18 +44,20 @@ async def serve(
     bus = bus or kafka_bus(settings, "buffer-controller")
     index = redis_index(settings)
     t = settings.topics
-    # the objects are read, decoded and restored into an engine while the group is joined; the
-    # first take_over starts from it
-    early: asyncio.Future[Objects[BufferEngine]] | None = asyncio.ensure_future(
-        read_objects(index, t.partitions, BufferEngine(config))
+    checkpoints = Checkpoints(index.r, settings.redis.key_prefix, settings.groups.buffer_controller)
+    # the state is built for every partition while the group is joined; the first take_over takes
+    # it if those are the partitions it is given (bootstrap.prepare)
+    building = asyncio.ensure_future(
+        prepare(bus, index, checkpoints, t.cluster_events, list(range(t.partitions)), BufferEngine(config))
     )
+    building.add_done_callback(lambda f: f.cancelled() or f.exception())  # an error only it had is not logged at exit
+    early: asyncio.Future[Early[BufferEngine]] | None = building
     await http.start()
     await bus.start()
     try:
         await bus.create_topics(topics_of(settings))
         controller = BufferController(engine, bus, t.buffer_status, metrics, write_status)
 
-        checkpoints = Checkpoints(index.r, settings.redis.key_prefix, settings.groups.buffer_controller)
         held_partitions: list[int] = []
         base: dict[int, int] = {}
 

@@ -3,7 +3,9 @@
 A service that starts, or a standby that takes a partition over, reads the indexer's watermarks
 (per partition, the next cluster-events offset Redis includes), every object it keeps, then the
 watermarks again and its clock (RedisIndex.snapshot); it applies the objects, then replays the topic from the watermarks up to
-what its own group committed, without emitting; the worker loop goes on from there.
+what its own group committed, without emitting; the worker loop goes on from there. A service that
+starts does all of it while it joins its group, for the partitions it expects (prepare), and takes
+that state if it is given those partitions and nothing it was built from moved (start_state).
 
 Objects are not all of a service's state: the scorer's waiting pods (their attempts and backoff),
 reservations and nominations, the buffer controller's last statuses and timers come from history.
@@ -34,16 +36,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import msgspec
 from redis.asyncio import Redis
 
+from berth.adapters.collector import COLLECTOR
 from berth.adapters.connect import rebuild
 from berth.adapters.redisindex import RedisIndex, Snapshot
 from berth.core.amounts import parse_time
-from berth.core.events import Event, snapshot_events
+from berth.core.events import Event, Unpacked, relisted, unpack_objects
 from berth.core.ports import INDEX_WATERMARKS, Bus
 
 log = logging.getLogger("berth.bootstrap")
@@ -111,31 +115,67 @@ class Start(NamedTuple, Generic[E]):
 
 
 class Objects(NamedTuple, Generic[E]):
-    """The indexer's snapshot, its objects as events, why any could not be read, and the engine
-    they were restored into (None: not restored yet)."""
+    """The indexer's snapshot, its objects as events, and the engine they were restored into (None:
+    not restored yet)."""
 
     snap: Snapshot
     events: list[Event]
-    bad: list[str]
     restored: E | None = None
+
+
+class Early(NamedTuple, Generic[E]):
+    """What a service builds before its group assigns it partitions (prepare): the objects, and the
+    state for the partitions it expects, with the checkpoint that state took back."""
+
+    objects: Objects[E]
+    partitions: list[int]
+    start: Start[E] | None  # None: not built (Redis holds no state for those partitions)
+    saved: Saved | None
 
 
 async def read_objects(index: RedisIndex, partitions: int, engine: E | None = None) -> Objects[E]:
     """Read the snapshot of `partitions` partitions, decode its objects and restore them into
-    `engine` (if given), in a thread: a service starts this before it joins its group, and the join,
-    its heartbeats, the HTTP server and the Redis reads go on meanwhile. An early snapshot is as good
-    as a late one (the replay starts at its watermarks), and the objects do not depend on which
-    partitions the service is given."""
-    snap = await index.snapshot(INDEX_WATERMARKS, partitions)
+    `engine` (if given), in a thread: each part as soon as it is read, while Redis sends the next.
+    An early snapshot is as good as a late one (the replay starts at its watermarks), and the
+    objects do not depend on which partitions the service is given."""
+    loop = asyncio.get_running_loop()
+    one = ThreadPoolExecutor(1, "berth-objects")  # parts in order, one at a time
+    parts: list[asyncio.Future[tuple[list[Unpacked], list[str]]]] = []
+    try:
+        snap = await index.snapshot(
+            INDEX_WATERMARKS, partitions, lambda part: parts.append(loop.run_in_executor(one, unpack_objects, part))
+        )
+        unpacked = await asyncio.gather(*parts)
+    finally:
+        one.shutdown(wait=False, cancel_futures=True)
 
-    def decode() -> tuple[list[Event], list[str]]:
-        events, bad = snapshot_events(snap.objects)
+    def restore() -> list[Event]:
+        events = relisted([u for got, _ in unpacked for u in got])
+        for _, bad in unpacked:
+            for reason in bad:
+                log.warning("object in Redis passed over", extra={"reason": reason})
         if engine is not None:
             engine.restore(events, parse_time(snap.clock) if snap.clock else None)
-        return events, bad
+        return events
 
-    events, bad = await asyncio.to_thread(decode)
-    return Objects(snap, events, bad, engine)
+    return Objects(snap, await asyncio.to_thread(restore), engine)
+
+
+async def prepare(
+    bus: Bus, index: RedisIndex, checkpoints: Checkpoints, topic: str, partitions: list[int], engine: E
+) -> Early[E]:
+    """A service starts this before it joins its group: the objects are read and restored into
+    `engine`, then the state for `partitions` (those it expects: all of the topic's) is built on
+    them as start_state builds it, while the join waits (the CPU work in a thread: the join, its
+    heartbeats, the HTTP server go on meanwhile). start_state takes that state if the group gives it
+    these partitions and neither the group's commit nor its checkpoint moved since; otherwise it
+    builds again from the objects."""
+    with COLLECTOR.building():
+        objects = await read_objects(index, len(partitions), engine)
+        if not any(p in objects.snap.watermarks for p in partitions):
+            return Early(objects, partitions, None, None)  # history: replayed once assigned
+        start, saved = await _build(bus, checkpoints, topic, partitions, objects, engine)
+    return Early(objects, partitions, start, saved)
 
 
 async def start_state(
@@ -145,26 +185,61 @@ async def start_state(
     topic: str,
     partitions: list[int],
     engine: E,
-    early: Awaitable[Objects[E]] | None = None,
+    early: Awaitable[Early[E]] | None = None,
 ) -> Start[E]:
-    """Build a service's state (the module's docstring says how) in `engine`, a fresh one, or in
-    the one `early` restored the objects into: Start.engine. It handles nothing after this that it
-    has handled before: events below `passed` are for engine.apply only. early: read_objects()
-    started before, for at least these partitions. The engine's longer work runs in a thread, so
-    that the group's heartbeats go on."""
-    snap, events, bad, restored = await (early or read_objects(index, max(partitions, default=0) + 1))
+    """Build a service's state (the module's docstring says how) in `engine`, a fresh one, or take
+    the one `early` (prepare(), started before) built if it holds: Start.engine. It handles nothing
+    after this that it has handled before: events below `passed` are for engine.apply only. The
+    engine's longer work runs in a thread, so that the group's heartbeats go on."""
+    if early is None:
+        objects: Objects[E] = await read_objects(index, max(partitions, default=0) + 1)
+    else:
+        got = await early
+        if got.start is not None and await _holds(bus, checkpoints, topic, got):
+            if got.partitions == partitions:
+                return got.start
+            # other partitions, nothing moved: the objects are good, the engine they went into is
+            # not (it took a checkpoint or events back); again in `engine`
+            objects = got.objects._replace(restored=None)
+        else:
+            # the group moved on since (a standby taking over long after its start: replaying from
+            # the early watermarks could reach past the topic's retention), or Redis held no state
+            # then: read afresh
+            objects = await read_objects(index, max(partitions, default=0) + 1)
+    with COLLECTOR.building():
+        start, _ = await _build(bus, checkpoints, topic, partitions, objects, engine)
+    return start
+
+
+async def _holds(bus: Bus, checkpoints: Checkpoints, topic: str, early: Early[E]) -> bool:
+    """The group's commit and its checkpoint are still what an early state was built from."""
+    assert early.start is not None
+    if await bus.committed_offsets(topic, checkpoints.group) != early.start.committed:
+        return False
+    return await checkpoints.load(early.partitions) == early.saved
+
+
+async def _build(
+    bus: Bus,
+    checkpoints: Checkpoints,
+    topic: str,
+    partitions: list[int],
+    objects: Objects[E],
+    engine: E,
+) -> tuple[Start[E], Saved | None]:
+    """The state for `partitions` from `objects`, in the engine they were restored into (else
+    restored into `engine` now; from history: in `engine`), and the checkpoint it loaded."""
+    snap, events, restored = objects
     marks = {p: w for p, w in snap.watermarks.items() if p in partitions}
     committed = await bus.committed_offsets(topic, checkpoints.group)
     if not marks:
         n = await rebuild(bus, topic, checkpoints.group, engine.handle)
-        return Start(engine, HISTORY, 0, n, {}, False, False, {}, committed)
+        return Start(engine, HISTORY, 0, n, {}, False, False, {}, committed), None
     # objects may be as late as the watermarks read after them: past the commit, the events in
     # between are already in the state when they arrive
     ahead = any(w > committed.get(p, 0) for p, w in snap.after.items() if p in partitions)
     saved = await checkpoints.load(partitions)
     usable = saved is not None and all(saved.offsets.get(p, 0) >= committed.get(p, 0) for p in partitions)
-    for reason in bad:
-        log.warning("object in Redis passed over", extra={"reason": reason})
     if restored is not None:
         engine = restored
     else:
@@ -175,4 +250,4 @@ async def start_state(
     if saved is not None and usable:
         await asyncio.to_thread(engine.resume, saved.data)
         passed = {p: o for p, o in saved.offsets.items() if o > committed.get(p, 0)}
-    return Start(engine, REDIS, len(events), n, marks, usable, ahead, passed, committed)
+    return Start(engine, REDIS, len(events), n, marks, usable, ahead, passed, committed), saved

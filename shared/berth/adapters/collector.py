@@ -10,6 +10,8 @@ reclaimed, only later.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class Collector:
@@ -30,6 +32,20 @@ class Collector:
         elif self._since_freeze >= self.freeze_every:
             self._since_freeze = 0
             gc.freeze()
+
+    @contextmanager
+    def building(self) -> Iterator[None]:
+        """While a state that lives on is built (a start from Redis), no collection: nearly all of it
+        survives, and the passes would walk it again and again as it grows (a third of the build).
+        Then what was built is frozen, as after a batch."""
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            gc.freeze()
+            if enabled:
+                gc.enable()
 
     def close(self) -> None:
         """Thaw everything: the process goes back to the ordinary collector."""

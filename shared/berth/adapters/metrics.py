@@ -47,7 +47,9 @@ class Metrics:
         )
         self.state_objects = Gauge("berth_state_objects", "Objects read from Redis at the last start", registry=r)
         self.state_events = Gauge("berth_state_events", "Events replayed from the topic at the last start", registry=r)
-        self.state_seconds = Gauge("berth_state_seconds", "Seconds the last start's state took to build", registry=r)
+        self.state_seconds = Gauge(
+            "berth_state_seconds", "Seconds the last take-over took to build its state, from the assignment", registry=r
+        )
         self.indexer_lag_events = Gauge(
             "berth_indexer_lag_events", "Events on the cluster-events topic the indexer has not written yet", registry=r
         )

@@ -5,7 +5,7 @@ expects them, berth.adapters.epoch); if not, it applies nothing and the indexer 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import msgspec
@@ -84,7 +84,7 @@ class Snapshot(NamedTuple):
     watermarks: dict[int, int]  # per partition, read before the objects: replay from here
     after: dict[int, int]  # the same, read after them: no object is newer than this
     clock: str  # the newest event time indexed, read after the objects
-    objects: list[tuple[str, bytes]]  # (kind/namespace/name, msgpack of its wire Struct)
+    objects: list[tuple[str, bytes]]  # (kind/namespace/name, msgpack of its wire Struct); [] if taken
 
 
 Watermarks = Mapping[tuple[str, int], int]  # (topic, partition) -> offset
@@ -155,9 +155,13 @@ class RedisIndex:
         """The index's epoch token, set now if Redis has none (berth.adapters.epoch)."""
         return await claim_epoch(self.r, self.p, INDEXER)
 
-    async def snapshot(self, topic: str, partitions: int) -> Snapshot:
+    async def snapshot(
+        self, topic: str, partitions: int, take: Callable[[list[tuple[str, bytes]]], object] | None = None
+    ) -> Snapshot:
         """The watermarks of the partitions, then every object (names, then values MGET in chunks
-        of SNAPSHOT_CHUNK, pipelined: Redis is never held long), then the watermarks and the clock."""
+        of SNAPSHOT_CHUNK, pipelined: Redis is never held long), then the watermarks and the clock.
+        take: given each part of the objects as it is read, in order (8 chunks), instead of
+        Snapshot.objects (a reader that decodes one part while Redis sends the next)."""
         keys = [self.p + _watermark_key(topic, p) for p in range(partitions)]
         before = await self.r.mget(keys)
         names = sorted(_text(n) for n in await self.r.smembers(self.p + "objects"))
@@ -175,9 +179,13 @@ class RedisIndex:
                     for chunk in chunks:
                         pipe.mget(chunk)
                     got = [v for values in await pipe.execute() for v in values]
-            objects += [
+            read = [
                 (n, v if isinstance(v, bytes) else v.encode()) for n, v in zip(part, got, strict=True) if v is not None
             ]
+            if take is None:
+                objects += read
+            else:
+                take(read)
         *after, clock = await self.r.mget([*keys, self.p + CLOCK])
         return Snapshot(_marks(before), _marks(after), _text(clock) if clock else "", objects)
 

@@ -356,10 +356,13 @@ def decode_message(msg: Message) -> Event:
 _RELIST_LAST = {"Pod": 2, "CapacityBuffer": 1}
 
 
-def snapshot_events(objects: list[tuple[str, bytes]]) -> tuple[list[Event], list[str]]:
-    """Events that add each object the indexer kept ((kind/namespace/name, msgpack) pairs), in relist
-    order (by kind, pods last, then by key), and the reasons for objects that could not be read."""
-    out: list[tuple[int, str, Event]] = []
+Unpacked = tuple[int, str, Event]  # an object of a snapshot: (its kind's place in relist order, key, event)
+
+
+def unpack_objects(objects: list[tuple[str, bytes]]) -> tuple[list[Unpacked], list[str]]:
+    """An event that adds each object the indexer kept ((kind/namespace/name, msgpack) pairs), with
+    its place in relist order, and the reasons for objects that could not be read."""
+    out: list[Unpacked] = []
     bad: list[str] = []
     for key, data in objects:
         name = key.split("/", 1)[0]
@@ -369,5 +372,17 @@ def snapshot_events(objects: list[tuple[str, bytes]]) -> tuple[list[Event], list
             bad.append(f"{key}: {e.line()}")
             continue
         out.append((_RELIST_LAST.get(name, 0), key, Event("ADDED", model, kind, key.encode(), b"", None, 0, wire)))
-    out.sort(key=lambda t: (t[0], t[1]))
-    return [t[2] for t in out], bad
+    return out, bad
+
+
+def relisted(unpacked: list[Unpacked]) -> list[Event]:
+    """The events in relist order: by kind, pods last, then by key."""
+    unpacked.sort(key=lambda t: (t[0], t[1]))
+    return [t[2] for t in unpacked]
+
+
+def snapshot_events(objects: list[tuple[str, bytes]]) -> tuple[list[Event], list[str]]:
+    """Events that add each object the indexer kept, in relist order, and the reasons for objects
+    that could not be read."""
+    unpacked, bad = unpack_objects(objects)
+    return relisted(unpacked), bad
