@@ -54,6 +54,38 @@ def test_poison_is_dead_lettered_at_its_position_and_the_loop_goes_on(value: byt
     assert dead[0]["position"] == 2
 
 
+def test_a_batch_is_decoded_first_and_its_side_effects_keep_message_order() -> None:
+    """The loop decodes a whole batch before handling it: handled events and dead letters (unreadable
+    or poison) still come one message after another, as if each were decoded just before its turn."""
+    named = [GOOD.replace(b'"n1"', f'"n{i}"'.encode(), 1) for i in range(4)]
+    values = [named[0], b"junk", named[1], POISON[-1][1], named[2], POISON[0][1], named[3]]
+    log: list[str] = []
+
+    class Logged(MemoryBus):
+        async def send(self, topic: str, value: bytes, key: bytes | None = None, event: Event | None = None) -> None:
+            if topic == DEAD_LETTER:
+                log.append(f"dead {msgspec.json.decode(value)['position']}")
+            await super().send(topic, value, key, event)
+
+    async def go() -> None:
+        bus = Logged()
+        await bus.create_topics({"events": 1})
+        for v in values:
+            await bus.send("events", v)
+
+        async def handle(ev: Event) -> None:
+            if ev.model.name == "boom":
+                raise OverflowError("boom")
+            log.append(ev.model.name)
+
+        done = asyncio.Event()
+        done.set()
+        await run(bus, "events", "g", handle, done, service="test", batch=len(values))
+
+    asyncio.run(go())
+    assert log == ["n0", "dead 2", "n1", "dead 4", "n2", "dead 6", "n3"]
+
+
 def test_a_restart_rebuilds_past_a_message_that_made_the_handler_raise() -> None:
     """The rebuild replays what the group committed, poison included: skipped again, no crash loop."""
 

@@ -114,6 +114,7 @@ _Typed = msgspec.defstruct(
         ("event", str | None, None),
         ("resource", _Objects, msgspec.UNSET),
     ],
+    gc=False,  # holds strings and a wire Struct (itself not tracked): never in a cycle
 )
 _typed = msgspec.json.Decoder(_Typed)
 
@@ -149,17 +150,20 @@ def parse_event(line: bytes | str, position: int = 0, only: frozenset[tuple[str,
     only: the kinds to decode (the others are left undecoded, as kinds berth does not read).
     Bounded: at most MAX_LINE_BYTES, nested no deeper than the decoder's recursion limit, UTF-8."""
     data = line.encode() if isinstance(line, str) else line
-    where = f"line {position}" if position else "event"
     if len(data) > MAX_LINE_BYTES:
-        raise InputError(where, "", f"longer than {MAX_LINE_BYTES} bytes ({len(data)})")
+        raise InputError(_where(position), "", f"longer than {MAX_LINE_BYTES} bytes ({len(data)})")
     try:
         return _parse(data, position, only)
     except RecursionError:
-        raise InputError(where, "", "nested too deeply to decode") from None
+        raise InputError(_where(position), "", "nested too deeply to decode") from None
     except UnicodeDecodeError as e:
-        raise InputError(where, "", f"not UTF-8 ({e.reason})") from None
+        raise InputError(_where(position), "", f"not UTF-8 ({e.reason})") from None
     except (msgspec.ValidationError, msgspec.DecodeError) as e:
-        raise InputError(where, "", f"invalid JSON: {e}") from None
+        raise InputError(_where(position), "", f"invalid JSON: {e}") from None
+
+
+def _where(position: int) -> str:
+    return f"line {position}" if position else "event"
 
 
 def _parse(data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event:
@@ -202,7 +206,18 @@ def _passed_over(data: bytes, position: int, only: frozenset[tuple[str, str]]) -
 
 
 _CHANGES = frozenset(TYPES) - {"BOOKMARK"}
-_GROUPS: dict[str, str] = {}  # apiVersion -> API group
+_NOT_READ = (("", ""), None)
+# (wire Struct, apiVersion) -> (kind, its Kind); _NOT_READ when the apiVersion is of another API
+# group (the same kind name in a group berth does not read); a bounded cache
+_READ: dict[tuple[type[Any], str | None], tuple[tuple[str, str], Any]] = {}
+
+
+def _read_as(cls: type[Any], api: str | None) -> tuple[tuple[str, str], Any]:
+    kind, known = BY_WIRE[cls]
+    out = (kind, known) if group_of(api or "") == kind[0] else _NOT_READ
+    if len(_READ) < 256:
+        _READ[cls, api] = out
+    return out
 
 
 def _one_pass(typed: Any, data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event | None:
@@ -213,14 +228,9 @@ def _one_pass(typed: Any, data: bytes, position: int, only: frozenset[tuple[str,
         etype, obj, stamp = typed.type, typed.object, typed.ts
     if etype not in _CHANGES or obj is None or obj is _UNSET:
         return None
-    kind, known = BY_WIRE[type(obj)]
-    api = obj.api_version or ""
-    group = _GROUPS.get(api)
-    if group is None:
-        group = group_of(api)
-        if len(_GROUPS) < 256:
-            _GROUPS[api] = group
-    if group != kind[0] or (only is not None and kind not in only):
+    cls, api = type(obj), obj.api_version
+    kind, known = _READ.get((cls, api)) or _read_as(cls, api)
+    if known is None or (only is not None and kind not in only):
         return None  # the same kind name in another API group (not one berth reads), or not asked for
     try:
         ts = (kept_time(stamp) or parse_time(stamp)) if stamp else None
@@ -234,7 +244,7 @@ def _one_pass(typed: Any, data: bytes, position: int, only: frozenset[tuple[str,
 
 
 def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event:
-    where = f"line {position}" if position else "event"
+    where = _where(position)
     try:
         raw = _line.decode(data)
     except msgspec.ValidationError as e:

@@ -20,6 +20,7 @@ import msgspec
 from berth.core.selectors import LabelSelector, NodeSelector, TopologyTerm
 
 ResourceList = dict[str, int]
+_set, _intern = msgspec.structs.force_setattr, sys.intern
 
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -130,7 +131,7 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     key: str = ""
 
     def __post_init__(self) -> None:
-        msgspec.structs.force_setattr(self, "key", sys.intern(f"{self.namespace}/{self.name}"))
+        _set(self, "key", _intern(f"{self.namespace}/{self.name}"))
 
     @property
     def terminated(self) -> bool:

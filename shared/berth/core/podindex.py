@@ -51,6 +51,8 @@ def assigned(pod: Pod | None) -> bool:
 
 
 class PodIndex:
+    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+
     def __init__(self, namespaces: bool = False, owners: bool = False) -> None:
         self.owners = Owners()
         self.kinds: tuple[type, ...] = ()

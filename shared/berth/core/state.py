@@ -37,7 +37,11 @@ from berth.core.resources import PODS
 class Extension(Protocol):
     """State for kinds the core does not know (NodeMetrics, CapacityBuffers, ...). A plugin that keeps
     such state hands it over as KeepsState.extension(); the profile attaches it to the state the
-    plugin was made for."""
+    plugin was made for.
+
+    An extension whose pod_changed does nothing for pods on no node (a pending pod added, changed or
+    deleted) says so with a class attribute `assigned_only = True`: the state then skips the call
+    unless the old or the new pod names a node."""
 
     kinds: tuple[type, ...]
 
@@ -64,19 +68,6 @@ def newer(new: str, old: str) -> bool:
     if new.isascii() and new.isdigit() and old.isascii() and old.isdigit():  # kube's digits are ASCII
         return int(new) > int(old)
     return new != old
-
-
-_NAMESPACED: dict[type, bool] = {}  # per class: has a namespace attribute (a getattr that misses is slow)
-
-
-def key_of(obj: Any) -> tuple[str, str]:
-    cls = type(obj)
-    namespaced = _NAMESPACED.get(cls)
-    if namespaced is None:
-        namespaced = _NAMESPACED[cls] = hasattr(obj, "namespace")
-    ns = obj.namespace if namespaced else None
-    name = obj.name
-    return cls.__name__, sys.intern(f"{ns}/{name}") if ns is not None else name
 
 
 _COUNTED: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
@@ -136,7 +127,9 @@ class ClusterState:
         for ext in extensions:
             self._own(ext)
             self.extensions.append(ext)
+        self._unassigned = self._told_of_unassigned()
         self._rv: dict[str, dict[str, str]] = {}  # class name -> key -> last resourceVersion
+        self._how: dict[type, tuple[dict[str, str], bool, Any]] = {}  # see _how_to_apply
         self._informer_pvs: dict[str, PersistentVolume] = {}
         self._informer_pvcs: dict[str, PersistentVolumeClaim] = {}
         self._usage: dict[str, tuple[str, dict[str, int]]] = {}
@@ -160,11 +153,16 @@ class ClusterState:
         self._own(ext)
         self.extensions.append(ext)
         self._by_kind.clear()
+        self._unassigned = self._told_of_unassigned()
         for slot in self.nodes.slot.values():
             ext.node_changed(self, slot)
         for pod in self.pods.values():
             ext.pod_changed(self, None, pod)
         self.touch_all()
+
+    def _told_of_unassigned(self) -> tuple[Extension, ...]:
+        """The extensions told of changes to pods on no node (see Extension)."""
+        return tuple(e for e in self.extensions if not getattr(e, "assigned_only", False))
 
     def _own(self, ext: Extension) -> None:
         """An extension keeps one cluster view's state: it may not serve two ClusterStates."""
@@ -205,32 +203,30 @@ class ClusterState:
         return self._journal[change - self._journal_start :]
 
     def _pod_changed(self, old: Pod | None, new: Pod | None) -> None:
-        if old is not None:
-            self.touch_node(old.node_name)
-        if new is not None and (old is None or new.node_name != old.node_name):
-            self.touch_node(new.node_name)
-        for ext in self.extensions:
+        was = "" if old is None else old.node_name
+        now = "" if new is None else new.node_name
+        if was:
+            self.touch_node(was)
+        if now and now != was:
+            self.touch_node(now)
+        for ext in self.extensions if was or now else self._unassigned:
             ext.pod_changed(self, old, new)
 
     # ---- applying changes --------------------------------------------------
     def apply(self, obj: Any, deleted: bool = False) -> bool:
         """Apply one object change; returns False when it was stale and ignored."""
         cls = type(obj)
-        seen = self._rv.get(cls.__name__)  # key_of's keys, by class name, then namespace/name
-        if seen is None:
-            seen = self._rv[cls.__name__] = {}
-        namespaced = _NAMESPACED.get(cls)
-        if namespaced is None:
-            namespaced = _NAMESPACED[cls] = hasattr(obj, "namespace")
-        ns = obj.namespace if namespaced else None
-        key = sys.intern(f"{ns}/{obj.name}") if ns is not None else obj.name
+        how = self._how.get(cls)
+        if how is None:
+            how = self._how[cls] = self._how_to_apply(obj)
+        seen, namespaced, apply = how
+        key = obj.key if cls is Pod else sys.intern(f"{obj.namespace}/{obj.name}") if namespaced else obj.name
         rv = getattr(obj, "resource_version", "")
         last = seen.get(key)
         if last and rv and (rv == last or not newer(rv, last)):  # newer() takes either one empty as newer
             return False
         if rv:
             seen[key] = rv
-        apply = self._appliers.get(cls)
         if apply is not None:
             apply(obj, deleted)
             return True
@@ -241,6 +237,14 @@ class ClusterState:
             ext.apply(self, obj, deleted)
         return bool(extensions)
 
+    def _how_to_apply(self, obj: Any) -> tuple[dict[str, str], bool, Any]:
+        """For the object's type (models are final): the resourceVersions seen (by namespace/name,
+        or name), whether it has a namespace, and its applier if it is a core kind (else None: the
+        extensions of its kind)."""
+        cls = type(obj)
+        seen = self._rv.setdefault(cls.__name__, {})
+        return seen, hasattr(obj, "namespace"), self._appliers.get(cls)
+
     @staticmethod
     def _put(store: dict[str, Any], key: str, obj: Any, deleted: bool) -> None:
         if deleted:
@@ -249,15 +253,17 @@ class ClusterState:
             store[key] = obj
 
     def _apply_pv(self, pv: PersistentVolume, deleted: bool) -> None:
-        self._informer_pvs.pop(pv.name, None)
-        if not deleted:
+        if deleted:
+            self._informer_pvs.pop(pv.name, None)
+        else:
             self._informer_pvs[pv.name] = pv
         self._set_pv(pv.name, None if deleted else pv)
 
     def _apply_pvc(self, pvc: PersistentVolumeClaim, deleted: bool) -> None:
         key = pvc.key
-        self._informer_pvcs.pop(key, None)
-        if not deleted:
+        if deleted:
+            self._informer_pvcs.pop(key, None)
+        else:
             self._informer_pvcs[key] = pvc
         self._set_pvc(key, None if deleted else pvc)
 

@@ -23,6 +23,7 @@ class ImageSpread:
     """Per image name, the slots of the nodes listing it and its size there (a ClusterState extension)."""
 
     kinds: tuple[type, ...] = ()
+    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
 
     def __init__(self) -> None:
         self.on: dict[str, dict[int, int]] = {}  # image name -> slot -> size

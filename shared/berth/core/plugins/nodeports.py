@@ -33,6 +33,7 @@ class UsedPorts:
     """Per (protocol, port), the addresses pods bound to each node use (a ClusterState extension)."""
 
     kinds: tuple[type, ...] = ()
+    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
 
     def __init__(self) -> None:
         self.used: dict[tuple[str, int], dict[str, Counter[str]]] = {}

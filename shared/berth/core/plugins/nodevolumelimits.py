@@ -58,6 +58,7 @@ class VolumeCounts:
     extension): a decision reads only the pods on nodes that have a limit for the pod's drivers."""
 
     kinds: tuple[type, ...] = (CSINode,)
+    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
 
     def __init__(self) -> None:
         self.csi_nodes: dict[str, CSINode] = {}

@@ -44,6 +44,7 @@ class PreferTaints:
     extension kept as nodes change), so the Score counts once per distinct set."""
 
     kinds: tuple[type, ...] = ()
+    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
 
     def __init__(self) -> None:
         self.sets: list[tuple[Taint, ...]] = [()]

@@ -52,6 +52,7 @@ class VolumeUse:
     ClusterState extension)."""
 
     kinds: tuple[type, ...] = ()
+    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
 
     def __init__(self) -> None:
         self.claim_users: dict[str, int] = {}  # ns/claim -> bound pods using it

@@ -63,6 +63,7 @@ class PreemptionStore:
     """PriorityClasses, PodDisruptionBudgets and the pods on each node (a ClusterState extension)."""
 
     kinds: tuple[type, ...] = (PriorityClass, PodDisruptionBudget)
+    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
 
     def __init__(self) -> None:
         self.classes: dict[str, PriorityClass] = {}

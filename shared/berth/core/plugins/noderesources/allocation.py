@@ -64,6 +64,7 @@ class NonZeroRequested:
     of no kinds of its own."""
 
     kinds: tuple[type, ...] = ()
+    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
 
     def __init__(self) -> None:
         self._by_node: dict[str, list[int]] = {}
