@@ -80,7 +80,11 @@ class Pipeline:
             self.published += 1
             if self.published % 1000 == 0:
                 await asyncio.sleep(0)  # let the workers run
+                self.bus.forget(CLUSTER_EVENTS, self.groups())  # no lane reads them again
         self.done.set()
+
+    def groups(self) -> list[str]:
+        return [_group(service, lane) for lane in self.lanes for service in ("scorer", "buffer-controller")]
 
     async def run(self, events: Iterable[Event]) -> None:
         await self.bus.create_topics({CLUSTER_EVENTS: 1})
@@ -90,13 +94,13 @@ class Pipeline:
             controller = BufferController(lane.buffers, self.bus, lane.status_topic)
             tasks.append(
                 asyncio.create_task(
-                    worker.run(self.bus, CLUSTER_EVENTS, f"berth-scorer{lane.suffix}", scorer.handle, self.done,
+                    worker.run(self.bus, CLUSTER_EVENTS, _group("scorer", lane), scorer.handle, self.done,
                                lane.progress, dead_letter_topic=DEAD_LETTER + lane.suffix, on_flushed=scorer.flushed)
                 )
             )  # fmt: skip
             tasks.append(
                 asyncio.create_task(
-                    worker.run(self.bus, CLUSTER_EVENTS, f"berth-buffer-controller{lane.suffix}", controller.handle,
+                    worker.run(self.bus, CLUSTER_EVENTS, _group("buffer-controller", lane), controller.handle,
                                self.done, dead_letter_topic=DEAD_LETTER + ".buffer-controller" + lane.suffix)
                 )
             )  # fmt: skip
@@ -129,3 +133,7 @@ class Pipeline:
         stats.over_run = lane.scorer.overrun.result(stats.buffers)
         stats.seconds = seconds
         return stats
+
+
+def _group(service: str, lane: Lane) -> str:
+    return f"berth-{service}{lane.suffix}"

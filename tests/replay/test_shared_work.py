@@ -9,7 +9,11 @@ import pytest
 
 from berth.adapters.collector import Collector
 from berth.adapters.memory import MemoryBus
+from berth.core.config import parse_config
 from berth.core.events import UnreadableObject, WatchEvent, decode_message, encode_event, parse_event
+from berth.core.generate import PRESETS, generate
+from berth.core.ports import CLUSTER_EVENTS
+from berth_cli.pipeline import Lane, Pipeline
 from tests.builders import node
 
 
@@ -54,3 +58,36 @@ def test_survivors_are_frozen_per_batch_and_thawed_for_a_full_collection() -> No
     finally:
         collector.close()
     assert gc.get_freeze_count() == 0
+
+
+def test_the_memory_bus_forgets_what_every_group_committed_and_keeps_offsets() -> None:
+    async def go() -> None:
+        bus = MemoryBus()
+        lines = [encode_event(WatchEvent("ADDED", node(f"n{i}"), position=i), with_position=True) for i in range(10)]
+        for line in lines:
+            await bus.send("t", line)
+        fast, slow = bus.consumer(["t"], "fast"), bus.consumer(["t"], "slow")
+        for consumer, n in ((fast, 6), (slow, 4)):
+            await consumer.start()
+            await consumer.getmany(n)
+            await consumer.commit()
+        bus.forget("t", ["fast", "slow"])
+        assert [m.offset for m in await bus.records("t")] == list(range(4, 10))
+        assert [m.offset for m in await bus.history("t", "fast")] == [4, 5]  # as retention would
+        assert [m.value for m in await slow.getmany(10)] == lines[4:]  # the rest, in order
+        bus.forget("t", ["fast", "slow", "new"])  # a group that committed nothing holds everything kept
+        assert len(await bus.records("t")) == 6
+
+    asyncio.run(go())
+
+
+def test_the_embedded_pipeline_forgets_the_lines_every_lane_has_read() -> None:
+    params = PRESETS["small-churn"].replace(pods=300, duration=6000)
+    events = [parse_event(encode_event(ev, with_position=True), n) for n, ev in enumerate(generate(params, 1), 1)]
+    assert len(events) > 5000
+    pipeline = Pipeline([Lane("default", parse_config(None)), Lane("other", parse_config(None), suffix=".other")])
+    asyncio.run(pipeline.run(events))
+    kept = asyncio.run(pipeline.bus.records(CLUSTER_EVENTS))
+    # forgotten every 1,000 lines published, up to what both lanes committed by then
+    assert pipeline.bus.forgotten[(CLUSTER_EVENTS, 0)] > 0
+    assert len(kept) <= 2500

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from berth.core.events import Event
 from berth.core.ports import Message
@@ -23,10 +23,14 @@ class MemoryMessage(Message, frozen=True):
     event: Event | None = None
 
 
+GONE = MemoryMessage("", 0, -1, None, b"")  # stands in for a message forgotten (MemoryBus.forget)
+
+
 class MemoryBus:
     def __init__(self) -> None:
         self.topics: dict[str, list[list[Message]]] = {}
         self.committed: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> next offset
+        self.forgotten: dict[tuple[str, int], int] = {}  # (topic, partition) -> first offset still kept
         self._arrived = asyncio.Event()
 
     async def start(self) -> None:
@@ -65,11 +69,23 @@ class MemoryBus:
     async def history(self, topic: str, group: str, start: Mapping[int, int] | None = None) -> list[Message]:
         out: list[Message] = []
         for p, log in enumerate(self.topics.get(topic, [])):
-            out.extend(log[(start or {}).get(p, 0) : self.committed.get((group, topic, p), 0)])
+            first = max((start or {}).get(p, 0), self.forgotten.get((topic, p), 0))
+            out.extend(log[first : self.committed.get((group, topic, p), 0)])
         return out
 
     async def records(self, topic: str) -> list[Message]:
-        return [m for log in self.topics.get(topic, []) for m in log]
+        return [m for p, log in enumerate(self.topics.get(topic, [])) for m in log[self.forgotten.get((topic, p), 0) :]]
+
+    def forget(self, topic: str, groups: Iterable[str]) -> None:
+        """Drop the messages of `topic` that every one of `groups` has committed, as a broker's
+        retention would (offsets stay; history and records start after them). For the embedded
+        pipeline, whose consumers never read a topic's past again: it kept every line of the log."""
+        groups = list(groups)
+        for p, log in enumerate(self.topics.get(topic, [])):
+            first = self.forgotten.get((topic, p), 0)
+            upto = min((self.committed.get((g, topic, p), 0) for g in groups), default=first)
+            log[first:upto] = [GONE] * (upto - first)
+            self.forgotten[(topic, p)] = max(first, upto)
 
     async def stop(self) -> None:
         return None
