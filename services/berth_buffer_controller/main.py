@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from berth.adapters import worker
-from berth.adapters.bootstrap import Checkpoints, Early, prepare, start_state
+from berth.adapters.bootstrap import Checkpoints, Early, begin, start_state
 from berth.adapters.connect import READY_LAG, kafka_bus, redis_index, topics_of
 from berth.adapters.http import HttpServer
 from berth.adapters.metrics import Metrics
@@ -47,11 +47,9 @@ async def serve(
     checkpoints = Checkpoints(index.r, settings.redis.key_prefix, settings.groups.buffer_controller)
     # the state is built for every partition while the group is joined; the first take_over takes
     # it if those are the partitions it is given (bootstrap.prepare)
-    building = asyncio.ensure_future(
-        prepare(bus, index, checkpoints, t.cluster_events, list(range(t.partitions)), BufferEngine(config))
+    early: asyncio.Future[Early[BufferEngine]] | None = begin(
+        bus, index, checkpoints, t.cluster_events, list(range(t.partitions)), BufferEngine(config)
     )
-    building.add_done_callback(lambda f: f.cancelled() or f.exception())  # an error only it had is not logged at exit
-    early: asyncio.Future[Early[BufferEngine]] | None = building
     await http.start()
     await bus.start()
     try:

@@ -7,7 +7,7 @@ import logging
 import time
 
 from berth.adapters import worker
-from berth.adapters.bootstrap import REDIS, Checkpoints, Early, prepare, start_state
+from berth.adapters.bootstrap import REDIS, Checkpoints, Early, begin, start_state
 from berth.adapters.connect import READY_LAG, check_redis, kafka_bus, redis_index, redis_store, topics_of
 from berth.adapters.http import HttpServer
 from berth.adapters.metrics import Metrics
@@ -71,11 +71,9 @@ async def serve(
     checkpoints = Checkpoints(index.r, settings.redis.key_prefix, settings.groups.scorer)
     # the state is built for every partition while the group is joined; the first take_over takes
     # it if those are the partitions it is given (bootstrap.prepare)
-    building = asyncio.ensure_future(
-        prepare(bus, index, checkpoints, t.cluster_events, list(range(t.partitions)), make_engine())
+    early: asyncio.Future[Early[ScorerEngine]] | None = begin(
+        bus, index, checkpoints, t.cluster_events, list(range(t.partitions)), make_engine()
     )
-    building.add_done_callback(lambda f: f.cancelled() or f.exception())  # an error only it had is not logged at exit
-    early: asyncio.Future[Early[ScorerEngine]] | None = building
     await http.start()
     await bus.start()
     try:

@@ -351,13 +351,7 @@ def test_a_dozing_store_wakes_as_the_one_that_stayed_awake(
 ) -> None:
     """A store that dozes (NodeMetrics and pods only kept until it is read) reads, once woken, exactly
     as one that took every change in as it came: records, pods' sums and every slot array."""
-    args = {**BASE, "prodUsageIncludeSys": include_sys}
-    if aggregated:
-        args["aggregated"] = {
-            "usageThresholds": {"cpu": 70},
-            "usageAggregationType": "p95",
-            "scoreAggregationType": "p95",
-        }
+    args = _args(include_sys, aggregated)
     awake, dozing = World(args, node("a")), World(args, node("a"))
     for rv, step in enumerate(steps, start=1):
         if rv - 1 == doze_at:
@@ -366,6 +360,18 @@ def test_a_dozing_store_wakes_as_the_one_that_stayed_awake(
         awake.apply(change, deleted)
         dozing.apply(change, deleted)
     _same_store(awake, dozing)
+
+
+def _args(include_sys: bool, aggregated: bool) -> dict[str, Any]:
+    """The plugin's args for the two store properties: system usage counted or not, aggregated or not."""
+    args: dict[str, Any] = {**BASE, "prodUsageIncludeSys": include_sys}
+    if aggregated:
+        args["aggregated"] = {
+            "usageThresholds": {"cpu": 70},
+            "usageAggregationType": "p95",
+            "scoreAggregationType": "p95",
+        }
+    return args
 
 
 def _step(step: tuple[Any, ...], rv: int) -> tuple[dict[str, Any], bool]:
@@ -414,13 +420,7 @@ def test_rows_written_when_read_are_those_written_at_once(
 ) -> None:
     """A store whose slot rows are written only when read (`views`) reads as one read after every
     change, which writes them as each change comes."""
-    args = {**BASE, "prodUsageIncludeSys": include_sys}
-    if aggregated:
-        args["aggregated"] = {
-            "usageThresholds": {"cpu": 70},
-            "usageAggregationType": "p95",
-            "scoreAggregationType": "p95",
-        }
+    args = _args(include_sys, aggregated)
     every, some = World(args, node("a")), World(args, node("a"))
     for rv, step in enumerate(steps, start=1):
         change, deleted = _step(step, rv)

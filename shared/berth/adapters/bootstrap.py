@@ -178,6 +178,16 @@ async def prepare(
     return Early(objects, partitions, start, saved)
 
 
+def begin(
+    bus: Bus, index: RedisIndex, checkpoints: Checkpoints, topic: str, partitions: list[int], engine: E
+) -> asyncio.Future[Early[E]]:
+    """prepare() started now, while the service goes on to join its group; start_state awaits it.
+    An error only it had (the service stopped before its first take-over) is not logged at exit."""
+    building = asyncio.ensure_future(prepare(bus, index, checkpoints, topic, partitions, engine))
+    building.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return building
+
+
 async def start_state(
     bus: Bus,
     index: RedisIndex,

@@ -521,9 +521,8 @@ class NodeMetricStore:
                     rec.window = to_us(obj.update_time)
                 return
             self._load_metric(rec, obj)
-        s = state.nodes.slot.get(name)
-        if s is not None and s < self.cap and self._objs[s] is not None:
-            self._stale.add(s)
+        s = self._mark(state, name)
+        if s is not None:
             state.touch(s)
 
     def _load_metric(self, rec: NodeLoad, m: NodeMetric) -> None:
@@ -643,11 +642,13 @@ class NodeMetricStore:
             deadline=deadline,
         )
 
-    def _mark(self, state: ClusterState, node: str) -> None:
-        """The node's slot rows lag its record (written when next read)."""
+    def _mark(self, state: ClusterState, node: str) -> int | None:
+        """The node's slot rows lag its record (written when next read); returns the slot, if any."""
         s = state.nodes.slot.get(node)
-        if s is not None and s < self.cap and self._objs[s] is not None:
-            self._stale.add(s)
+        if s is None or s >= self.cap or self._objs[s] is None:
+            return None
+        self._stale.add(s)
+        return s
 
     def _assign(self, pod: Pod) -> None:
         left = self._left.pop(pod.key, None)
