@@ -181,6 +181,13 @@ def test_resource_version_compared_only_as_ascii_digits() -> None:
     assert not newer("\u00b2", "\u00b2")
 
 
+@given(st.from_regex(r"[0-9]{1,8}", fullmatch=True), st.from_regex(r"[0-9]{1,8}", fullmatch=True))
+def test_resource_versions_of_one_length_compare_as_their_numbers(new: str, old: str) -> None:
+    """Digits of one length are compared as text (leading zeros too): the same as their integers."""
+    assert newer(new, old) == (int(new) > int(old))
+    assert newer(new.zfill(8), old.zfill(8)) == (int(new) > int(old))
+
+
 def test_a_reject_is_at_its_real_line_whatever_position_it_claims(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     bad = json.dumps({"type": "ADDED", "position": 1, "object": {**pod("p"), "metadata": "x"}})

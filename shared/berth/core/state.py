@@ -66,7 +66,7 @@ def newer(new: str, old: str) -> bool:
     if not new or not old:
         return True
     if new.isascii() and new.isdigit() and old.isascii() and old.isdigit():  # kube's digits are ASCII
-        return int(new) > int(old)
+        return new > old if len(new) == len(old) else int(new) > int(old)  # digits of one length: as text
     return new != old
 
 

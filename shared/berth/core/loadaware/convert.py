@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import msgspec
 from msgspec.structs import astuple
 
-from berth.core.amounts import Bad, moment, plain, resource_list
+from berth.core.amounts import Bad, kept_time, moment, plain, resource_list
 from berth.core.convert import EMPTY_META, name_of, positional
 from berth.core.loadaware.durations import DurationError, parse_duration
 from berth.core.loadaware.model import AggregatedUsage, NodeMetric, PodMetric
@@ -99,7 +99,8 @@ def _raw_info(raw: msgspec.Raw) -> _Info:
     """(has status.nodeMetric, node usage, system usage, aggregated usages) of the one-pass decode's
     raw status.nodeMetric. Anything not in the plain form is decoded and read as the Struct's fields
     are; what does not decode or normalise raises Bad, and the line is then read step by step."""
-    if not len(raw) or raw == b"null":
+    size = len(raw)
+    if not size or (size == 4 and raw == b"null"):
         return False, {}, {}, ()
     m = _TYPICAL_INFO.fullmatch(raw)
     if m is None:
@@ -184,7 +185,7 @@ def _pods(items: list[wl.PodMetricInfo | None] | None) -> tuple[PodMetric, ...]:
 
 def nodemetric(v: wl.NodeMetric | wl.FastNodeMetric) -> NodeMetric:
     meta = v.metadata or EMPTY_META
-    name = name_of(meta)
+    name = meta.name or name_of(meta)  # name_of names what is wrong
     spec, status = v.spec, v.status or _NO_STATUS
     policy = None if spec is None else spec.metric_collect_policy
     nm = status.node_metric
@@ -196,8 +197,9 @@ def nodemetric(v: wl.NodeMetric | wl.FastNodeMetric) -> NodeMetric:
         has_node_metric = nm is not None
         node_usage = {} if nm is None else _usage(nm.node_usage, "status.nodeMetric.nodeUsage")
         system_usage = {} if nm is None else _usage(nm.system_usage, "status.nodeMetric.systemUsage")
+    stamp = status.update_time
     try:
-        update_time = moment(status.update_time)
+        update_time = (kept_time(stamp) if stamp else None) or moment(stamp)  # the cache alone first
     except Bad as e:
         raise e.under("status.updateTime") from None
     pods = status.pods_metric

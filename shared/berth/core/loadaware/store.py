@@ -515,30 +515,32 @@ class NodeMetricStore:
         else:
             if rec is None:
                 rec = self.records[name] = NodeLoad(self.res.zeros())
-            if self._dozing:  # taken in when the store wakes; the time is kept as it comes
-                rec.metric = obj
-                if obj.update_time is not None:
-                    rec.window = to_us(obj.update_time)
+            rec.metric = obj
+            t = obj.update_time
+            if t is not None:
+                us = _US.get(t)
+                rec.window = to_us(t) if us is None else us
+            if self._dozing:  # taken in when the store wakes
                 return
             self._load_metric(rec, obj)
-        s = self._mark(state, name)
-        if s is not None:
+        s = state.nodes.slot.get(name)  # as _mark, inline: once per NodeMetric
+        if s is not None and s < self.cap and self._objs[s] is not None:
+            self._stale.add(s)
             state.touch(s)
 
     def _load_metric(self, rec: NodeLoad, m: NodeMetric) -> None:
-        """Take in a metric (its slot's rows are written when next read)."""
-        rec.metric = m
-        if m.update_time is not None:
-            rec.window = to_us(m.update_time)
+        """Take in a metric, its time already kept on the record (its slot's rows are written when
+        next read)."""
         interval = m.report_interval_seconds
         rec.interval = _MINUTE if interval is None else interval * US
-        if rec.built_agg is not None:
-            rec.built_agg = None  # built from rec.metric when read
-        vec = self.res.vec
-        usage = {p.key: vec(p.usage) for p in m.pods if p.usage} if m.pods else {}
-        if not usage and not rec.usage and not self.args.prod_usage_include_sys:
+        rec.built_agg = None  # built from rec.metric when read
+        if not m.pods and not rec.usage and not self.args.prod_usage_include_sys:
             # no pod reported, now or before: each pod counts its whole estimate whatever the
             # metric's time, and prodUsage starts from zero, so the sums stand as they are
+            return
+        vec = self.res.vec
+        usage = {p.key: vec(p.usage) for p in m.pods if p.usage}
+        if not usage and not rec.usage and not self.args.prod_usage_include_sys:
             return
         rec.usage = usage
         rec.prod_pods = {p.key for p in m.pods if p.usage and p.priority == PROD}

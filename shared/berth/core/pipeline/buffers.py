@@ -129,8 +129,10 @@ class BufferEngine:
 
     def handle(self, ev: Event) -> list[BufferStatusRecord]:
         applied = self.applier.apply(ev)
-        self._marked |= self.store.take_dirty()
-        if not self.store.buffers:
+        store = self.store
+        if store.dirty:
+            self._marked |= store.take_dirty()
+        if not store.buffers:
             return []
         # every event moves the clock, bookmarks and stale events included: the periodic refresh fires on them too
         now = self.applier.now.timestamp()

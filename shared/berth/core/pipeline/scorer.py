@@ -228,13 +228,14 @@ class ScorerEngine:
         self.observer.event()
         applied = self.applier.apply(ev)
         obj = applied.obj
-        if isinstance(obj, Pod) and obj.key in self._evicted:
+        cls = type(obj)  # models are final classes
+        if cls is Pod and obj.key in self._evicted:
             self.state.lift(obj.key)  # a victim berth evicted: later events of it are of a pod gone
-            obj = None
+            obj, cls = None, type(None)
         self.overrun.advance(self.applier.now if self.applier.has_clock else None)
-        if isinstance(obj, Pod):
+        if cls is Pod:
             self.overrun.pod(obj, ev.deleted)
-        elif isinstance(obj, Node):
+        elif cls is Node:
             self.overrun.node(obj, ev.deleted)
         out: list[DecisionRecord] = []
         if self._hold is not None:
@@ -249,7 +250,7 @@ class ScorerEngine:
             for pod in self.queue.to_retry(self.queue.take_due(self.applier.now.timestamp())):
                 self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
         if obj is not None:
-            if isinstance(obj, Pod):
+            if cls is Pod:
                 action = self._pod_event(obj, applied.old, ev, out)
             else:  # what the change is to waiting pods, when there are any
                 action = _action(obj, applied.old, ev.deleted) if self.queue.pods else None
