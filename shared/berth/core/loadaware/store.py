@@ -523,9 +523,8 @@ class NodeMetricStore:
             if self._dozing:  # taken in when the store wakes
                 return
             self._load_metric(rec, obj)
-        s = state.nodes.slot.get(name)  # as _mark, inline: once per NodeMetric
-        if s is not None and s < self.cap and self._objs[s] is not None:
-            self._stale.add(s)
+        s = self._mark(state, name)
+        if s is not None:
             state.touch(s)
 
     def _load_metric(self, rec: NodeLoad, m: NodeMetric) -> None:
