@@ -48,11 +48,12 @@ def _decoded(messages: list[Message]) -> list[tuple[Message, Event | InputError]
     before the first event is handled: the decoder's code and caches stay warm from one message to
     the next (handling a pod runs the scheduler between them), and nothing else changes."""
     out: list[tuple[Message, Event | InputError]] = []
-    for msg in messages:
-        try:
-            out.append((msg, decode_message(msg)))
-        except InputError as e:
-            out.append((msg, e))
+    with COLLECTOR.building():  # what is decoded lives until handled: no collection walks it meanwhile
+        for msg in messages:
+            try:
+                out.append((msg, decode_message(msg)))
+            except InputError as e:
+                out.append((msg, e))
     return out
 
 
