@@ -345,11 +345,12 @@ def event_key(ev: WatchEvent) -> bytes:
     return f"{ev.object.get('kind', '')}/{meta.get('namespace', '')}/{meta.get('name', '')}".encode()
 
 
-def decode_message(msg: Message) -> Event:
+def decode_message(msg: Message, only: frozenset[tuple[str, str]] | None = None) -> Event:
     """The event a bus message holds: the one it carries already decoded (the in-memory bus, in this
-    process), or decoded from its bytes; a message without a position is at its offset + 1."""
+    process), or decoded from its bytes (only: as `parse_event`); a message without a position is at
+    its offset + 1."""
     ev: Event | None = getattr(msg, "event", None)
-    return ev if ev is not None else parse_event(msg.value, msg.offset + 1)
+    return ev if ev is not None else parse_event(msg.value, msg.offset + 1, only)
 
 
 # The order a snapshot of objects is applied in: what pods and buffers refer to first, pods last.
