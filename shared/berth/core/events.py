@@ -101,22 +101,40 @@ class _Out(msgspec.Struct, omit_defaults=True, kw_only=True):
     position: int = 0
 
 
-# The one-pass envelope: the object (or the simulator's resource) as any kind berth reads.
-_Objects = Union[ONE_PASS] | msgspec.UnsetType | None  # type: ignore[valid-type]  # noqa: UP007
-_Typed = msgspec.defstruct(
-    "_Typed",
-    [
-        ("ts", str | None, None),
-        ("position", int | None, None),
-        ("type", str | None, None),
-        ("object", _Objects, msgspec.UNSET),
-        ("time", str | None, None),
-        ("event", str | None, None),
-        ("resource", _Objects, msgspec.UNSET),
-    ],
-    gc=False,  # holds strings and a wire Struct (itself not tracked): never in a cycle
-)
-_typed = msgspec.json.Decoder(_Typed)
+def _one_pass_decoder(structs: tuple[type[Any], ...]) -> msgspec.json.Decoder[Any]:
+    """The one-pass envelope: the object (or the simulator's resource) as any of these kinds' wire
+    Structs; an object of another kind fails at its `kind`, before the rest is read."""
+    objects = Union[structs] | msgspec.UnsetType | None  # type: ignore[valid-type]  # noqa: UP007
+    typed = msgspec.defstruct(
+        "_Typed",
+        [
+            ("ts", str | None, None),
+            ("position", int | None, None),
+            ("type", str | None, None),
+            ("object", objects, msgspec.UNSET),
+            ("time", str | None, None),
+            ("event", str | None, None),
+            ("resource", objects, msgspec.UNSET),
+        ],
+        gc=False,  # holds strings and a wire Struct (itself not tracked): never in a cycle
+    )
+    return msgspec.json.Decoder(typed)
+
+
+_typed = _one_pass_decoder(ONE_PASS)
+_TYPED_ONLY: dict[frozenset[tuple[str, str]], msgspec.json.Decoder[Any] | None] = {}  # by `only`; bounded
+
+
+def _typed_only(only: frozenset[tuple[str, str]]) -> msgspec.json.Decoder[Any] | None:
+    """The one-pass decoder of the kinds in `only` (None when it names none berth reads)."""
+    if only in _TYPED_ONLY:
+        return _TYPED_ONLY[only]
+    structs = tuple(w for w in ONE_PASS if BY_WIRE[w][0] in only)
+    decoder = _one_pass_decoder(structs) if structs else None
+    if len(_TYPED_ONLY) >= 64:
+        _TYPED_ONLY.clear()
+    _TYPED_ONLY[only] = decoder
+    return decoder
 
 
 class _HeadLine(msgspec.Struct):
@@ -167,17 +185,18 @@ def _where(position: int) -> str:
 
 
 def _parse(data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event:
+    decoder = _typed if only is None else _typed_only(only)
+    try:
+        typed = None if decoder is None else decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        typed = None  # with `only`, also a kind not asked for (it fails at its `kind`)
+    ev = None if typed is None else _one_pass(typed, data, position, only)
+    if ev is not None:
+        return ev
     if only is not None:
         ev = _passed_over(data, position, only)
         if ev is not None:
             return ev
-    try:
-        typed = _typed.decode(data)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        typed = None
-    ev = None if typed is None else _one_pass(typed, data, position, only)
-    if ev is not None:
-        return ev
     return _step_by_step(data, position, only)
 
 
