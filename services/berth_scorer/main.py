@@ -132,7 +132,7 @@ async def serve(
             bus, t.cluster_events, settings.groups.scorer, scorer.handle, stop, progress,
             dead_letter_topic=t.dead_letter, service="scorer", drain=False, metrics=metrics, on_assign=take_over,
             on_flushed=scorer.flushed, before_batch=scorer.check_store,
-            apply_only=lambda ev: scorer.engine.apply(ev), checkpoint=save,
+            apply_only=lambda ev: scorer.engine.apply(ev), checkpoint=save, kinds=lambda: scorer.engine.reads(),
         )  # fmt: skip
     finally:
         if early is not None:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from berth.core import convert as core_convert
 from berth.core.amounts import Bad
 from berth.core.convert import _pod_amounts, _work_out_amounts, positional
 from berth.core.errors import InputError
@@ -15,7 +16,7 @@ from berth.core.kinds import convert
 from berth.core.model import ClaimRef, Pod
 from berth.core.quantity import parse_nanos
 from berth.core.wire import core as wc
-from tests.builders import pod, pv, pvc
+from tests.builders import host_affinity, pod, pv, pvc
 
 
 def with_containers(containers: list[dict[str, Any]], init: list[dict[str, Any]] | None = None, **spec: Any) -> Any:
@@ -208,3 +209,42 @@ def test_pod_key_is_namespace_slash_name_however_the_pod_is_made(
         assert p.key == f"{ns}/{name}" and p.key is sys.intern(f"{ns}/{name}")
     moved = msgspec.structs.replace(made[0], namespace=ns2, name=name2, key=passed)
     assert moved.key == f"{ns2}/{name2}"
+
+
+_TEXT_MAPS = st.sampled_from([None, {}, {"a": "1"}, {"a": "2"}, {"a": "1", "b": "1"}, {"b": "1", "a": "1"}])
+_PV_SPEC = st.fixed_dictionaries(
+    {},
+    optional={
+        "accessModes": st.sampled_from([[], ["ReadWriteOnce"], ["ReadWriteOnce", "ReadOnlyMany"], ["ReadOnlyMany"]]),
+        "nodeAffinity": st.sampled_from([{}, host_affinity("n1"), host_affinity("n2"), {"required": None}]),
+    },
+)
+_PV = st.builds(
+    lambda i, labels, annotations, spec: {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": f"pv-{i}", "labels": labels, "annotations": annotations},
+        "spec": {"capacity": {"storage": "1Gi"}, **spec},
+    },
+    st.integers(0, 3),
+    _TEXT_MAPS,
+    _TEXT_MAPS,
+    _PV_SPEC,
+)
+
+
+@given(st.lists(_PV, min_size=1, max_size=8))
+@settings(max_examples=200, deadline=None)
+def test_a_pv_like_the_last_is_read_as_it_would_be_alone(pvs: list[dict[str, Any]]) -> None:
+    """PVs in a run share the last one's labels, annotations, node affinity and access modes: each
+    is the model converting it alone gives (the same bytes, dict order included)."""
+    encode = msgspec.json.Encoder().encode
+    for raw in pvs:
+        got = convert(raw)
+        saved = core_convert._PV_RUN
+        core_convert._PV_RUN = core_convert._PVRun()  # nothing kept from the PV before
+        try:
+            alone = convert(raw)
+        finally:
+            core_convert._PV_RUN = saved
+        assert encode(got) == encode(alone)

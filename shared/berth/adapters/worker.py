@@ -10,6 +10,7 @@ the dead-letter topic with the reason, its position and its bytes, and the loop 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
@@ -43,16 +44,23 @@ def dead_letter(service: str, msg: Message, reason: str, position: int | None = 
     return encode_record(RejectRecord(source=source, position=at, reason=reason, text=text))
 
 
-def _decoded(messages: list[Message]) -> list[tuple[Message, Event | InputError]]:
-    """The batch's events, each message's or why it cannot be read. The whole batch is decoded
-    before the first event is handled: the decoder's code and caches stay warm from one message to
-    the next (handling a pod runs the scheduler between them), and nothing else changes."""
+def _decoded(
+    messages: list[Message], only: frozenset[tuple[str, str]] | None = None
+) -> list[tuple[Message, Event | InputError]]:
+    """The batch's events, each message's or why it cannot be read (only: the kinds to decode, the
+    others left undecoded). The whole batch is decoded before the first event is handled: the
+    decoder's code and caches stay warm from one message to the next (handling a pod runs the
+    scheduler between them), and nothing else changes."""
     out: list[tuple[Message, Event | InputError]] = []
-    for msg in messages:
-        try:
-            out.append((msg, decode_message(msg)))
-        except InputError as e:
-            out.append((msg, e))
+    # what is decoded lives until handled: no collection walks it meanwhile (the in-memory bus's
+    # messages carry their events decoded: nothing to pause for)
+    carried = all(getattr(msg, "event", None) is not None for msg in messages)
+    with contextlib.nullcontext() if carried else COLLECTOR.building():
+        for msg in messages:
+            try:
+                out.append((msg, decode_message(msg, only)))
+            except InputError as e:
+                out.append((msg, e))
     return out
 
 
@@ -78,6 +86,7 @@ async def run(
     before_batch: Callable[[], Awaitable[None]] | None = None,
     apply_only: Callable[[Event], object] | None = None,
     checkpoint: Callable[[dict[int, int]], Awaitable[None]] | None = None,
+    kinds: Callable[[], frozenset[tuple[str, str]]] | None = None,
 ) -> None:
     """Consume until `done` is set: then, with drain, until nothing is left (the embedded pipeline);
     without, at once after the batch in hand (a service shutting down).
@@ -89,6 +98,8 @@ async def run(
     apply_only, which changes only the state. checkpoint(positions) runs after on_flushed, before
     the commit: per partition held, the offset after the last event handled.
     before_batch runs before each batch is handled (the scorer checks that Redis still holds its state).
+    kinds, asked before each batch: the kinds the handler reads; messages of others are not decoded
+    (their events carry no object), and one of them that would not decode is not dead-lettered here.
     on_flushed runs once the broker has acknowledged a batch's records, before the commit.
     A message is decoded here, once, unless it carries its decoded event (the in-memory bus): a
     batch's messages all before its first event is handled."""
@@ -114,7 +125,7 @@ async def run(
                 continue
             if before_batch is not None:
                 await before_batch()
-            for msg, ev in _decoded(messages):
+            for msg, ev in _decoded(messages, None if kinds is None else kinds()):
                 if isinstance(ev, InputError):
                     progress.rejects += 1
                     if metrics is not None:

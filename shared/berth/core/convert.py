@@ -552,17 +552,52 @@ _NO_PV_SPEC = wc.PersistentVolumeSpec()
 _intern = sys.intern
 
 
+class _PVRun:
+    """What the last PV had and was given: a node's PVs come in runs (the same annotations, node
+    affinity and access modes), and comparing with the last costs less than a cache's key. Each
+    attribute is replaced whole (a pair for wire value and model), never changed in place."""
+
+    __slots__ = ("affinity", "annotations", "labels", "modes")
+
+    def __init__(self) -> None:
+        self.labels: dict[str, str] = _NO_TEXTS
+        self.annotations: dict[str, str] = _NO_TEXTS
+        self.affinity: tuple[w.NodeSelector | None, NodeSelector | None] = (None, None)
+        self.modes: tuple[list[str] | None, tuple[str, ...]] = (None, ())
+
+
+_PV_RUN = _PVRun()
+
+
+def _same(v: dict[str, str], kept: dict[str, str]) -> bool:
+    """Equal and in the same order (a model's maps keep the order they came in, as `_shared` does)."""
+    return v == kept and (len(v) < 2 or list(v) == list(kept))
+
+
 def pv(v: wc.PersistentVolume) -> PersistentVolume:
     meta = v.metadata or EMPTY_META
     name = meta.name
     if not name:
         raise Bad("metadata.name", "is required")
     spec = v.spec or _NO_PV_SPEC
+    run = _PV_RUN
     labels = meta.labels
-    annotations = _shared(_TEXTS, meta.annotations) if meta.annotations else _NO_TEXTS
+    kept_labels, annotations = run.labels, run.annotations
+    if labels and not _same(labels, kept_labels):
+        kept_labels = run.labels = _shared(_TEXTS, labels)
+    if not meta.annotations:
+        annotations = _NO_TEXTS
+    elif not _same(meta.annotations, annotations):
+        annotations = run.annotations = _shared(_TEXTS, meta.annotations)
     ref = spec.claim_ref
     affinity = spec.node_affinity
     required = None if affinity is None else affinity.required
+    affinity_of = run.affinity
+    if required is not None and required != affinity_of[0]:
+        affinity_of = run.affinity = (required, node_selector(required))
+    modes = run.modes
+    if spec.access_modes != modes[0]:
+        modes = run.modes = (spec.access_modes, access_modes(spec.access_modes))
     csi = spec.csi
     aws, gce, azure = spec.aws_elastic_block_store, spec.gce_persistent_disk, spec.azure_disk
     migrated = None if aws is None and gce is None and azure is None else _migrated(aws, gce, azure, labels or {})
@@ -570,16 +605,16 @@ def pv(v: wc.PersistentVolume) -> PersistentVolume:
     return PersistentVolume(
         name,
         meta.resource_version or "",
-        _shared(_TEXTS, labels) if labels else _NO_TEXTS,
+        kept_labels if labels else _NO_TEXTS,
         annotations,
         _intern(annotations.get(ANN_BETA_CLASS, spec.storage_class_name or "")),  # storage_class
         _storage(spec.capacity, "spec.capacity") or 0,  # capacity
-        access_modes(spec.access_modes),
+        modes[1],  # access_modes
         _intern(spec.volume_mode or "Filesystem"),
         None if ref is None else ClaimRef(_intern(ref.namespace or ""), ref.name or "", ref.uid or ""),
         _intern(status.phase or "") if status is not None else "",  # phase
         meta.deletion_timestamp is not None,  # deleting
-        None if required is None else node_selector(required),  # node_affinity
+        None if required is None else affinity_of[1],  # node_affinity
         _intern(spec.volume_attributes_class_name or ""),  # attributes_class
         _intern(csi.driver or "") if csi is not None else "",  # csi_driver
         (csi.volume_handle or "") if csi is not None else "",  # csi_handle

@@ -101,22 +101,50 @@ class _Out(msgspec.Struct, omit_defaults=True, kw_only=True):
     position: int = 0
 
 
-# The one-pass envelope: the object (or the simulator's resource) as any kind berth reads.
-_Objects = Union[ONE_PASS] | msgspec.UnsetType | None  # type: ignore[valid-type]  # noqa: UP007
-_Typed = msgspec.defstruct(
-    "_Typed",
-    [
-        ("ts", str | None, None),
-        ("position", int | None, None),
-        ("type", str | None, None),
-        ("object", _Objects, msgspec.UNSET),
-        ("time", str | None, None),
-        ("event", str | None, None),
-        ("resource", _Objects, msgspec.UNSET),
-    ],
-    gc=False,  # holds strings and a wire Struct (itself not tracked): never in a cycle
-)
-_typed = msgspec.json.Decoder(_Typed)
+def _one_pass_decoder(structs: tuple[type[Any], ...]) -> msgspec.json.Decoder[Any]:
+    """The one-pass envelope: the object (or the simulator's resource) as any of these kinds' wire
+    Structs; an object of another kind fails at its `kind`, before the rest is read."""
+    objects = Union[structs] | msgspec.UnsetType | None  # type: ignore[valid-type]  # noqa: UP007
+    typed = msgspec.defstruct(
+        "_Typed",
+        [
+            ("ts", str | None, None),
+            ("position", int | None, None),
+            ("type", str | None, None),
+            ("object", objects, msgspec.UNSET),
+            ("time", str | None, None),
+            ("event", str | None, None),
+            ("resource", objects, msgspec.UNSET),
+        ],
+        gc=False,  # holds strings and a wire Struct (itself not tracked): never in a cycle
+    )
+    return msgspec.json.Decoder(typed)
+
+
+_typed = _one_pass_decoder(ONE_PASS)
+_TYPED_ONLY: dict[frozenset[tuple[str, str]], msgspec.json.Decoder[Any] | None] = {}  # by `only`; bounded
+
+
+_last_only: tuple[frozenset[tuple[str, str]], msgspec.json.Decoder[Any] | None] = (frozenset(), None)
+
+
+def _typed_only(only: frozenset[tuple[str, str]]) -> msgspec.json.Decoder[Any] | None:
+    """The one-pass decoder of the kinds in `only` (None when it names none berth reads). The set
+    given last is known by identity: a batch's lines come with one (comparing sets costs more)."""
+    global _last_only
+    last, decoder = _last_only
+    if only is last:
+        return decoder
+    if only in _TYPED_ONLY:
+        decoder = _TYPED_ONLY[only]
+    else:
+        structs = tuple(w for w in ONE_PASS if BY_WIRE[w][0] in only)
+        decoder = _one_pass_decoder(structs) if structs else None
+        if len(_TYPED_ONLY) >= 64:
+            _TYPED_ONLY.clear()
+        _TYPED_ONLY[only] = decoder
+    _last_only = (only, decoder)
+    return decoder
 
 
 class _HeadLine(msgspec.Struct):
@@ -167,17 +195,18 @@ def _where(position: int) -> str:
 
 
 def _parse(data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event:
+    decoder = _typed if only is None else _typed_only(only)
+    try:
+        typed = None if decoder is None else decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        typed = None  # with `only`, also a kind not asked for (it fails at its `kind`)
+    ev = None if typed is None else _one_pass(typed, data, position, only)
+    if ev is not None:
+        return ev
     if only is not None:
         ev = _passed_over(data, position, only)
         if ev is not None:
             return ev
-    try:
-        typed = _typed.decode(data)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        typed = None
-    ev = None if typed is None else _one_pass(typed, data, position, only)
-    if ev is not None:
-        return ev
     return _step_by_step(data, position, only)
 
 
@@ -345,11 +374,12 @@ def event_key(ev: WatchEvent) -> bytes:
     return f"{ev.object.get('kind', '')}/{meta.get('namespace', '')}/{meta.get('name', '')}".encode()
 
 
-def decode_message(msg: Message) -> Event:
+def decode_message(msg: Message, only: frozenset[tuple[str, str]] | None = None) -> Event:
     """The event a bus message holds: the one it carries already decoded (the in-memory bus, in this
-    process), or decoded from its bytes; a message without a position is at its offset + 1."""
+    process), or decoded from its bytes (only: as `parse_event`); a message without a position is at
+    its offset + 1."""
     ev: Event | None = getattr(msg, "event", None)
-    return ev if ev is not None else parse_event(msg.value, msg.offset + 1)
+    return ev if ev is not None else parse_event(msg.value, msg.offset + 1, only)
 
 
 # The order a snapshot of objects is applied in: what pods and buffers refer to first, pods last.

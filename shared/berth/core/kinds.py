@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_type_hints
 
 import msgspec
 
@@ -34,10 +34,11 @@ class Kind(NamedTuple):
     wire: type[Any]
     normalise: Callable[[Any], Any]
     decoder: msgspec.json.Decoder[Any]
+    model: type[Any]  # what normalise makes (its return annotation): a consumer tells what it reads by it
 
 
 def _kind(name: str, wire: type[Any], normalise: Callable[[Any], Any]) -> Kind:
-    return Kind(name, wire, normalise, msgspec.json.Decoder(wire))
+    return Kind(name, wire, normalise, msgspec.json.Decoder(wire), get_type_hints(normalise)["return"])
 
 
 KINDS: dict[tuple[str, str], Kind] = {

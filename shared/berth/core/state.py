@@ -213,6 +213,10 @@ class ClusterState:
             ext.pod_changed(self, old, new)
 
     # ---- applying changes --------------------------------------------------
+    def reads(self, model: type) -> bool:
+        """Whether objects of that model type change this state (a core kind, or an extension's)."""
+        return model in self._appliers or any(issubclass(model, e.kinds) for e in self.extensions)
+
     def apply(self, obj: Any, deleted: bool = False) -> bool:
         """Apply one object change; returns False when it was stale and ignored."""
         cls = type(obj)

@@ -8,6 +8,7 @@ so one bad buffer never stops the others.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeVar
 
 from berth.core.amounts import Bad, milli_list, moment
 from berth.core.buffers.model import (
@@ -211,8 +212,11 @@ def _template_labels(template: dict[str, object]) -> dict[str, str]:
     return dict(labels)
 
 
-def _workload(cls: type[Workload], meta: ObjectMeta, template: dict[str, object], selector: LabelSelector,
-              count: int | None, status: wb.WorkloadStatus | None) -> Workload:  # fmt: skip
+_W = TypeVar("_W", bound=Workload)  # each kind's normalisation names its own model (berth.core.kinds)
+
+
+def _workload(cls: type[_W], meta: ObjectMeta, template: dict[str, object], selector: LabelSelector,
+              count: int | None, status: wb.WorkloadStatus | None) -> _W:  # fmt: skip
     return cls(
         namespace=namespace_of(meta),
         name=name_of(meta),
@@ -225,7 +229,7 @@ def _workload(cls: type[Workload], meta: ObjectMeta, template: dict[str, object]
     )
 
 
-def _apps(cls: type[Workload], v: wb.Workload) -> Workload:
+def _apps(cls: type[_W], v: wb.Workload) -> _W:
     spec = v.spec or wb.WorkloadSpec()
     template = dict(spec.template or {})
     labels = _template_labels(template)
@@ -237,23 +241,23 @@ def _apps(cls: type[Workload], v: wb.Workload) -> Workload:
     return _workload(cls, v.metadata or EMPTY_META, template, selector, count, v.status)
 
 
-def deployment(v: wb.Workload) -> Workload:
+def deployment(v: wb.Workload) -> Deployment:
     return _apps(Deployment, v)
 
 
-def replica_set(v: wb.Workload) -> Workload:
+def replica_set(v: wb.Workload) -> ReplicaSet:
     return _apps(ReplicaSet, v)
 
 
-def stateful_set(v: wb.Workload) -> Workload:
+def stateful_set(v: wb.Workload) -> StatefulSet:
     return _apps(StatefulSet, v)
 
 
-def job(v: wb.Workload) -> Workload:
+def job(v: wb.Workload) -> Job:
     return _apps(Job, v)
 
 
-def replication_controller(v: wb.ReplicationController) -> Workload:
+def replication_controller(v: wb.ReplicationController) -> ReplicationController:
     spec = v.spec or wb.ControllerSpec()
     template = dict(spec.template or {})
     labels = spec.selector or _template_labels(template)

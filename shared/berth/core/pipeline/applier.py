@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+import msgspec
 
 from berth.core.events import Event, format_time
 from berth.core.model import Node, Pod
@@ -13,8 +14,9 @@ from berth.core.state import ClusterState
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclass(slots=True)
-class Applied:
+class Applied(msgspec.Struct, gc=False):
+    """One per event: a Struct, made in a third of a dataclass's time."""
+
     obj: Any  # the model object, or None for a bookmark, an unknown kind or a stale event
     old: Any  # what the state held under that key before, if anything
 

@@ -18,6 +18,7 @@ import msgspec
 from berth.core.config import SchedulerConfig
 from berth.core.events import Event
 from berth.core.framework import Action
+from berth.core.kinds import KINDS
 from berth.core.model import Node, Pod
 from berth.core.pipeline.applier import Applier
 from berth.core.pipeline.overrun import OverRunObserver
@@ -149,6 +150,12 @@ class ScorerEngine:
             self.applier.now, self.applier.has_clock = now, True
         for ev in events:
             self.applier.apply(ev)
+
+    def reads(self) -> frozenset[tuple[str, str]]:
+        """The kinds (API group, kind) whose objects change this engine's state. A consumer may leave
+        the others undecoded (`parse_event`'s `only`): their events still move the clock, and
+        nothing else reads them here (Deployments, Jobs, ResourceQuotas are the buffer controller's)."""
+        return frozenset(key for key, kind in KINDS.items() if self.state.reads(kind.model))
 
     def checkpoint(self) -> bytes:
         """What the engine keeps beyond the objects: the clock, the waiting pods, the reservations
