@@ -97,7 +97,9 @@ async def serve(
             await scorer.check_store(fresh)
             late: list[DecisionRecord] = []
             if got.source == REDIS and (got.ahead or not got.resumed):
-                # pods whose events this group has not handled (or whose waiting it does not know);
+                # pods whose events this group has not handled (or whose waiting it does not know):
+                # from here on, decisions an uninterrupted run need not have made, under ids of their own
+                fresh.diverge(_positions(got.watermarks, got.committed))
                 # in a thread, as the group's heartbeats go on
                 decided = await asyncio.to_thread(fresh.decide_pending, await store.holdings(), got.ahead)
                 if got.ahead:
@@ -141,3 +143,8 @@ async def serve(
         await store.close()
         await index.r.aclose()
         await http.stop()
+
+
+def _positions(watermarks: dict[int, int], committed: dict[int, int]) -> str:
+    """Where a start's state came from: per partition, the indexer's watermark and the group's commit."""
+    return ",".join(f"{p}:{watermarks.get(p, 0)}:{committed.get(p, 0)}" for p in sorted({*watermarks, *committed}))

@@ -64,15 +64,19 @@ class _Checkpoint(msgspec.Struct):
     held: list[_Held]
     placed: dict[str, str]
     nominated: dict[str, str]
+    lineage: str = ""  # absent from checkpoints written before it: an uninterrupted run's
 
 
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(_Checkpoint).decode
 
 
-def decision_id(pod: Pod, attempt: int) -> str:
-    """Stable across replays and services: the pod's identity, its version and the attempt."""
+def decision_id(pod: Pod, attempt: int, lineage: str = "") -> str:
+    """Stable across replays and services: the pod's identity, its version and the attempt, and the
+    engine's lineage once its run has left the uninterrupted one's (ScorerEngine.diverge)."""
     seed = f"{pod.uid or pod.key}/{pod.resource_version}/{attempt}"
+    if lineage:
+        seed += f"/{lineage}"
     return hashlib.sha1(seed.encode(), usedforsecurity=False).hexdigest()[:16]
 
 
@@ -134,6 +138,7 @@ class ScorerEngine:
         self.preemption_grace = preemption_grace
         self._evictions: list[tuple[float, Pod, str, tuple[str, ...], DecisionRecord]] = []
         self._evicted: set[str] = set()
+        self.lineage = ""  # see diverge
 
     @property
     def stats(self) -> RunStats:
@@ -157,6 +162,16 @@ class ScorerEngine:
         nothing else reads them here (Deployments, Jobs, ResourceQuotas are the buffer controller's)."""
         return frozenset(key for key, kind in KINDS.items() if self.state.reads(kind.model))
 
+    def diverge(self, start: str) -> None:
+        """This engine's decisions from here on may differ from an uninterrupted run's: it starts from
+        a state that run never had at this point (the indexer's, ahead of the group's commit, or
+        without the queue's attempts). Its decision ids then name this start, so that none repeats
+        the id of a decision an earlier process emitted with other contents (its attempts counted
+        again from what this start knows). start: what the state was built from (the same start
+        gives the same ids, as it gives the same decisions)."""
+        seed = f"{self.lineage}/{start}"
+        self.lineage = hashlib.sha1(seed.encode(), usedforsecurity=False).hexdigest()[:8]
+
     def checkpoint(self) -> bytes:
         """What the engine keeps beyond the objects: the clock, the waiting pods, the reservations
         and nominations it holds. With the objects as of the same event, resume() makes an engine
@@ -179,12 +194,14 @@ class ScorerEngine:
                 held,
                 self.reservations.placed_all(),
                 nominated,
+                self.lineage,
             )
         )
 
     def resume(self, data: bytes) -> None:
         """Take back a checkpoint() over objects as of the same event (see restore)."""
         cp = _decode(data)
+        self.lineage = cp.lineage
         if cp.now is not None:
             self.applier.now, self.applier.has_clock = cp.now, True
         self.queue.restore(
@@ -403,7 +420,9 @@ class ScorerEngine:
             emit = changed or not retry or isinstance(d.nominated_node, str)
         if not emit:
             return
-        record = DecisionRecord.of(d, self.applier.ts, decision_id(pod, attempt), ev.position, attempt, outcome.reasons)
+        record = DecisionRecord.of(
+            d, self.applier.ts, decision_id(pod, attempt, self.lineage), ev.position, attempt, outcome.reasons
+        )
         out.append(record)
         if self.preemption_grace is not None and isinstance(d.nominated_node, str) and isinstance(d.victims, list):
             due = self.applier.now.timestamp() + self.preemption_grace if self.applier.has_clock else 0.0
