@@ -125,25 +125,17 @@ _typed = _one_pass_decoder(ONE_PASS)
 _TYPED_ONLY: dict[frozenset[tuple[str, str]], msgspec.json.Decoder[Any] | None] = {}  # by `only`; bounded
 
 
-_last_only: tuple[frozenset[tuple[str, str]], msgspec.json.Decoder[Any] | None] = (frozenset(), None)
-
-
 def _typed_only(only: frozenset[tuple[str, str]]) -> msgspec.json.Decoder[Any] | None:
-    """The one-pass decoder of the kinds in `only` (None when it names none berth reads). The set
-    given last is known by identity: a batch's lines come with one (comparing sets costs more)."""
-    global _last_only
-    last, decoder = _last_only
-    if only is last:
-        return decoder
+    """The one-pass decoder of the kinds in `only` (None when it names none berth reads). Callers
+    pass the same set for every line (ScorerEngine.reads): a frozenset keeps its hash and the dict
+    finds it by identity, without comparing sets."""
     if only in _TYPED_ONLY:
-        decoder = _TYPED_ONLY[only]
-    else:
-        structs = tuple(w for w in ONE_PASS if BY_WIRE[w][0] in only)
-        decoder = _one_pass_decoder(structs) if structs else None
-        if len(_TYPED_ONLY) >= 64:
-            _TYPED_ONLY.clear()
-        _TYPED_ONLY[only] = decoder
-    _last_only = (only, decoder)
+        return _TYPED_ONLY[only]
+    structs = tuple(w for w in ONE_PASS if BY_WIRE[w][0] in only)
+    decoder = _one_pass_decoder(structs) if structs else None
+    if len(_TYPED_ONLY) >= 64:
+        _TYPED_ONLY.clear()
+    _TYPED_ONLY[only] = decoder
     return decoder
 
 

@@ -139,6 +139,8 @@ class ScorerEngine:
         self._evictions: list[tuple[float, Pod, str, tuple[str, ...], DecisionRecord]] = []
         self._evicted: set[str] = set()
         self.lineage = ""  # see diverge
+        # the kinds whose objects change this state: its extensions are all attached by now
+        self._reads = frozenset(key for key, kind in KINDS.items() if self.state.reads(kind.model))
 
     @property
     def stats(self) -> RunStats:
@@ -159,8 +161,9 @@ class ScorerEngine:
     def reads(self) -> frozenset[tuple[str, str]]:
         """The kinds (API group, kind) whose objects change this engine's state. A consumer may leave
         the others undecoded (`parse_event`'s `only`): their events still move the clock, and
-        nothing else reads them here (Deployments, Jobs, ResourceQuotas are the buffer controller's)."""
-        return frozenset(key for key, kind in KINDS.items() if self.state.reads(kind.model))
+        nothing else reads them here (Deployments, Jobs, ResourceQuotas are the buffer controller's).
+        The same set on every call, so that a decoder kept per set is found by identity."""
+        return self._reads
 
     def diverge(self, start: str) -> None:
         """This engine's decisions from here on may differ from an uninterrupted run's: it starts from
