@@ -49,19 +49,20 @@ _BOUND = 2**62  # estimates and usage below this in size: their int64 sums canno
 
 
 class _Judge:
-    """The Filter on one node for rows of estimates: which of them pass. `passes` is the same test
-    for one estimate, in Python floats (the same IEEE operations, so the same answer). The test is
-    monotone in each resource (an int64 sum below overflow, its float, a division by a positive
-    allocatable, a product by 100), so an estimate at least as large in every resource as one that
-    fails fails too: the rows' least estimate failing means every row fails."""
+    """The Filter on one node for rows of estimates: which of them pass. The test is monotone in
+    each resource while the allocatable is positive and the usage and estimates are below _BOUND in
+    size (an int64 sum that cannot overflow, its float, a division by the allocatable, a product by
+    100): an estimate at least as large in every resource as one that fails fails too. So when the
+    least estimate of some rows fails, every row does (fails_all)."""
 
     __slots__ = ("alloc", "ex", "half", "outcome", "py")
 
     def __init__(self, ex: Vec, alloc: npt.NDArray[np.float64], half: npt.NDArray[np.float64]) -> None:
         self.ex, self.alloc, self.half = ex, alloc, half
         self.outcome: bool | None = None  # every estimate passes (True) or none does (False); None: it depends
-        ok = bool((alloc > 0).all()) and bool((np.abs(ex) < _BOUND).all())
-        self.py = list(zip(ex.tolist(), alloc.tolist(), half.tolist(), strict=True)) if ok else None
+        monotone = bool((alloc > 0).all()) and bool((np.abs(ex) < _BOUND).all())
+        # the test in Python floats (the same IEEE operations on the same values, so the same answer)
+        self.py = list(zip(ex.tolist(), alloc.tolist(), half.tolist(), strict=True)) if monotone else None
 
     def __call__(self, est: Vec) -> Mask:
         if self.outcome is not None:
@@ -72,12 +73,19 @@ class _Judge:
         return passing
 
     def passes(self, est: list[int]) -> bool:
-        """The test for one estimate (whose values are below _BOUND in size)."""
+        """The test for one estimate."""
         if self.outcome is not None:
             return self.outcome
-        if self.py is None:
+        if self.py is None or not all(-_BOUND < e < _BOUND for e in est):
             return bool(self(np.array([est], dtype=np.int64))[0])
         return all((ex + e) / alloc * 100 < half for (ex, alloc, half), e in zip(self.py, est, strict=True))
+
+    def fails_all(self, floor: list[int] | None) -> bool:
+        """Whether every estimate at least `floor` in every resource fails (False: not known). floor:
+        values below _BOUND in size, or None."""
+        if self.outcome is not None:
+            return not self.outcome
+        return floor is not None and self.py is not None and not self.passes(floor)
 
 
 def _fixed(outcome: bool) -> _Judge:
@@ -277,7 +285,7 @@ class LoadAwareScheduling:
         for judge, part in zip(judges, parts, strict=True):
             if part is not None:
                 rows, est, floor = part
-                if floor is not None and not judge.passes(floor):
+                if judge.fails_all(floor):
                     continue  # the least estimate fails: every row does (out is False there)
                 out[rows] = judge(est)
         return out
