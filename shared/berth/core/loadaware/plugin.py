@@ -60,9 +60,10 @@ class _Judge:
     def __init__(self, ex: Vec, alloc: npt.NDArray[np.float64], half: npt.NDArray[np.float64]) -> None:
         self.ex, self.alloc, self.half = ex, alloc, half
         self.outcome: bool | None = None  # every estimate passes (True) or none does (False); None: it depends
-        monotone = bool((alloc > 0).all()) and bool((np.abs(ex) < _BOUND).all())
+        py = list(zip(ex.tolist(), alloc.tolist(), half.tolist(), strict=True))
+        monotone = all(a > 0 and -_BOUND < e < _BOUND for e, a, _ in py)
         # the test in Python floats (the same IEEE operations on the same values, so the same answer)
-        self.py = list(zip(ex.tolist(), alloc.tolist(), half.tolist(), strict=True)) if monotone else None
+        self.py = py if monotone else None
 
     def __call__(self, est: Vec) -> Mask:
         if self.outcome is not None:
@@ -298,21 +299,25 @@ class LoadAwareScheduling:
         got = self._matrices.get(version) if version is not None else None
         if got is not None:
             return got
-        est = np.zeros((len(pods), self.res.size), dtype=np.int64)
-        prod = np.zeros(len(pods), dtype=bool)
-        free = np.zeros(len(pods), dtype=bool)
+        n = len(pods)
+        free = np.zeros(n, dtype=bool)
+        at: tuple[list[int], list[int]] = ([], [])  # per kind, the rows and their estimates
+        ests: tuple[list[Vec], list[Vec]] = ([], [])
         for i, pod in enumerate(pods):
             if pod is None or is_daemonset(pod):
                 free[i] = True
                 continue
-            est[i], prod[i] = self._estimate(pod)
+            e, prod = self._estimate(pod)
+            at[prod].append(i)
+            ests[prod].append(e)
         parts: list[tuple[Mask, Vec, list[int] | None] | None] = []
         for v in (0, 1):
-            rows = (prod == bool(v)) & ~free
-            if not np.count_nonzero(rows):
+            if not at[v]:
                 parts.append(None)
                 continue
-            mine = est[rows]
+            rows = np.zeros(n, dtype=bool)
+            rows[at[v]] = True
+            mine = np.array(ests[v], dtype=np.int64)
             bounded = abs(int(mine.min())) < _BOUND and abs(int(mine.max())) < _BOUND
             parts.append((rows, mine, mine.min(axis=0).tolist() if bounded else None))
         got = (free, (parts[0], parts[1]))

@@ -52,9 +52,10 @@ class Snapshot:
     def __init__(self, version: int, members: list[Waiting]) -> None:
         self.version = version
         self.members = members
-        self.at = np.array([w.eligible_at for w in members], dtype=np.float64)
-        self.due = np.array([w.due for w in members], dtype=bool)
-        self.first = min((w.eligible_at for w in members), default=math.inf)
+        at = [w.eligible_at for w in members]
+        self.at = np.array(at, dtype=np.float64)
+        self.due = np.fromiter((w.due for w in members), dtype=bool, count=len(members))
+        self.first = min(at, default=math.inf)
         self.undue = len(members) - int(np.count_nonzero(self.due))
 
 
