@@ -135,7 +135,7 @@ class ClusterState:
         self._usage: dict[str, tuple[str, dict[str, int]]] = {}
         self._held: dict[str, _Held] = {}
         self._held_on: dict[str, set[str]] = {}  # node -> keys of the pods held there
-        self._counting = True  # pods' requests counted on their nodes (not while asleep)
+        self._awake = True  # pods' requests counted on their nodes, touches journalled (see sleep)
         self._asleep: tuple[list[Extension], list[Extension], _Kept] | None = None  # see sleep
         # the core kinds by exact type (models are final); any other type goes to the extensions
         self._appliers: dict[type, Any] = {
@@ -185,7 +185,8 @@ class ClusterState:
         """For a view that may go unread for long (the buffer controller's, until a buffer exists),
         from its start: extensions that can doze do; the others, but those in keep, are detached and
         only the latest object of each of their kinds is kept; pods' requests are not counted on
-        their nodes. wake() then builds what was put off, as the changes would have left it."""
+        their nodes, and no touch is journalled (waking touches every slot). wake() then builds what
+        was put off, as the changes would have left it."""
         if self._rv or self._asleep is not None:
             raise ValueError("a cluster view sleeps from its start")
         self.doze()
@@ -194,7 +195,7 @@ class ClusterState:
         detached = [e for e in every if not any(e is a for a in awake)]
         kept = _Kept(tuple(dict.fromkeys(k for e in detached for k in e.kinds)))
         self._asleep = (every, detached, kept)
-        self._counting = False
+        self._awake = False
         self._set_extensions([*awake, kept])
 
     @property
@@ -208,7 +209,7 @@ class ClusterState:
             return
         every, detached, kept = self._asleep
         self._asleep = None
-        self._counting = True
+        self._awake = True
         self._set_extensions(every)
         for key, pod in self.pods.items():
             self._account(key, pod)
@@ -232,6 +233,8 @@ class ClusterState:
     # ---- touches (incremental evaluation) ----------------------------------
     def touch(self, slot: int) -> None:
         """The answers of node-local plugins on this slot may have changed."""
+        if not self._awake:
+            return
         self._journal.append(slot)
         self.changes += 1
         if len(self._journal) > _JOURNAL:
@@ -257,10 +260,11 @@ class ClusterState:
     def _pod_changed(self, old: Pod | None, new: Pod | None) -> None:
         was = "" if old is None else old.node_name
         now = "" if new is None else new.node_name
-        if was:
-            self.touch_node(was)
-        if now and now != was:
-            self.touch_node(now)
+        if self._awake:
+            if was:
+                self.touch_node(was)
+            if now and now != was:
+                self.touch_node(now)
         for ext in self.extensions if was or now else self._unassigned:
             ext.pod_changed(self, old, new)
 
@@ -391,8 +395,8 @@ class ClusterState:
         self._pod_changed(old, new)
 
     def _account(self, key: str, pod: Pod | None) -> None:
-        if not self._counting:
-            return  # asleep: counted on waking
+        if not self._awake:
+            return  # counted on waking
         prev = self._usage.pop(key, None)
         if prev is not None:
             self.nodes.add_usage(prev[0], prev[1], -1)
