@@ -56,10 +56,14 @@ def _pod(name: str, ns: str, node: str, cpu: str, app: str, extra: str) -> dict[
         spec["priorityClassName"] = "high"
     elif extra == "claim":
         spec["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]
-    phase = "Succeeded" if extra == "done" else "Running" if node else "Pending"
+    status: dict[str, Any] = {"phase": "Succeeded" if extra == "done" else "Running" if node else "Pending"}
+    if extra == "nominated":
+        status["nominatedNodeName"] = "a"
     meta = {"name": name, "namespace": ns, "uid": f"uid-{name}", "labels": {"app": app}}
     meta["creationTimestamp"] = "2026-11-02T10:00:00Z"
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+    if extra == "deleting":
+        meta["deletionTimestamp"] = "2026-11-02T11:00:00Z"
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
 def _metric(name: str, cpu: str, pods: list[str], at: datetime) -> dict[str, Any]:
@@ -122,7 +126,7 @@ _STEPS = st.lists(
             st.sampled_from(["", *NODES]),
             st.sampled_from(["500m", "1"]),
             st.sampled_from(["w0", "w1"]),
-            st.sampled_from(["", "port", "anti", "high", "claim", "done"]),
+            st.sampled_from(["", "port", "anti", "high", "claim", "done", "nominated", "deleting"]),
         ),
         st.tuples(
             st.just("metric"),
