@@ -135,6 +135,8 @@ class ClusterState:
         self._usage: dict[str, tuple[str, dict[str, int]]] = {}
         self._held: dict[str, _Held] = {}
         self._held_on: dict[str, set[str]] = {}  # node -> keys of the pods held there
+        self._awake = True  # pods' requests counted on their nodes, touches journalled (see sleep)
+        self._asleep: tuple[list[Extension], list[Extension], _Kept] | None = None  # see sleep
         # the core kinds by exact type (models are final); any other type goes to the extensions
         self._appliers: dict[type, Any] = {
             Pod: self._apply_pod,
@@ -152,6 +154,8 @@ class ClusterState:
             return
         self._own(ext)
         self.extensions.append(ext)
+        if self._asleep is not None:  # attached awake, and kept in its place on waking
+            self._asleep[0].append(ext)
         self._by_kind.clear()
         self._unassigned = self._told_of_unassigned()
         for slot in self.nodes.slot.values():
@@ -177,9 +181,60 @@ class ClusterState:
             if isinstance(ext, Dozes):
                 ext.doze()
 
+    def sleep(self, keep: Iterable[Extension] = ()) -> None:
+        """For a view that may go unread for long (the buffer controller's, until a buffer exists),
+        from its start: extensions that can doze do; the others, but those in keep, are detached and
+        only the latest object of each of their kinds is kept; pods' requests are not counted on
+        their nodes, and no touch is journalled (waking touches every slot). wake() then builds what
+        was put off, as the changes would have left it."""
+        if self._rv or self._asleep is not None:
+            raise ValueError("a cluster view sleeps from its start")
+        self.doze()
+        every = self.extensions
+        awake = [e for e in every if isinstance(e, Dozes) or any(e is k for k in keep)]
+        detached = [e for e in every if not any(e is a for a in awake)]
+        kept = _Kept(tuple(dict.fromkeys(k for e in detached for k in e.kinds)))
+        self._asleep = (every, detached, kept)
+        self._awake = False
+        self._set_extensions([*awake, kept])
+
+    @property
+    def asleep(self) -> bool:
+        return self._asleep is not None
+
+    def wake(self) -> None:
+        """Build what sleep put off: pods' requests counted, the detached extensions attached again
+        (in their places), given the kept objects of their kinds, then the nodes and pods."""
+        if self._asleep is None:
+            return
+        every, detached, kept = self._asleep
+        self._asleep = None
+        self._awake = True
+        self._set_extensions(every)
+        for key, pod in self.pods.items():
+            self._account(key, pod)
+        for ext in detached:
+            for obj in kept.objs.values():
+                if isinstance(obj, ext.kinds):
+                    ext.apply(self, obj, False)
+            for slot in self.nodes.slot.values():
+                ext.node_changed(self, slot)
+            assigned_only = getattr(ext, "assigned_only", False)
+            for pod in self.pods.values():
+                if pod.node_name or not assigned_only:
+                    ext.pod_changed(self, None, pod)
+        self.touch_all()
+
+    def _set_extensions(self, extensions: list[Extension]) -> None:
+        self.extensions = extensions
+        self._by_kind.clear()
+        self._unassigned = self._told_of_unassigned()
+
     # ---- touches (incremental evaluation) ----------------------------------
     def touch(self, slot: int) -> None:
         """The answers of node-local plugins on this slot may have changed."""
+        if not self._awake:
+            return
         self._journal.append(slot)
         self.changes += 1
         if len(self._journal) > _JOURNAL:
@@ -205,10 +260,11 @@ class ClusterState:
     def _pod_changed(self, old: Pod | None, new: Pod | None) -> None:
         was = "" if old is None else old.node_name
         now = "" if new is None else new.node_name
-        if was:
-            self.touch_node(was)
-        if now and now != was:
-            self.touch_node(now)
+        if self._awake:
+            if was:
+                self.touch_node(was)
+            if now and now != was:
+                self.touch_node(now)
         for ext in self.extensions if was or now else self._unassigned:
             ext.pod_changed(self, old, new)
 
@@ -339,6 +395,8 @@ class ClusterState:
         self._pod_changed(old, new)
 
     def _account(self, key: str, pod: Pod | None) -> None:
+        if not self._awake:
+            return  # counted on waking
         prev = self._usage.pop(key, None)
         if prev is not None:
             self.nodes.add_usage(prev[0], prev[1], -1)
@@ -448,6 +506,31 @@ class ClusterState:
         """Pods waiting for a node, oldest first (ties by namespace/name)."""
         pods = [p for p in self.pods.values() if p.pending]
         return sorted(pods, key=lambda p: (p.creation.timestamp() if p.creation else _LAST, p.key))
+
+
+class _Kept:
+    """While a view sleeps, an extension in place of the detached ones: the latest object of each of
+    their kinds, by type and namespace/name (a deleted one forgotten), in the order their stores
+    would hold them."""
+
+    assigned_only = True
+
+    def __init__(self, kinds: tuple[type, ...]) -> None:
+        self.kinds = kinds
+        self.objs: dict[tuple[type, str, str], Any] = {}
+
+    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
+        key = (type(obj), getattr(obj, "namespace", ""), obj.name)
+        if deleted:
+            self.objs.pop(key, None)
+        else:
+            self.objs[key] = obj
+
+    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
+        return None
+
+    def node_changed(self, state: ClusterState, slot: int) -> None:
+        return None
 
 
 _LAST = float("inf")

@@ -71,12 +71,15 @@ class BufferEngine:
         config: SchedulerConfig,
         resync: float = RESYNC_SECONDS,
         max_chunks: int = 1000,
+        sleep: bool = True,
     ) -> None:
         self.store = BufferStore()
         self.state = ClusterState(extensions=[self.store])
         self.scheduler = Scheduler(config.build(self.state), top_nodes=0)
-        # the plugins' state is read only to place fake pods, once a buffer exists: until then it dozes
-        self.state.doze()
+        # the plugins' state is read only to place fake pods, once a buffer exists: until then it
+        # sleeps (only what it is built from is kept), and then follows every event
+        if sleep:
+            self.state.sleep(keep=(self.store,))
         self.applier = Applier(self.state)
         self.resync = resync
         self.max_chunks = max_chunks
@@ -134,6 +137,8 @@ class BufferEngine:
             self._marked |= store.take_dirty()
         if not store.buffers:
             return []
+        if self.state.asleep:
+            self.state.wake()
         # every event moves the clock, bookmarks and stale events included: the periodic refresh fires on them too
         now = self.applier.now.timestamp()
         if self._marked and self._marked_at is None:
