@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .builders import World, ago, node, node_metric, pod, pod_usage
+from berth.core.framework import never
+
+from .builders import World, ago, node, node_metric, obj, pod, pod_usage
 from .builders import least_used_rows as least_used
 
 cpu_m = st.integers(min_value=0, max_value=200_000)
@@ -225,3 +227,33 @@ def test_single_node_check_agrees_with_filter(
     c = w.cycle(p, now)
     for name, reason in got.items():
         assert w.plugin.passes(w.state, c.pod, w.state.nodes.slot[name], now) == (reason is None), name
+
+
+@settings(deadline=None)
+@given(
+    alloc=st.integers(1, 64),
+    usage=st.tuples(cpu_m, mem_mi),
+    incoming=st.lists(
+        st.tuples(st.integers(0, 64_000), st.integers(0, 100_000), st.booleans()), min_size=1, max_size=8
+    ),
+    thresholds=st.fixed_dictionaries({"cpu": st.integers(0, 100), "memory": st.integers(0, 100)}),
+)
+def test_the_nodemetric_hint_over_many_pods_is_the_filter_pod_by_pod(
+    alloc: int, usage: tuple[int, int], incoming: list[tuple[int, int, bool]], thresholds: dict[str, int]
+) -> None:
+    """The hint over a list of pods (rows of each kind skipped when their least estimate fails) gives
+    each pod the Filter's answer on that node."""
+    w = World({"usageThresholds": thresholds, "prodUsageThresholds": {"cpu": thresholds["cpu"]}})
+    w.apply(node("n", cpu=str(alloc), memory="256Gi"))
+    metric = node_metric("n", cpu=f"{usage[0]}m", memory=f"{usage[1]}Mi", update=ago(0))
+    w.apply(metric)
+    now = ago(0)
+    pods, want = [], []
+    for i, (cpu, mem, prod) in enumerate(incoming):
+        labels = {"koordinator.sh/priority-class": "koord-prod" if prod else "koord-batch"}
+        p = pod(f"in{i}", cpu=f"{cpu}m", memory=f"{mem}Mi", labels=labels)
+        pods.append(w.cycle(p, now).pod)
+        want.append(w.filter(p, now)["n"] is None)
+    hint = w.plugin.metric_hint(w.state, obj(metric), now)
+    got = [False] * len(pods) if hint is never else hint(pods, None).tolist()
+    assert got == want

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -46,16 +45,58 @@ def usage_reason(resource: str, aggregated: bool) -> str:
     return f"node(s) {resource} {'aggregated ' if aggregated else ''}usage exceed threshold"
 
 
-_Judge = Callable[[Vec], Mask]  # estimates (rows) -> which of them pass on one node
-_Parts = tuple[tuple[Mask, Vec] | None, tuple[Mask, Vec] | None]
+_BOUND = 2**62  # estimates and usage below this in size: their int64 sums cannot overflow
 
 
-def _all_pass(est: Vec) -> Mask:
-    return np.ones(len(est), dtype=bool)
+class _Judge:
+    """The Filter on one node for rows of estimates: which of them pass. The test is monotone in
+    each resource while the allocatable is positive and the usage and estimates are below _BOUND in
+    size (an int64 sum that cannot overflow, its float, a division by the allocatable, a product by
+    100): an estimate at least as large in every resource as one that fails fails too. So when the
+    least estimate of some rows fails, every row does (fails_all)."""
+
+    __slots__ = ("alloc", "ex", "half", "outcome", "py")
+
+    def __init__(self, ex: Vec, alloc: npt.NDArray[np.float64], half: npt.NDArray[np.float64]) -> None:
+        self.ex, self.alloc, self.half = ex, alloc, half
+        self.outcome: bool | None = None  # every estimate passes (True) or none does (False); None: it depends
+        py = list(zip(ex.tolist(), alloc.tolist(), half.tolist(), strict=True))
+        monotone = all(a > 0 and -_BOUND < e < _BOUND for e, a, _ in py)
+        # the test in Python floats (the same IEEE operations on the same values, so the same answer)
+        self.py = py if monotone else None
+
+    def __call__(self, est: Vec) -> Mask:
+        if self.outcome is not None:
+            return np.full(len(est), self.outcome, dtype=bool)
+        pct = (self.ex + est) / self.alloc
+        pct *= 100
+        passing: Mask = np.all(pct < self.half, axis=1)
+        return passing
+
+    def passes(self, est: list[int]) -> bool:
+        """The test for one estimate."""
+        if self.outcome is not None:
+            return self.outcome
+        if self.py is None or not all(-_BOUND < e < _BOUND for e in est):
+            return bool(self(np.array([est], dtype=np.int64))[0])
+        return all((ex + e) / alloc * 100 < half for (ex, alloc, half), e in zip(self.py, est, strict=True))
+
+    def fails_all(self, floor: list[int] | None) -> bool:
+        """Whether every estimate at least `floor` in every resource fails (False: not known). floor:
+        values below _BOUND in size, or None."""
+        if self.outcome is not None:
+            return not self.outcome
+        return floor is not None and self.py is not None and not self.passes(floor)
 
 
-def _none_pass(est: Vec) -> Mask:
-    return np.zeros(len(est), dtype=bool)
+def _fixed(outcome: bool) -> _Judge:
+    judge = _Judge(np.zeros(0, dtype=np.int64), np.ones(0), np.zeros(0))
+    judge.outcome = outcome
+    return judge
+
+
+_ALL_PASS, _NONE_PASS = _fixed(True), _fixed(False)
+_Parts = tuple[tuple[Mask, Vec, list[int] | None] | None, tuple[Mask, Vec, list[int] | None] | None]
 
 
 def is_daemonset(pod: Pod) -> bool:
@@ -230,8 +271,8 @@ class LoadAwareScheduling:
         if slot is None:
             return never
         judges = self._node_judges(state, slot, now)
-        zero = self.res.zeros()[None, :]
-        if not any(judge(zero)[0] for judge in judges):
+        zero = [0] * self.res.size
+        if not any(judge.passes(zero) for judge in judges):
             return never  # fails even with no load added
         return lambda pods, version: self._hint(judges, pods, version)
 
@@ -244,28 +285,41 @@ class LoadAwareScheduling:
         out = free.copy()
         for judge, part in zip(judges, parts, strict=True):
             if part is not None:
-                rows, est = part
+                rows, est, floor = part
+                if judge.fails_all(floor):
+                    continue  # the least estimate fails: every row does (out is False there)
                 out[rows] = judge(est)
         return out
 
     def _pods_matrix(self, pods: list[Pod | None], version: int | None) -> tuple[Mask, _Parts]:
         """(not judged: DaemonSet or gone, and per kind of pod (v = 1 for prod) the rows of that kind
-        with their estimates, None when there is none) for a list of pods, cached per version."""
+        with their estimates and their floor, None when there is none) for a list of pods, cached per
+        version. The floor is the least estimate of each resource over the rows (see _Judge.passes),
+        None when some value is too large for the sums to be exact."""
         got = self._matrices.get(version) if version is not None else None
         if got is not None:
             return got
-        est = np.zeros((len(pods), self.res.size), dtype=np.int64)
-        prod = np.zeros(len(pods), dtype=bool)
-        free = np.zeros(len(pods), dtype=bool)
+        n = len(pods)
+        free = np.zeros(n, dtype=bool)
+        at: tuple[list[int], list[int]] = ([], [])  # per kind, the rows and their estimates
+        ests: tuple[list[Vec], list[Vec]] = ([], [])
         for i, pod in enumerate(pods):
             if pod is None or is_daemonset(pod):
                 free[i] = True
                 continue
-            est[i], prod[i] = self._estimate(pod)
-        parts: list[tuple[Mask, Vec] | None] = []
+            e, prod = self._estimate(pod)
+            at[prod].append(i)
+            ests[prod].append(e)
+        parts: list[tuple[Mask, Vec, list[int] | None] | None] = []
         for v in (0, 1):
-            rows = (prod == bool(v)) & ~free
-            parts.append((rows, est[rows]) if np.count_nonzero(rows) else None)
+            if not at[v]:
+                parts.append(None)
+                continue
+            rows = np.zeros(n, dtype=bool)
+            rows[at[v]] = True
+            mine = np.array(ests[v], dtype=np.int64)
+            bounded = abs(int(mine.min())) < _BOUND and abs(int(mine.max())) < _BOUND
+            parts.append((rows, mine, mine.min(axis=0).tolist() if bounded else None))
         got = (free, (parts[0], parts[1]))
         if version is not None:
             if len(self._matrices) >= 256:
@@ -280,22 +334,14 @@ class LoadAwareScheduling:
 
     def _node_judge(self, st: NodeMetricStore, state: ClusterState, slot: int, now: datetime, v: int) -> _Judge:
         if not state.nodes.valid[slot] or not st.f_check[v][slot]:
-            return _all_pass
+            return _ALL_PASS
         if self.args.filter_expired_node_metrics:
             limit = self.args.node_metric_expiration_seconds * US
             if not st.has_time[slot] or to_us(now) - int(st.time_us[slot]) >= limit:
-                return _all_pass if self.args.enable_schedule_when_node_metrics_expired else _none_pass
+                return _ALL_PASS if self.args.enable_schedule_when_node_metrics_expired else _NONE_PASS
         if not st.has_nm[slot]:
-            return _all_pass
-        ex, alloc, half = st.f_ex[v][:, slot].copy(), st.alloc_f[:, slot].copy(), st.f_half[v][:, slot].copy()
-
-        def judge(est: Vec) -> Mask:
-            pct = (ex + est) / alloc
-            pct *= 100
-            passing: Mask = np.all(pct < half, axis=1)
-            return passing
-
-        return judge
+            return _ALL_PASS
+        return _Judge(st.f_ex[v][:, slot].copy(), st.alloc_f[:, slot].copy(), st.f_half[v][:, slot].copy())
 
     # ---- Score --------------------------------------------------------------
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:

@@ -215,7 +215,7 @@ class NodeMetricStore:
         self._left: dict[str, tuple[Pod, PodEntry]] = {}
         self._profiles: dict[str, Profile] = {}
         # per pod key: the fields an estimate reads, (estimate, prod); see estimate()
-        self._estimates: dict[str, tuple[tuple[Any, ...], Vec, bool]] = {}
+        self._estimates: dict[str, tuple[tuple[Any, ...], Vec, bool, bool]] = {}
         self._objs: list[Node | None] = []
         self.cap = 0
         self._alloc_arrays(0)
@@ -611,20 +611,25 @@ class NodeMetricStore:
         """(the estimator's estimate, whether the pod is prod), read-only, kept per pod key while
         the fields they read are the same objects: a pod assumed on a node, or updated in its
         status only, is a copy that shares them, and is not estimated again."""
+        got = self._estimated(pod)
+        return got[1], got[2]
+
+    def _estimated(self, pod: Pod) -> tuple[tuple[Any, ...], Vec, bool, bool]:
+        """(the fields read, estimate, prod, whether the estimate has a value other than 0)."""
         inputs = (pod.labels, pod.priority, pod.requests, pod.limits, pod.annotations)
         got = self._estimates.get(pod.key)
         if got is not None and all(a is b for a, b in zip(got[0], inputs, strict=True)):
-            return got[1], got[2]
+            return got
         est = self.estimator.estimate(pod)
         est.setflags(write=False)
         prod = priority_class(pod) == PROD
         if len(self._estimates) >= _ESTIMATES:
             self._estimates.clear()
-        self._estimates[pod.key] = (inputs, est, prod)
-        return est, prod
+        got = self._estimates[pod.key] = (inputs, est, prod, bool(est.any()))
+        return got
 
     def entry_for(self, pod: Pod) -> PodEntry:
-        est, prod = self.estimate(pod)
+        _, est, prod, some = self._estimated(pod)
         scheduled = _condition_time(pod, "PodScheduled")
         ts = RECENT if scheduled is None else to_us(scheduled)
         after_scheduled, after_init = self.estimator.seconds(pod)
@@ -637,7 +642,7 @@ class NodeMetricStore:
         return PodEntry(
             key=pod.key,
             node=pod.node_name,
-            est=est if est.any() else None,
+            est=est if some else None,
             prod=prod,
             ts=ts,
             deadline=deadline,

@@ -28,10 +28,16 @@ class Applier:
         self.state = state
         self.now = start or EPOCH
         self.has_clock = start is not None
+        self._ts: tuple[datetime | None, str] = (None, "")  # `now` and its text, made once per clock value
 
     @property
     def ts(self) -> str | None:
-        return format_time(self.now) if self.has_clock else None
+        if not self.has_clock:
+            return None
+        now = self.now
+        if self._ts[0] is not now:
+            self._ts = (now, format_time(now))
+        return self._ts[1]
 
     def apply(self, ev: Event) -> Applied:
         ts = ev.ts

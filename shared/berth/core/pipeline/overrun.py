@@ -202,7 +202,7 @@ class OverRunObserver:
         self._pv = [0, 0, 0, 0, 0]  # count, requested, capacity, large taken by small, large
         # stranded capacity: every node's free cpu and memory by slot, the live pods' requests sorted
         self._slot: dict[str, int] = {}
-        self._free = np.zeros((2, 64), dtype=np.int64)
+        self._free = (array("q"), array("q"))  # free cpu, free memory; numpy reads them when the median moves
         self._cpus = LowerMedian()
         self._mems = LowerMedian()
         self._dirty = False
@@ -254,8 +254,8 @@ class OverRunObserver:
         median = (self._cpus.median(), self._mems.median())
         if median != self._median:
             self._median = median
-            free = self._free[:, : len(self._slot)]
-            self._stuck = [int(free[0][free[1] < median[1]].sum()), int(free[1][free[0] < median[0]].sum())]
+            cpu, mem = (np.frombuffer(f, dtype=np.int64) for f in self._free)
+            self._stuck = [int(cpu[mem < median[1]].sum()), int(mem[cpu < median[0]].sum())]
         s = self._sum
         stuck = self._stuck
         self._stranded = (stuck[0] / s[2] if s[2] > 0 else 0.0), (stuck[1] / s[3] if s[3] > 0 else 0.0)
@@ -376,18 +376,18 @@ class OverRunObserver:
         self._current = None
         self._spread[0].change(before[0], after[0])
         self._spread[1].change(before[1], after[1])
+        free_cpu, free_mem = self._free
         slot = self._slot.get(node)
         if slot is None:
             slot = self._slot[node] = len(self._slot)
-            if slot == self._free.shape[1]:
-                self._free = np.concatenate((self._free, np.zeros_like(self._free)), axis=1)
+            free_cpu.append(0)
+            free_mem.append(0)
         alloc = self._alloc.get(node, (0, 0))
         req = self._req.get(node, (0, 0))
-        free = self._free
         cpu, mem = max(0, alloc[0] - req[0]), max(0, alloc[1] - req[1])
-        was_cpu, was_mem = int(free[0, slot]), int(free[1, slot])
-        free[0, slot] = cpu
-        free[1, slot] = mem
+        was_cpu, was_mem = free_cpu[slot], free_mem[slot]
+        free_cpu[slot] = cpu
+        free_mem[slot] = mem
         median, stuck = self._median, self._stuck
         stuck[0] += (cpu if mem < median[1] else 0) - (was_cpu if was_mem < median[1] else 0)
         stuck[1] += (mem if cpu < median[0] else 0) - (was_mem if was_cpu < median[0] else 0)

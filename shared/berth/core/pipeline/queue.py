@@ -52,9 +52,10 @@ class Snapshot:
     def __init__(self, version: int, members: list[Waiting]) -> None:
         self.version = version
         self.members = members
-        self.at = np.array([w.eligible_at for w in members], dtype=np.float64)
-        self.due = np.array([w.due for w in members], dtype=bool)
-        self.first = min((w.eligible_at for w in members), default=math.inf)
+        at = [w.eligible_at for w in members]
+        self.at = np.array(at, dtype=np.float64)
+        self.due = np.fromiter((w.due for w in members), dtype=bool, count=len(members))
+        self.first = min(at, default=math.inf)
         self.undue = len(members) - int(np.count_nonzero(self.due))
 
 
@@ -135,11 +136,11 @@ class UnschedulableQueue:
         now: float,
         has_clock: bool,
         helps: frozenset[str] | None = None,
-        judge: Callable[[Group, list[Waiting]], npt.NDArray[np.bool_] | None] | None = None,
+        judge: Callable[[Group, list[Waiting]], npt.NDArray[np.bool_] | bool] | None = None,
     ) -> list[str]:
         """Pods whose backoff is over and whose rejecting plugins `helps` names (None: any), in the
         order they first failed. judge(group, members): which members the change can help (the
-        plugins' queueing hints, over a whole group at once), or None for all of them."""
+        plugins' queueing hints, over a whole group at once), True for all of them, False for none."""
         found: list[Waiting] = []
         for rejected, group in self._groups.items():
             if rejected and helps is not None and rejected.isdisjoint(helps):
@@ -147,6 +148,12 @@ class UnschedulableQueue:
             snap = group.snapshot()
             if has_clock and now < snap.first and not snap.undue:
                 continue  # none eligible yet, and all already due: nothing to take or to mark
+            # past that test some member is eligible or still to be marked, so the judge is asked
+            helped: npt.NDArray[np.bool_] | bool = True
+            if judge is not None and rejected:
+                helped = judge(group, snap.members)
+                if helped is False or (helped is not True and not helped.any()):
+                    continue  # helps none of them: nothing to take or to mark
             members, due = snap.members, snap.due
             if has_clock:
                 ok = snap.at <= now
@@ -154,11 +161,9 @@ class UnschedulableQueue:
             else:
                 ok = np.ones(len(members), dtype=bool)
                 backing_off = np.zeros(len(members), dtype=bool)
-            if judge is not None and rejected and (np.count_nonzero(ok) or np.count_nonzero(backing_off)):
-                helped = judge(group, members)
-                if helped is not None:
-                    ok &= helped
-                    backing_off &= helped
+            if helped is not True:
+                ok &= helped
+                backing_off &= helped
             found += [members[i] for i in np.flatnonzero(ok).tolist()]
             for i in np.flatnonzero(backing_off).tolist():
                 w = members[i]
@@ -231,28 +236,31 @@ class RetryQueue(UnschedulableQueue):
         """Waiting pods this change can help whose backoff is over, in the order they first failed.
         Those still backing off are marked due (see take_due)."""
         helps, hinted = self._interest(resource, action)
-        hints: dict[str, Hint] = {}
-        for i in hinted:
-            assert i.hint is not None
-            hints[i.plugin] = i.hint(self.state, obj, now)
-        # a plugin whose hint says the change helps no pod counts as not interested: a group only
-        # it would retry is passed over (its answer would be all false), as in judge below
-        nothing = [name for name, hint in hints.items() if hint is never]
-        if nothing:
-            helps = helps.difference(nothing)
         judge = None
-        if hints:
+        if hinted:
+            factories = {i.plugin: i.hint for i in hinted}
+            hints: dict[str, Hint] = {}  # each plugin's hint for this change, made when a group first asks
 
-            def judge(group: Group, members: list[Waiting]) -> npt.NDArray[np.bool_] | None:
+            def judge(group: Group, members: list[Waiting]) -> npt.NDArray[np.bool_] | bool:
                 """kube's QueueingHint: retry unless every plugin that rejected the pod and cares about
-                this change says it does not help."""
+                this change says it does not help. A plugin whose hint is `never` is passed over."""
                 cares = group.rejected & helps
-                if not cares <= hints.keys():
-                    return None
-                pods = self._pods_of(group, members)
-                helped = np.zeros(len(members), dtype=bool)
+                if not cares <= factories.keys():
+                    return True
+                helped: npt.NDArray[np.bool_] | bool = False
+                pods = None
                 for name in cares:
-                    helped |= hints[name](pods, group.version)
+                    hint = hints.get(name)
+                    if hint is None:
+                        factory = factories[name]
+                        assert factory is not None
+                        hint = hints[name] = factory(self.state, obj, now)
+                    if hint is never:
+                        continue
+                    if pods is None:
+                        pods = self._pods_of(group, members)
+                    answer = hint(pods, group.version)
+                    helped = answer if helped is False else helped | answer
                 return helped
 
         return self.eligible(now.timestamp(), has_clock, helps, judge)
