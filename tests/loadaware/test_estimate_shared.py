@@ -31,9 +31,7 @@ _labels = st.fixed_dictionaries(
         "app": st.sampled_from(["a", "b"]),
     },
 )
-_annotations = st.fixed_dictionaries(
-    {}, optional={_FACTORS: st.sampled_from(['{"cpu": 50}', "null"])}
-)
+_annotations = st.fixed_dictionaries({}, optional={_FACTORS: st.sampled_from(['{"cpu": 50}', "null"])})
 _FIELDS = {
     "cpu": _amount,
     "memory": _memory,
