@@ -640,9 +640,9 @@ class NodeMetricStore:
         scheduled = _condition_time(pod, "PodScheduled")
         ts = RECENT if scheduled is None else to_us(scheduled)
         after_scheduled, after_init = self.estimator.seconds(pod)
-        initialized = _condition_time(pod, "Initialized")
+        initialized = _condition_time(pod, "Initialized") if after_init > 0 else None
         deadline = None
-        if after_init > 0 and initialized is not None:
+        if initialized is not None:
             deadline = to_us(initialized) + after_init * US
         elif after_scheduled > 0:
             deadline = ts + after_scheduled * US
