@@ -9,7 +9,10 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from berth.core.amounts import Bad
 from berth.core.convert import _pod_amounts, _work_out_amounts, pod_spec_resources
 from berth.core.kinds import convert
 from berth.core.wire import core as wc
@@ -159,3 +162,53 @@ def test_cached_amounts_equal_working_them_out_afresh() -> None:
     for _, _, spec, status, _ in CASES:
         wspec, wstatus = msgspec.convert(spec, wc.PodSpec), msgspec.convert(status, wc.PodStatus)
         assert _pod_amounts(wspec, "spec", wstatus) == _work_out_amounts(wspec, "spec", wstatus)
+
+
+_LIST = st.dictionaries(st.sampled_from(["cpu", "memory"]), st.sampled_from(["1", "2", "500m", "1Gi", "0"]), max_size=2)
+_NAME = st.sampled_from(["a", "b"])
+_CONTAINER = st.fixed_dictionaries(
+    {"name": _NAME},
+    optional={"resources": st.fixed_dictionaries({}, optional={"requests": _LIST}), "restartPolicy": st.just(ALWAYS)},
+)
+_STATUS = st.fixed_dictionaries(
+    {"name": _NAME},
+    optional={"resources": st.fixed_dictionaries({}, optional={"requests": _LIST}), "allocatedResources": _LIST},
+)
+_POD_STATUS = st.fixed_dictionaries(
+    {},
+    optional={
+        "conditions": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "type": st.sampled_from(["PodResizePending", "Ready"]),
+                    "reason": st.sampled_from(["Infeasible", "Deferred"]),
+                }
+            ),
+            max_size=2,
+        ),
+        "containerStatuses": st.lists(_STATUS, max_size=2),
+        "initContainerStatuses": st.lists(_STATUS, max_size=2),
+    },
+)
+_SPEC = st.fixed_dictionaries(
+    {"containers": st.lists(_CONTAINER, min_size=1, max_size=2)},
+    optional={"initContainers": st.lists(_CONTAINER, max_size=2), "overhead": _LIST},
+)
+
+
+@given(st.lists(st.tuples(_SPEC, _POD_STATUS), min_size=1, max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_shared_amounts_are_the_ones_worked_out_from_spec_and_status(pods: list[tuple[dict, dict]]) -> None:
+    """The cache (and its key, None when a status moves nothing) gives what working out the spec
+    with its status afresh gives."""
+    for spec, status in pods:
+        wspec, wstatus = msgspec.convert(spec, wc.PodSpec), msgspec.convert(status, wc.PodStatus)
+        try:
+            fresh: object = _work_out_amounts(wspec, "spec", wstatus)
+        except Bad as e:
+            fresh = str(e)
+        try:
+            got: object = _pod_amounts(wspec, "spec", wstatus)
+        except Bad as e:
+            got = str(e)
+        assert got == fresh
