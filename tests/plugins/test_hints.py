@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from berth.core.config import parse_config
-from berth.core.framework import Action, ClusterEvent
+from berth.core.framework import Action, ClusterEvent, PodUpdate
 from berth.core.kinds import convert
 from berth.core.state import ClusterState
 from tests.builders import NOW
@@ -404,6 +404,74 @@ def test_node_resources_fit_hints_as_upstream(
     pod: dict[str, Any], event: ClusterEvent, obj: dict[str, Any], want: bool
 ) -> None:
     assert retried("NodeResourcesFit", event, obj, pod) is want
+
+
+# An assigned pod scaled down in place (kube: Pod/UpdatePodScaleDown, the hint isSchedulableAfterPodEvent).
+# Not carried over: "skip-queue-on-unscheduled-pod-deleted" (berth reports a deletion only for an
+# assigned pod), "skip-queue-on-disable-inplace-pod-vertical-scaling" (berth has no feature gates: kube's
+# default since v1.33, InPlacePodVerticalScaling on), the "queue-on-target-pod-*" cases (berth decides a
+# pod again after its own update, without a hint) and the "backoff-wrong-*-object" ones (a Go type check).
+def sized_pod(name: str, node: str = "", level: bool = False, **requests: str) -> dict[str, Any]:
+    """st.MakePod().Name(name).Req(requests), .PodLevelResourceRequests(requests) with level."""
+    if level:
+        raw = k_pod(name, node=node)
+        raw["spec"]["resources"] = {"requests": requests}
+        return raw
+    return k_pod(name, node=node, container={"name": "c", "resources": {"requests": requests}})
+
+
+SD = "Test_isSchedulableAfterPodChange (noderesources)/"
+SCALE_DOWNS = [
+    (SD + "skip-queue-on-other-unscheduled-pod", sized_pod("pod1", cpu="1"), sized_pod("pod2", cpu="2"),
+     sized_pod("pod2", cpu="1"), False),
+    (SD + "skip-queue-on-other-pod-unrelated-resource-scaled-down", sized_pod("pod1", cpu="1"),
+     sized_pod("pod2", "fake", memory="2"), sized_pod("pod2", "fake", memory="1"), False),
+    (SD + "skip-queue-on-other-pod-unrelated-pod-level-resource-scaled-down", sized_pod("pod1", level=True, cpu="1"),
+     sized_pod("pod2", "fake", level=True, memory="2"), sized_pod("pod2", "fake", level=True, memory="1"), False),
+    (SD + "queue-on-other-pod-some-resource-scale-down", sized_pod("pod1", cpu="1"),
+     sized_pod("pod2", "fake", cpu="2"), sized_pod("pod2", "fake", cpu="1"), True),
+    (SD + "queue-on-other-pod-some-pod-level-resource-scale-down", sized_pod("pod1", level=True, cpu="1"),
+     sized_pod("pod2", "fake", level=True, cpu="2"), sized_pod("pod2", "fake", level=True, cpu="1"), True),
+    ("berth: an extended resource scaled down", sized_pod("pod1", **{A_RES: "1"}),
+     sized_pod("pod2", "fake", **{A_RES: "2"}), sized_pod("pod2", "fake", **{A_RES: "1"}), True),
+    ("berth: a resource removed from the requests", sized_pod("pod1", cpu="1"),
+     sized_pod("pod2", "fake", cpu="2", memory="1"), sized_pod("pod2", "fake", memory="1"), True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pod", "old", "new", "want"), [c[1:] for c in SCALE_DOWNS], ids=[c[0] for c in SCALE_DOWNS])
+def test_node_resources_fit_scale_down_hints_as_upstream(
+    pod: dict[str, Any], old: dict[str, Any], new: dict[str, Any], want: bool
+) -> None:
+    state = ClusterState()
+    cfg = parse_config(None)
+    plugin = cfg.plugins.modules["NodeResourcesFit"].new(cfg.args.get("NodeResourcesFit"), state)
+    (reg,) = [h for h in plugin.events_to_register() if h.event.matches("Pod", Action.UPDATE_POD_SCALE_DOWN)]
+    assert reg.hint is not None
+    hint = reg.hint(state, PodUpdate(convert(old), convert(new)), NOW)
+    assert bool(hint([convert(pod)], None)[0]) is want
+
+
+# kube's fit_test.go TestEventsToRegister, "Register events with InPlacePodVerticalScaling feature
+# enabled": Pod UpdatePodScaleDown|Delete. With the general Update (UpdatePodScaleDown is part of it) a
+# plugin sees scale-downs too; InterPodAffinity and PodTopologySpread register UpdatePodLabel only.
+POD_REGISTERED = [
+    ("NodeResourcesFit", Action.DELETE | Action.UPDATE_POD_SCALE_DOWN),
+    ("InterPodAffinity", Action.ADD | Action.UPDATE_POD_LABEL | Action.DELETE),
+    ("PodTopologySpread", Action.ADD | Action.UPDATE_POD_LABEL | Action.DELETE),
+    ("NodePorts", Action.DELETE),
+]
+
+
+@pytest.mark.parametrize(("plugin", "want"), POD_REGISTERED, ids=[c[0] for c in POD_REGISTERED])
+def test_pod_events_registered_as_upstream(plugin: str, want: Action) -> None:
+    cfg = parse_config(None)
+    p = cfg.plugins.modules[plugin].new(cfg.args.get(plugin), ClusterState())
+    got = Action(0)
+    for h in p.events_to_register():
+        if h.event.resource == "Pod":
+            got |= h.event.action
+    assert got == want
 
 
 # ---- NodeVolumeLimits (nodevolumelimits csi_test.go TestCSILimitsQHint, TestCSILimitsAddedPVCQHint) ---

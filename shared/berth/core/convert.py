@@ -165,19 +165,57 @@ def _figures(v: wc.ResourceRequirements | None) -> object:
     return (tuple(v.requests.items()) if v.requests else (), tuple(v.limits.items()) if v.limits else ())
 
 
-def _pod_amounts(spec: wc.PodSpec, at: str) -> Amounts:
-    """(requests, limits, non-zero cpu and memory), shared by the pods whose specs list the same
-    figures (models never change them); a bounded cache in front of `_work_out_amounts`."""
+def _resize_infeasible(status: wc.PodStatus) -> bool:
+    """kube's IsPodResizeInfeasible: the first PodResizePending condition has reason Infeasible."""
+    for c in status.conditions or ():
+        if c.type == "PodResizePending":
+            return c.reason == "Infeasible"
+    return False
+
+
+def _status_figures(spec: wc.PodSpec, status: wc.PodStatus) -> object:
+    """What of the status moves kube's requests (in-place resize): None when nothing does, as for
+    every pod whose containers' statuses give no requests and no allocated resources."""
+    infeasible = _resize_infeasible(status) if status.conditions else False
+    listed = (*(status.container_statuses or ()), *(status.init_container_statuses or ()))
+    if not infeasible and all(s.resources is None and s.allocated_resources is None for s in listed):
+        return None
+    inits = spec.init_containers or ()
+    return (
+        infeasible,
+        tuple([c.name for c in spec.containers or ()]),
+        tuple([c.name for c in inits]),
+        tuple(
+            [
+                (
+                    s.name,
+                    None
+                    if s.resources is None or s.resources.requests is None
+                    else tuple(s.resources.requests.items()),
+                    None if s.allocated_resources is None else tuple(s.allocated_resources.items()),
+                )
+                for s in listed
+            ]
+        ),
+    )
+
+
+def _pod_amounts(spec: wc.PodSpec, at: str, status: wc.PodStatus | None = None) -> Amounts:
+    """(requests, limits, non-zero cpu and memory), shared by the pods whose specs (and statuses'
+    resize figures) list the same figures (models never change them); a bounded cache in front of
+    `_work_out_amounts`."""
     inits = spec.init_containers
+    resized = None if status is None else _status_figures(spec, status)
     key = (
         tuple([_figures(c.resources) for c in spec.containers]) if spec.containers else (),
         tuple([(_figures(c.resources), c.restart_policy) for c in inits]) if inits else (),
         tuple(spec.overhead.items()) if spec.overhead else (),
         None if spec.resources is None else _figures(spec.resources),
+        resized,
     )
     out = _POD_AMOUNTS.get(key)
     if out is None:
-        requests, limits, nonzero = _work_out_amounts(spec, at)
+        requests, limits, nonzero = _work_out_amounts(spec, at, None if resized is None else status)
         out = amounts(requests), amounts(limits), amounts(nonzero)  # equal ones of other figures too
         if len(_POD_AMOUNTS) >= 16384:
             _POD_AMOUNTS.clear()
@@ -185,9 +223,63 @@ def _pod_amounts(spec: wc.PodSpec, at: str) -> Amounts:
     return out
 
 
-def _work_out_amounts(spec: wc.PodSpec, at: str) -> Amounts:
+Views = list[tuple[list[dict[str, int]], list[tuple[dict[str, int], bool]]]]
+
+
+def _status_views(
+    spec: wc.PodSpec, status: wc.PodStatus, reqs: list[dict[str, int]], init_r: list[tuple[dict[str, int], bool]]
+) -> Views:
+    """kube's PodRequests with UseStatusResources (in-place resize): the containers' allocated and
+    actuated requests, each container's from its status (found by name among containerStatuses,
+    then initContainerStatuses), else its spec's, or nothing when the resize is Infeasible."""
+    infeasible = _resize_infeasible(status)
+    found: dict[str, tuple[dict[str, int] | None, dict[str, int] | None]] = {}
+    for group, field in (
+        (status.init_container_statuses, "initContainerStatuses"),
+        (status.container_statuses, "containerStatuses"),
+    ):
+        for i, s in reversed(list(enumerate(group or ()))):  # the first of a name wins, containers' first
+            try:
+                allocated = None if s.allocated_resources is None else resource_list(s.allocated_resources)
+            except Bad as e:
+                raise e.under(f"status.{field}[{i}].allocatedResources") from None
+            try:
+                actual = (
+                    None if s.resources is None or s.resources.requests is None else resource_list(s.resources.requests)
+                )
+            except Bad as e:
+                raise e.under(f"status.{field}[{i}].resources.requests") from None
+            found[s.name or ""] = (allocated, actual)
+
+    def view(names: list[str], spec_reqs: list[dict[str, int]], actuated: bool) -> list[dict[str, int]]:
+        out = []
+        for name, own in zip(names, spec_reqs, strict=True):
+            allocated, actual = found.get(name, (None, None))
+            if actuated and actual is not None:
+                out.append(actual)
+            elif allocated is not None:
+                out.append(allocated)
+            else:
+                out.append({} if infeasible else own)
+        return out
+
+    names = [c.name or "" for c in spec.containers or ()]
+    init_names = [c.name or "" for c in spec.init_containers or ()]
+    init_reqs = [r for r, _ in init_r]
+    sidecars = [s for _, s in init_r]
+    views: Views = [] if infeasible else [(reqs, init_r)]
+    for actuated in (False, True):
+        views.append(
+            (view(names, reqs, actuated), list(zip(view(init_names, init_reqs, actuated), sidecars, strict=True)))
+        )
+    return views
+
+
+def _work_out_amounts(spec: wc.PodSpec, at: str, status: wc.PodStatus | None = None) -> Amounts:
     """(requests, limits, non-zero cpu and memory): the last as kube's scoring counts them
-    (NonMissingContainerRequests): a container naming no cpu counts 100m, none memory 200Mi."""
+    (NonMissingContainerRequests): a container naming no cpu counts 100m, none memory 200Mi.
+    With a status, the requests are the larger of the spec's, the allocated and the actuated
+    ones (each added up over the pod first), as kube's scheduler cache counts a bound pod."""
     reqs, lims = [], []
     for i, c in enumerate(spec.containers or ()):
         r, lim = _resources(c.resources, f"{at}.containers[{i}].resources")
@@ -207,15 +299,26 @@ def _work_out_amounts(spec: wc.PodSpec, at: str) -> Amounts:
     limits = resources.effective(lims, init_l, {}, pod_lim)
     # kube adds overhead only to the limits that are set
     limits = resources.add(limits, {k: v for k, v in overhead.items() if k in limits})
-    requests = resources.effective(reqs, init_r, overhead, pod_req)
-    named = all(_names_cpu_memory(r) for r in reqs) and all(_names_cpu_memory(r) for r, _ in init_r)
+    views: Views = [(reqs, init_r)] if status is None else _status_views(spec, status, reqs, init_r)
+    requests = _largest([resources.effective(c, i, overhead, pod_req) for c, i in views])
+    named = all(_names_cpu_memory(r) for c, i in views for r in (*c, *(r for r, _ in i)))
     if named:  # nothing to fill in: the requests themselves (kept empty, see Pod.nonzero_requests)
         return requests, limits, {}
     fill = resources.NONZERO_DEFAULTS
-    total = resources.effective(
-        [{**fill, **r} for r in reqs], [({**fill, **r}, s) for r, s in init_r], overhead, pod_req
+    total = _largest(
+        [
+            resources.effective([{**fill, **r} for r in c], [({**fill, **r}, s) for r, s in i], overhead, pod_req)
+            for c, i in views
+        ]
     )
     return requests, limits, {k: total.get(k, 0) for k in _CPU_MEMORY}
+
+
+def _largest(totals: list[dict[str, int]]) -> dict[str, int]:
+    out = totals[0]
+    for t in totals[1:]:
+        out = resources.maximum(out, t)
+    return out
 
 
 def preferred_terms(
@@ -386,7 +489,7 @@ def pod(v: wc.Pod) -> Pod:
         raise Bad("metadata.name", "is required")
     spec = v.spec or _NO_POD_SPEC
     status = v.status or _NO_POD_STATUS
-    requests, limits, nonzero = _pod_amounts(spec, "spec")
+    requests, limits, nonzero = _pod_amounts(spec, "spec", status)
     volumes = []
     disks: list[InlineDisk] = []
     inline: list[tuple[str, str]] = []

@@ -404,12 +404,37 @@ class ReservePlugin(Protocol):
 
 class Action(enum.IntFlag):
     """kube's ActionType. For pods berth reports DELETE when an assigned pod leaves its node:
-    deleted, finished or bound elsewhere (kube's AssignedPodDelete)."""
+    deleted, finished or bound elsewhere (kube's AssignedPodDelete), and an assigned pod's update
+    as UPDATE_POD_LABEL (its labels changed) and/or UPDATE_POD_SCALE_DOWN (some of its requests
+    went down: pod_update). Both are parts of UPDATE, as in kube: a plugin registered for UPDATE
+    sees either. Updates of other kinds are reported as UPDATE."""
 
     ADD = 1
-    UPDATE = 2
+    UPDATE_POD_LABEL = 2
     DELETE = 4
+    UPDATE_POD_SCALE_DOWN = 8
+    UPDATE = UPDATE_POD_LABEL | UPDATE_POD_SCALE_DOWN
     ALL = ADD | UPDATE | DELETE
+
+
+@dataclass(frozen=True)
+class PodUpdate:
+    """What the hints of an assigned pod's update read: the pod before and after."""
+
+    old: Pod
+    new: Pod
+
+
+def pod_update(old: Pod, new: Pod) -> Action:
+    """What an assigned pod's update is (kube's PodSchedulingPropertiesChange, the parts berth
+    reports): UPDATE_POD_LABEL for new labels, UPDATE_POD_SCALE_DOWN when a request of the old pod is
+    gone or smaller in the new one (extractPodScaleDown, over PodRequests with UseStatusResources,
+    which Pod.requests holds); Action(0) for neither (kube's updatePodOther)."""
+    action = Action.UPDATE_POD_LABEL if old.labels != new.labels else Action(0)
+    now = new.requests
+    if any(k not in now or now[k] < v for k, v in old.requests.items()):
+        action |= Action.UPDATE_POD_SCALE_DOWN
+    return action
 
 
 @dataclass(frozen=True)

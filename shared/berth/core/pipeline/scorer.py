@@ -17,7 +17,7 @@ import msgspec
 
 from berth.core.config import SchedulerConfig
 from berth.core.events import Event
-from berth.core.framework import Action
+from berth.core.framework import Action, PodUpdate, pod_update
 from berth.core.kinds import KINDS
 from berth.core.model import Node, Pod
 from berth.core.pipeline.applier import Applier
@@ -283,7 +283,8 @@ class ScorerEngine:
                 action = _action(obj, applied.old, ev.deleted) if self.queue.pods else None
             if action is not None and self.queue.pods:
                 now, has_clock = self.applier.now, self.applier.has_clock
-                keys = self.queue.helped(type(obj).__name__, action, obj, now, has_clock)
+                change = PodUpdate(applied.old, obj) if cls is Pod and action & Action.UPDATE else obj
+                keys = self.queue.helped(cls.__name__, action, change, now, has_clock)
                 for pod in self.queue.to_retry(keys):
                     self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
         if self._evictions:
@@ -322,9 +323,10 @@ class ScorerEngine:
     def _pod_event(self, pod: Pod, old: Any, ev: Event, out: list[DecisionRecord]) -> Action | None:
         """Decide a new pending pod; returns what the change is to waiting pods, None when it cannot
         help them: DELETE for a pod deleted, finished or moved away from its node (kube's
-        AssignedPodDelete), ADD for a pod newly on a node, UPDATE for an assigned pod's new labels.
-        ADD and UPDATE only where a plugin of the profile registered them (InterPodAffinity,
-        PodTopologySpread), so other profiles retry nothing more than before."""
+        AssignedPodDelete), ADD for a pod newly on a node, for an assigned pod's update
+        UPDATE_POD_LABEL (new labels) and/or UPDATE_POD_SCALE_DOWN (requests down). ADD and updates
+        only where a plugin of the profile registered them (InterPodAffinity, PodTopologySpread,
+        NodeResourcesFit), so other profiles retry nothing more than before."""
         key = pod.key
         if ev.deleted or pod.terminated:
             self.queue.remove(key)
@@ -339,8 +341,13 @@ class ScorerEngine:
             if was and was != pod.node_name:
                 return Action.DELETE
             assert old is None or isinstance(old, Pod)
-            action = Action.ADD if not was else Action.UPDATE if old is not None and old.labels != pod.labels else None
-            return action if action is not None and self.queue.registered("Pod", action) else None
+            if not was:
+                action = Action.ADD
+            elif old is None or not self.queue.pods:
+                return None  # an update helps nobody when none waits
+            else:
+                action = pod_update(old, pod)
+            return action if action and self.queue.registered("Pod", action) else None
         if self.state.reserved(key) is not None:
             return None  # decided already, waiting for the API server to agree
         if self.scheduler.nominator.holds(key):

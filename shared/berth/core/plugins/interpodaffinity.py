@@ -280,7 +280,7 @@ class InterPodAffinity:
         # sees only the new pod of an update, so a label update has no hint (a retry too many, never too few).
         return (
             ClusterEventWithHint(ClusterEvent("Pod", Action.ADD), self.pod_added_hint),
-            ClusterEventWithHint(ClusterEvent("Pod", Action.UPDATE)),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.UPDATE_POD_LABEL)),
             ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE), self.pod_deleted_hint),
             ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE), self.node_hint),
         )

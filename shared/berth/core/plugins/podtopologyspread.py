@@ -340,7 +340,7 @@ class PodTopologySpread:
         # over the pod's hard constraints. berth sees only the new object of an update: no hint there.
         return (
             ClusterEventWithHint(ClusterEvent("Pod", Action.ADD | Action.DELETE), self.pod_hint),
-            ClusterEventWithHint(ClusterEvent("Pod", Action.UPDATE)),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.UPDATE_POD_LABEL)),
             ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.DELETE), self.node_hint),
             ClusterEventWithHint(ClusterEvent("Node", Action.UPDATE)),
         )

@@ -35,6 +35,7 @@ class ContainerPort(Wire, frozen=True):
 
 
 class Container(Wire, frozen=True):
+    name: str | None = None
     image: str | None = None
     resources: ResourceRequirements | None = None
     restart_policy: str | None = None
@@ -163,11 +164,19 @@ class PodCondition(Wire, frozen=True):
     reason: str | None = None
 
 
+class ContainerStatus(Wire, frozen=True):
+    name: str | None = None
+    resources: ResourceRequirements | None = None
+    allocated_resources: Quantities | None = None
+
+
 class PodStatus(Wire, frozen=True):
     phase: str | None = None
     conditions: list[PodCondition] | None = None
     start_time: str | None = None
     nominated_node_name: str | None = None
+    container_statuses: list[ContainerStatus] | None = None
+    init_container_statuses: list[ContainerStatus] | None = None
 
 
 class Pod(Object, frozen=True):

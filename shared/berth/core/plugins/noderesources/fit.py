@@ -20,10 +20,12 @@ from berth.core.framework import (
     Failure,
     Hint,
     Mask,
+    PodUpdate,
     Scores,
     Shape,
     Slots,
     each_pod,
+    never,
 )
 from berth.core.model import Node, Pod
 from berth.core.plugins.noderesources.allocation import (
@@ -44,6 +46,14 @@ Args = NodeResourcesFitArgs
 def extended(name: str) -> bool:
     """kube's IsExtendedResourceName: the only names ignoredResources / ignoredResourceGroups apply to."""
     return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+def _compared(name: str) -> bool:
+    """The resources kube's isSchedulableAfterPodScaleDown compares: cpu, memory, ephemeral-storage
+    and the scalar ones (IsScalarResourceName: extended, hugepages, prefixed native, attachable volumes)."""
+    if name in (CPU, MEMORY, EPHEMERAL):
+        return True
+    return extended(name) or name.startswith(("hugepages-", "attachable-volumes-")) or "kubernetes.io/" in name
 
 
 def _least(alloc: Ints, req: Ints) -> Ints:
@@ -193,13 +203,27 @@ class NodeResourcesFit:
         return out
 
     def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
-        # kube: Node Add|Update with a hint; a pod leaving its node frees its requests there. berth keeps Node
-        # Delete, without a hint, as it always had.
+        # kube: Node Add|Update with a hint; a pod leaving its node frees its requests there, and so does
+        # an assigned pod scaled down in place (Pod Delete|UpdatePodScaleDown, InPlacePodVerticalScaling on).
+        # berth keeps Node Delete, without a hint, as it always had.
         return (
             ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE), self.node_hint),
             ClusterEventWithHint(ClusterEvent("Node", Action.DELETE)),
             ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE)),
+            ClusterEventWithHint(ClusterEvent("Pod", Action.UPDATE_POD_SCALE_DOWN), self.scale_down_hint),
         )
+
+    def scale_down_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+        """kube's isSchedulableAfterPodEvent for a scale-down (isSchedulableAfterPodScaleDown): retry a
+        pod that asks for a resource the assigned pod now requests less of."""
+        assert isinstance(obj, PodUpdate)
+        if not obj.new.node_name:
+            return never
+        old, new = obj.old.requests, obj.new.requests
+        down = [k for k, v in old.items() if _compared(k) and new.get(k, 0) < v]
+        if not down:
+            return never
+        return lambda pods, version: each_pod(pods, lambda p: any(p.requests.get(k, 0) > 0 for k in down))
 
     def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
         """kube's isFit: a node added or updated; retry a pod that would fit it were it empty."""
