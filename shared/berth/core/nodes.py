@@ -158,12 +158,14 @@ class NodeTable:
     def add_usage(self, node_name: str, amounts: Mapping[str, int], sign: int = 1) -> None:
         """Add (sign=1) or take away (sign=-1) a pod's requests on a node, known or not yet."""
         used = self._used_by_name.setdefault(node_name, {})
+        s = self.slot.get(node_name)
+        columns = self._columns
         for k, v in amounts.items():
             used[k] = used.get(k, 0) + sign * v
-        s = self.slot.get(node_name)
-        if s is not None:
-            for k, v in amounts.items():
-                c = self._column(k)
+            if s is not None:
+                c = columns.get(k)
+                if c is None:
+                    c = self._column(k)  # a new row: self._used is made anew
                 self._used[c, s] += sign * v
 
     def _set_usage_row(self, s: int, used: Mapping[str, int]) -> None:

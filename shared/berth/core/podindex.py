@@ -89,11 +89,18 @@ class PodIndex:
         if assigned(old):
             assert old is not None
             key = old.key
-            self._on.get(old.node_name, {}).pop(key, None)
+            on = self._on.get(old.node_name)
+            if on is not None:
+                on.pop(key, None)
             self._assigned.pop(key, None)
-            self._in_ns.get(old.namespace, set()).discard(key)
+            in_ns = self._in_ns.get(old.namespace)
+            if in_ns is not None:
+                in_ns.discard(key)
+            labelled, ns = self._labelled, old.namespace
             for k, v in old.labels.items():
-                self._labelled.get((old.namespace, k, v), set()).discard(key)
+                keys = labelled.get((ns, k, v))
+                if keys is not None:
+                    keys.discard(key)
             self._count(state, old, -1)
         if assigned(new):
             assert new is not None
@@ -101,8 +108,12 @@ class PodIndex:
             self._on.setdefault(new.node_name, {})[key] = new
             self._assigned[key] = new
             self._in_ns.setdefault(new.namespace, set()).add(key)
+            labelled, ns = self._labelled, new.namespace
             for k, v in new.labels.items():
-                self._labelled.setdefault((new.namespace, k, v), set()).add(key)
+                keys = labelled.get((ns, k, v))
+                if keys is None:
+                    keys = labelled[ns, k, v] = set()
+                keys.add(key)
             self._count(state, new, 1)
 
     def node_changed(self, state: ClusterState, slot: int) -> None:

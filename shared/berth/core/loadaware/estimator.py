@@ -125,6 +125,19 @@ class Estimator:
     def estimate(self, pod: Pod) -> Vec:
         return self.res.vec(self.estimate_map(pod))
 
+    def inputs(self, pod: Pod) -> tuple[Any, ...]:
+        """What estimate() and priority_class() read of the pod, by value: pods with equal inputs
+        get equal estimates and classes."""
+        labels = pod.labels
+        return (
+            labels.get(LABEL_PRIORITY_CLASS),
+            labels.get(LABEL_QOS_CLASS),
+            pod.priority,
+            tuple(pod.requests.items()),
+            tuple(pod.limits.items()),
+            pod.annotations.get(ANN_SCALING_FACTORS) if self.args.allow_customize_estimation else None,
+        )
+
     def seconds(self, pod: Pod) -> tuple[int, int]:
         """(after scheduled, after initialized) forced-estimation windows; -1 = none."""
         return (

@@ -216,6 +216,8 @@ class NodeMetricStore:
         self._profiles: dict[str, Profile] = {}
         # per pod key: the fields an estimate reads, (estimate, prod); see estimate()
         self._estimates: dict[str, tuple[tuple[Any, ...], Vec, bool, bool]] = {}
+        # per value of what an estimate reads (Estimator.inputs): (estimate, prod, has a value > 0)
+        self._by_inputs: dict[tuple[Any, ...], tuple[Vec, bool, bool]] = {}
         self._objs: list[Node | None] = []
         self.cap = 0
         self._alloc_arrays(0)
@@ -620,12 +622,17 @@ class NodeMetricStore:
         got = self._estimates.get(pod.key)
         if got is not None and all(a is b for a, b in zip(got[0], inputs, strict=True)):
             return got
-        est = self.estimator.estimate(pod)
-        est.setflags(write=False)
-        prod = priority_class(pod) == PROD
+        same = self.estimator.inputs(pod)
+        shared = self._by_inputs.get(same)
+        if shared is None:  # pods of one workload ask alike: one read-only estimate for them all
+            est = self.estimator.estimate(pod)
+            est.setflags(write=False)
+            if len(self._by_inputs) >= _ESTIMATES:
+                self._by_inputs.clear()
+            shared = self._by_inputs[same] = (est, priority_class(pod) == PROD, bool(est.any()))
         if len(self._estimates) >= _ESTIMATES:
             self._estimates.clear()
-        got = self._estimates[pod.key] = (inputs, est, prod, bool(est.any()))
+        got = self._estimates[pod.key] = (inputs, *shared)
         return got
 
     def entry_for(self, pod: Pod) -> PodEntry:
@@ -633,9 +640,9 @@ class NodeMetricStore:
         scheduled = _condition_time(pod, "PodScheduled")
         ts = RECENT if scheduled is None else to_us(scheduled)
         after_scheduled, after_init = self.estimator.seconds(pod)
-        initialized = _condition_time(pod, "Initialized")
+        initialized = _condition_time(pod, "Initialized") if after_init > 0 else None
         deadline = None
-        if after_init > 0 and initialized is not None:
+        if initialized is not None:
             deadline = to_us(initialized) + after_init * US
         elif after_scheduled > 0:
             deadline = ts + after_scheduled * US

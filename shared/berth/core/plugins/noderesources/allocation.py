@@ -89,7 +89,8 @@ class NonZeroRequested:
         total[1] += memory
         slot = None if self._nodes is None else self._nodes.slot.get(node)
         if slot is not None:
-            self._fit(self._nodes)  # type: ignore[arg-type]
+            if slot >= len(self.cpu):
+                self._fit(self._nodes)  # type: ignore[arg-type]
             self.cpu[slot] += cpu
             self.memory[slot] += memory
 
