@@ -168,7 +168,7 @@ def test_amounts_shared_between_pods_are_the_ones_worked_out_for_each(specs: lis
         except Bad as e:
             fresh = str(e)
         try:
-            got: object = _pod_amounts(wire, "spec")
+            got: object = _pod_amounts(wire, "spec")[:3]
         except Bad as e:
             got = str(e)
         assert got == fresh

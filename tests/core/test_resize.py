@@ -161,7 +161,10 @@ def test_non_zero_requests_take_the_status_figures_too() -> None:
 def test_cached_amounts_equal_working_them_out_afresh() -> None:
     for _, _, spec, status, _ in CASES:
         wspec, wstatus = msgspec.convert(spec, wc.PodSpec), msgspec.convert(status, wc.PodStatus)
-        assert _pod_amounts(wspec, "spec", wstatus) == _work_out_amounts(wspec, "spec", wstatus)
+        got = _pod_amounts(wspec, "spec", wstatus)
+        assert got[:3] == _work_out_amounts(wspec, "spec", wstatus)
+        own = _work_out_amounts(wspec, "spec")[0]
+        assert got[3] == (None if own == got[0] else own)  # the spec's own requests, where they differ
 
 
 _LIST = st.dictionaries(st.sampled_from(["cpu", "memory"]), st.sampled_from(["1", "2", "500m", "1Gi", "0"]), max_size=2)
@@ -208,7 +211,10 @@ def test_shared_amounts_are_the_ones_worked_out_from_spec_and_status(pods: list[
         except Bad as e:
             fresh = str(e)
         try:
-            got: object = _pod_amounts(wspec, "spec", wstatus)
+            amounts = _pod_amounts(wspec, "spec", wstatus)
+            own = _work_out_amounts(wspec, "spec")[0]
+            assert amounts[3] == (None if own == amounts[0] else own)  # the spec's own, where they differ
+            got: object = amounts[:3]
         except Bad as e:
             got = str(e)
         assert got == fresh

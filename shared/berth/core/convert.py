@@ -147,7 +147,7 @@ def _resources(v: wc.ResourceRequirements | None, at: str) -> tuple[dict[str, in
 
 def pod_spec_resources(spec: wc.PodSpec, at: str = "spec") -> tuple[dict[str, int], dict[str, int]]:
     """Effective (requests, limits) of a pod spec (kube's PodRequests and PodLimits)."""
-    requests, limits, _ = _pod_amounts(spec, at)
+    requests, limits, _, _ = _pod_amounts(spec, at)
     return requests, limits
 
 
@@ -156,7 +156,9 @@ def _names_cpu_memory(r: dict[str, int]) -> bool:
 
 
 Amounts = tuple[dict[str, int], dict[str, int], dict[str, int]]
-_POD_AMOUNTS: dict[object, Amounts] = {}  # a workload's pods list the same figures: worked out once
+# with the spec's own requests where a resize makes the requests differ from them (else None)
+PodAmounts = tuple[dict[str, int], dict[str, int], dict[str, int], dict[str, int] | None]
+_POD_AMOUNTS: dict[object, PodAmounts] = {}  # a workload's pods list the same figures: worked out once
 
 
 def _figures(v: wc.ResourceRequirements | None) -> object:
@@ -200,10 +202,10 @@ def _status_figures(spec: wc.PodSpec, status: wc.PodStatus) -> object:
     )
 
 
-def _pod_amounts(spec: wc.PodSpec, at: str, status: wc.PodStatus | None = None) -> Amounts:
-    """(requests, limits, non-zero cpu and memory), shared by the pods whose specs (and statuses'
-    resize figures) list the same figures (models never change them); a bounded cache in front of
-    `_work_out_amounts`."""
+def _pod_amounts(spec: wc.PodSpec, at: str, status: wc.PodStatus | None = None) -> PodAmounts:
+    """(requests, limits, non-zero cpu and memory, the spec's own requests where they differ),
+    shared by the pods whose specs (and statuses' resize figures) list the same figures (models
+    never change them); a bounded cache in front of `_work_out_amounts`."""
     inits = spec.init_containers
     resized = None if status is None else _status_figures(spec, status)
     key = (
@@ -216,7 +218,9 @@ def _pod_amounts(spec: wc.PodSpec, at: str, status: wc.PodStatus | None = None) 
     out = _POD_AMOUNTS.get(key)
     if out is None:
         requests, limits, nonzero = _work_out_amounts(spec, at, None if resized is None else status)
-        out = amounts(requests), amounts(limits), amounts(nonzero)  # equal ones of other figures too
+        own = None if resized is None else _pod_amounts(spec, at)[0]
+        # equal ones of other figures too
+        out = amounts(requests), amounts(limits), amounts(nonzero), None if own == requests else own
         if len(_POD_AMOUNTS) >= 16384:
             _POD_AMOUNTS.clear()
         _POD_AMOUNTS[key] = out
@@ -473,7 +477,7 @@ positional(
     "deleting", "node_name", "phase", "scheduler_name", "priority", "priority_class_name", "node_selector",
     "affinity", "tolerations", "volumes", "requests", "limits", "conditions", "pod_affinity", "spread",
     "nonzero_requests", "preferred_affinity", "host_ports", "inline_disks", "images", "preemption_policy",
-    "start_time", "nominated_node", "inline_csi", "scheduling_gates", "key",
+    "start_time", "nominated_node", "inline_csi", "scheduling_gates", "key", "spec_requests",
 )  # fmt: skip
 positional(PodVolume, "name", "claim_name", "ephemeral")
 positional(Requirement, "key", "operator", "values")
@@ -489,7 +493,7 @@ def pod(v: wc.Pod) -> Pod:
         raise Bad("metadata.name", "is required")
     spec = v.spec or _NO_POD_SPEC
     status = v.status or _NO_POD_STATUS
-    requests, limits, nonzero = _pod_amounts(spec, "spec", status)
+    requests, limits, nonzero, spec_requests = _pod_amounts(spec, "spec", status)
     volumes = []
     disks: list[InlineDisk] = []
     inline: list[tuple[str, str]] = []
@@ -557,6 +561,7 @@ def pod(v: wc.Pod) -> Pod:
         tuple(inline),  # inline_csi
         tuple(g.name or "" for g in gates) if gates else (),  # scheduling_gates
         "",  # key: the model sets it from namespace and name
+        spec_requests,
     )
 
 

@@ -129,6 +129,9 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # namespace/name, set when the pod is made (whatever is passed is replaced); interned, as every
     # index keeps its own reference to it
     key: str = ""
+    # the spec's own requests when an in-place resize makes `requests` differ from them (Koordinator's
+    # estimator reads these); None when they are `requests`
+    spec_requests: ResourceList | None = None
 
     def __post_init__(self) -> None:
         _set(self, "key", _intern(f"{self.namespace}/{self.name}"))

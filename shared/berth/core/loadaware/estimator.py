@@ -39,6 +39,12 @@ _DEFAULTS = {
 _INT = re.compile(r"^[+-]?[0-9]+$")
 
 
+def _asked(pod: Pod) -> Mapping[str, int]:
+    """The requests Koordinator reads: the spec's (PodRequestsAndLimits), which differ from kube's
+    only while an in-place resize is under way."""
+    return pod.requests if pod.spec_requests is None else pod.spec_requests
+
+
 def priority_class(pod: Pod) -> str:
     """GetPodPriorityClassWithDefault: label, then spec.priority range, then QoS."""
     label = pod.labels.get(LABEL_PRIORITY_CLASS)
@@ -53,7 +59,8 @@ def priority_class(pod: Pod) -> str:
     if qos is not None:
         return qos
     # kube QoS: BestEffort (no cpu/memory requests or limits) is batch; the rest is prod.
-    asks = any(pod.requests.get(r, 0) or pod.limits.get(r, 0) for r in ("cpu", "memory"))
+    requests = _asked(pod)
+    asks = any(requests.get(r, 0) or pod.limits.get(r, 0) for r in ("cpu", "memory"))
     return PROD if asks else BATCH
 
 
@@ -102,6 +109,7 @@ class Estimator:
         """Estimated usage per factor key: max(request, limit) x factor, capped at the limit."""
         cls = priority_class(pod)
         translate = _REAL.get(cls)
+        requests = _asked(pod)
         out = {}
         for name, factor in self.factors(pod).items():
             if cls == FREE:
@@ -110,7 +118,7 @@ class Estimator:
                 real = translate.get(name, "")
             else:
                 real = name
-            request = pod.requests.get(real, 0) if real else 0
+            request = requests.get(real, 0) if real else 0
             limit = pod.limits.get(real, 0) if real else 0
             quantity = limit if limit > request else request
             if quantity == 0:
@@ -133,7 +141,7 @@ class Estimator:
             labels.get(LABEL_PRIORITY_CLASS),
             labels.get(LABEL_QOS_CLASS),
             pod.priority,
-            tuple(pod.requests.items()),
+            tuple(_asked(pod).items()),
             tuple(pod.limits.items()),
             pod.annotations.get(ANN_SCALING_FACTORS) if self.args.allow_customize_estimation else None,
         )

@@ -618,7 +618,7 @@ class NodeMetricStore:
 
     def _estimated(self, pod: Pod) -> tuple[tuple[Any, ...], Vec, bool, bool]:
         """(the fields read, estimate, prod, whether the estimate has a value other than 0)."""
-        inputs = (pod.labels, pod.priority, pod.requests, pod.limits, pod.annotations)
+        inputs = (pod.labels, pod.priority, pod.requests, pod.limits, pod.annotations, pod.spec_requests)
         got = self._estimates.get(pod.key)
         if got is not None and all(a is b for a, b in zip(got[0], inputs, strict=True)):
             return got
