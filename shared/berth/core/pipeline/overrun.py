@@ -238,12 +238,17 @@ class OverRunObserver:
         area[1] += ratios[1] * dt
         area[2] += ratios[2] * dt
         area[3] += ratios[3] * dt
-        stranded = self._stranded_now()
+        stranded = self._stranded if not self._dirty else self._stranded_now()
         self._stranded_area[0] += stranded[0] * dt
         self._stranded_area[1] += stranded[1] * dt
         self._starts.append(t - dt)
-        for held, v in zip(self._held, (*ratios, *stranded), strict=True):
-            held.append(v)
+        held = self._held
+        held[0].append(ratios[0])
+        held[1].append(ratios[1])
+        held[2].append(ratios[2])
+        held[3].append(ratios[3])
+        held[4].append(stranded[0])
+        held[5].append(stranded[1])
 
     def _stranded_now(self) -> tuple[float, float]:
         """(stranded cpu, stranded memory) as shares of Σ allocatable. The sums are kept per change
