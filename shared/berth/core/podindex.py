@@ -129,7 +129,9 @@ class PodIndex:
 
     def _replace(self, state: ClusterState, old: Pod, new: Pod) -> None:
         """The pod updated on its node, its labels and liveness the same (a status update): the
-        matchers count it as before, so only the pod object and its terms are taken off and put back."""
+        matchers count it as before, and so do its terms' groups if its terms are the same (a term
+        taken off and put back could only move within its group's slots or among the groups, which
+        are read as sums and unions); only the pod object is replaced."""
         key = new.key
         on = self._on.setdefault(new.node_name, {})
         on.pop(key, None)
@@ -137,7 +139,7 @@ class PodIndex:
         self._assigned.pop(key, None)
         self._assigned[key] = new
         s = state.nodes.slot.get(new.node_name)
-        if s is not None:
+        if s is not None and old.pod_affinity != new.pod_affinity:
             self._count_terms(old, s, -1)
             self._count_terms(new, s, 1)
 
