@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from berth.core.events import WatchEvent
+from berth.core.model import Node, Pod
 from berth.core.pipeline.overrun import LowerMedian, OverRunObserver, percentiles
 from berth.core.pipeline.stats import BufferPoint
 from tests.builders import node, pod
@@ -131,3 +132,58 @@ def test_time_to_schedule_quantiles_for_the_plot() -> None:
 
     q = quantiles([float(v) for v in range(1, 201)])
     assert len(q) == 101 and (q[0], q[50], q[100]) == (1.0, 100.0, 200.0)
+
+
+NODE_SIZES = ((4000, 8 << 30), (0, 8 << 30), (4000, 0))  # a node may have no cpu or no memory to give
+POD_SIZES = ((500, 1 << 30), (1500, 3 << 30), (0, 1 << 29))
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(("node", "pod")), st.integers(0, 2), st.integers(0, 2), st.integers(-1, 2)),
+        max_size=60,
+    )
+)
+def test_node_figures_follow_the_live_pods(steps: list[tuple[str, int, int, int]]) -> None:
+    """Whatever nodes and pods do, each node's requests, free capacity and the spreads' sums are what
+    a plain pass over the live nodes and pods gives (a pod's arrival and departure are kept in line)."""
+    o = OverRunObserver()
+    nodes: dict[str, tuple[int, int]] = {}
+    pods: dict[str, tuple[str, int, int]] = {}
+    for i, (what, a, b, c) in enumerate(steps):
+        o.advance(at(i))
+        if what == "node":
+            name = f"n{a}"
+            if c < 0:
+                o.node(Node(name=name), True)
+                nodes.pop(name, None)
+            else:
+                cpu, mem = NODE_SIZES[b]
+                o.node(Node(name=name, allocatable={"cpu": cpu, "memory": mem}), False)
+                nodes[name] = (cpu, mem)
+        else:
+            key, (cpu, mem) = f"p{a}", POD_SIZES[b]
+            p = Pod("default", key, node_name=f"n{c}" if c >= 0 else "", requests={"cpu": cpu, "memory": mem})
+            o.pod(p, c < 0)
+            if c >= 0 and pods.get(f"default/{key}", ("",))[0] != f"n{c}":  # on its node: counted as it came
+                pods[f"default/{key}"] = (f"n{c}", cpu, mem)
+            elif c < 0:
+                pods.pop(f"default/{key}", None)
+    req = {
+        n: [sum(p[1] for p in pods.values() if p[0] == n), sum(p[2] for p in pods.values() if p[0] == n)]
+        for n in o._slot
+    }
+    assert {n: r for n, r in o._req.items() if r != [0, 0]} == {n: r for n, r in req.items() if r != [0, 0]}
+    assert o._sum == [
+        sum(p[1] for p in pods.values()),
+        sum(p[2] for p in pods.values()),
+        *(sum(a[i] for a in nodes.values()) for i in (0, 1)),
+    ]
+    for n, s in o._slot.items():
+        alloc = nodes.get(n, (0, 0))
+        assert (o._free[0][s], o._free[1][s]) == (max(0, alloc[0] - req[n][0]), max(0, alloc[1] - req[n][1]))
+    for i, spread in enumerate(o._spread):
+        ratios = [req.get(n, [0, 0])[i] / a[i] for n, a in nodes.items() if a[i]]
+        assert spread.n == len(ratios)
+        assert spread.s == pytest.approx(sum(ratios), abs=1e-9)
+        assert spread.s2 == pytest.approx(sum(r * r for r in ratios), abs=1e-9)

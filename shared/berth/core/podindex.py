@@ -86,6 +86,17 @@ class PodIndex:
 
     def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
         self._fit(state)
+        if (
+            old is not None
+            and new is not None
+            and assigned(old)
+            and assigned(new)
+            and old.node_name == new.node_name
+            and old.labels == new.labels
+            and (old.deleting == new.deleting or not self._watch)
+        ):
+            self._replace(state, old, new)
+            return
         if assigned(old):
             assert old is not None
             key = old.key
@@ -115,6 +126,22 @@ class PodIndex:
                     keys = labelled[ns, k, v] = set()
                 keys.add(key)
             self._count(state, new, 1)
+
+    def _replace(self, state: ClusterState, old: Pod, new: Pod) -> None:
+        """The pod updated on its node, its labels and liveness the same (a status update): the
+        matchers count it as before, and so do its terms' groups if its terms are the same (a term
+        taken off and put back could only move within its group's slots or among the groups, which
+        are read as sums and unions); only the pod object is replaced."""
+        key = new.key
+        on = self._on.setdefault(new.node_name, {})
+        on.pop(key, None)
+        on[key] = new
+        self._assigned.pop(key, None)
+        self._assigned[key] = new
+        s = state.nodes.slot.get(new.node_name)
+        if s is not None and old.pod_affinity != new.pod_affinity:
+            self._count_terms(old, s, -1)
+            self._count_terms(new, s, 1)
 
     def node_changed(self, state: ClusterState, slot: int) -> None:
         self._fit(state)
@@ -231,6 +258,9 @@ class PodIndex:
                     seen.add(key)
                     if (not live or not pod.deleting) and matches(m, pod):
                         self._counts[key][s] += sign
+        self._count_terms(pod, s, sign)
+
+    def _count_terms(self, pod: Pod, s: int, sign: int) -> None:
         for g in self._terms_of(pod):
             held = self._group(g)
             _add(held, s, sign)

@@ -398,12 +398,17 @@ class ClusterState:
         if not self._awake:
             return  # counted on waking
         prev = self._usage.pop(key, None)
+        now = None
+        if pod is not None and pod.node_name and not pod.terminated:
+            now = (pod.node_name, _counted(pod.requests))
+            if prev is not None and prev[1] is now[1] and prev[0] == now[0]:
+                self._usage[key] = prev  # counted there already (a status update): off and on again nets zero
+                return
         if prev is not None:
             self.nodes.add_usage(prev[0], prev[1], -1)
-        if pod is not None and pod.node_name and not pod.terminated:
-            amounts = _counted(pod.requests)
-            self._usage[key] = (pod.node_name, amounts)
-            self.nodes.add_usage(pod.node_name, amounts)
+        if now is not None:
+            self._usage[key] = now
+            self.nodes.add_usage(*now)
 
     # ---- reservations (kube's Reserve / Unreserve) --------------------------
     def reserve(self, r: Reservation) -> None:

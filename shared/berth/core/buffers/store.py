@@ -46,15 +46,12 @@ class BufferStore:
         self.dirty.add(obj.namespace)
 
     def pod_changed(self, state: Any, old: Pod | None, new: Pod | None) -> None:
-        for pod, present in ((old, False), (new, True)):
-            if pod is None or is_fake(pod):
-                continue
-            in_ns = self.pods.setdefault(pod.namespace, {})
-            if present:
-                in_ns[pod.name] = pod
-            else:
-                in_ns.pop(pod.name, None)
-            self.dirty.add(pod.namespace)
+        if old is not None and not is_fake(old):
+            self.pods.setdefault(old.namespace, {}).pop(old.name, None)
+            self.dirty.add(old.namespace)
+        if new is not None and not is_fake(new):
+            self.pods.setdefault(new.namespace, {})[new.name] = new
+            self.dirty.add(new.namespace)
 
     def node_changed(self, state: Any, slot: int) -> None:
         """Node changes only move readyReplicas, which is computed on demand."""

@@ -87,6 +87,17 @@ class PreemptionStore:
         prev = self._placed.pop(key, None)
         if prev is not None:
             gone = self.pods_on[prev].pop(key, None)
+            if (
+                gone is not None
+                and new is not None
+                and new.node_name == prev
+                and not new.terminated
+                and gone.priority == new.priority
+                and gone.priority_class_name == new.priority_class_name
+            ):  # its priority's source counted already: only the pod object is replaced
+                self._placed[key] = prev
+                self.pods_on[prev][key] = new
+                return
             if gone is not None:
                 source = (gone.priority, gone.priority_class_name)
                 self._sources[source] -= 1

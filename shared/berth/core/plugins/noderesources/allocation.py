@@ -93,13 +93,18 @@ class NonZeroRequested:
         self._fit(state.nodes)
         key = (new or old).key  # type: ignore[union-attr]
         prev = self._counted.pop(key, None)
-        if prev is not None:
-            self._add(prev[0], -prev[1], -prev[2])
+        now = None
         if new is not None and new.node_name and not new.terminated:
             nonzero = new.nonzero_requests or new.requests
-            cpu, memory = nonzero.get(CPU, 0), nonzero.get(MEMORY, 0)
-            self._counted[key] = (new.node_name, cpu, memory)
-            self._add(new.node_name, cpu, memory)
+            now = (new.node_name, nonzero.get(CPU, 0), nonzero.get(MEMORY, 0))
+            if now == prev:
+                self._counted[key] = now  # counted there already: off and on again nets zero
+                return
+        if prev is not None:
+            self._add(prev[0], -prev[1], -prev[2])
+        if now is not None:
+            self._counted[key] = now
+            self._add(*now)
 
     def node_changed(self, state: ClusterState, slot: int) -> None:
         self._fit(state.nodes)
