@@ -74,9 +74,11 @@ KINDS: dict[tuple[str, str], Kind] = {
 # wire Struct -> its (group, kind) and Kind: what an event's object decoded into (berth.core.events)
 BY_WIRE: dict[type[Any], tuple[tuple[str, str], Kind]] = {k.wire: (key, k) for key, k in KINDS.items()}
 # the Structs of the one-pass decode: each kind's, but a NodeMetric's with its aggregated usages left raw
-_FAST: dict[type[Any], type[Any]] = {wl.NodeMetric: wl.FastNodeMetric}
+# and a Pod's with its tolerations left raw
+_FAST: dict[type[Any], type[Any]] = {wl.NodeMetric: wl.FastNodeMetric, wc.Pod: wc.FastPod}
 ONE_PASS: tuple[type[Any], ...] = tuple(_FAST.get(w, w) for w in BY_WIRE)
 BY_WIRE[wl.FastNodeMetric] = BY_WIRE[wl.NodeMetric]
+BY_WIRE[wc.FastPod] = (("", "Pod"), _kind("Pod", wc.FastPod, core.fast_pod))
 
 _head = msgspec.json.Decoder(Head)
 
@@ -263,8 +265,11 @@ _NODE_METRIC_INFO = msgspec.json.Decoder(wl.NodeMetricInfo | None)
 
 
 def storable(wire: Any) -> Any:
-    """The wire Struct as the indexer keeps it: a one-pass NodeMetric's status.nodeMetric, left as raw
-    JSON, decoded into the whole Struct (msgpack cannot carry JSON bytes); any other as it is."""
+    """The wire Struct as the indexer keeps it: a one-pass NodeMetric's status.nodeMetric, or a one-pass
+    Pod's tolerations, left as raw JSON, decoded into the whole Struct (msgpack cannot
+    carry JSON bytes); any other as it is."""
+    if type(wire) is wc.FastPod:
+        return core.full_pod(wire)
     if type(wire) is not wl.FastNodeMetric:
         return wire
     status = wire.status
