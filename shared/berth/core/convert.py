@@ -405,6 +405,7 @@ def amounts(v: dict[str, int]) -> dict[str, int]:
 
 
 _CONDITIONS: dict[tuple[wc.PodCondition, ...], tuple[PodCondition, ...]] = {}
+positional(PodCondition, "type", "status", "last_transition_time", "reason")
 
 
 def conditions(v: list[wc.PodCondition]) -> tuple[PodCondition, ...]:
@@ -421,14 +422,7 @@ def conditions(v: list[wc.PodCondition]) -> tuple[PodCondition, ...]:
                 stamp = moment(c.last_transition_time)
             except Bad as e:
                 raise e.under(f"status.conditions[{i}].lastTransitionTime") from None
-            made.append(
-                PodCondition(
-                    type=sys.intern(c.type or ""),
-                    status=sys.intern(c.status or ""),
-                    last_transition_time=stamp,
-                    reason=sys.intern(c.reason or ""),
-                )
-            )
+            made.append(PodCondition(_intern(c.type or ""), _intern(c.status or ""), stamp, _intern(c.reason or "")))
         out = tuple(made)
         if len(_CONDITIONS) >= 65536:
             _CONDITIONS.clear()
@@ -604,11 +598,6 @@ def full_pod(v: wc.FastPod) -> wc.Pod:
     tolerations = _raw_tolerations(spec.tolerations)
     full = _POD_SPEC(*fields[:_TOLERATIONS_AT], tolerations, *fields[_TOLERATIONS_AT + 1 :])
     return wc.Pod(api_version=v.api_version, metadata=v.metadata, spec=full, status=v.status)
-
-
-def fast_pod(v: wc.FastPod) -> Pod:
-    """The model of a one-pass Pod: the same as `pod` of its whole Struct."""
-    return pod(full_pod(v))
 
 
 def node(v: wc.Node) -> Node:
