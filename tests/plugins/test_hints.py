@@ -365,9 +365,7 @@ def test_node_affinity_hints_as_upstream(
 
 
 # ---- NodeResourcesFit (noderesources fit_test.go) -------------------------------------------------
-# Not carried over: Test_isSchedulableAfterPodChange's in-place resize cases (berth registers no pod
-# update for this plugin: it does not read in-place resizes) and "skip-queue-on-unscheduled-pod-deleted"
-# (berth reports a Pod deletion only for an assigned pod, so that change is no event here).
+# Test_isSchedulableAfterPodChange's in-place resize cases are further down, with the scale-down hint.
 def sized_node(**capacity: str) -> dict[str, Any]:
     """st.MakeNode().Capacity(...): pods 32 unless given."""
     raw = labelled_node()
@@ -394,6 +392,10 @@ FIT_NODES = [
      sized_node(memory="1", **{A_RES: "2"}), False),
     (FN + "queue-on-node-changes-from-unsuitable-to-suitable", MEM2_A1, NODE_UPDATED,
      sized_node(memory="4", **{A_RES: "2"}), True),
+    # berth's own: isFit compares what fitsRequest does, so a name that is neither cpu, memory,
+    # ephemeral-storage nor scalar (IsScalarResourceName) holds no pod back
+    ("queue-on-node-add-a-non-scalar-name-not-compared", requesting(memory="2", foo="1"), NODE_ADDED,
+     sized_node(memory="4"), True),
     ("Test_isSchedulableAfterPodChange (noderesources)/queue-on-other-pod-deleted", requesting(cpu="1"), POD_DELETED,
      k_pod("pod2", node="fake", container={"name": "c", "resources": {"requests": {"cpu": "1"}}}), True),
 ]  # fmt: skip

@@ -286,6 +286,19 @@ CASES += [
 ]
 
 
+@pytest.mark.parametrize("strategy", ["LeastAllocated", "MostAllocated"])
+def test_a_name_kube_keeps_on_no_node_is_not_scored(strategy: str) -> None:
+    """kube's NodeInfo keeps only cpu, memory, ephemeral-storage, pods and scalar names
+    (IsScalarResourceName): any other name configured for scoring reads allocatable 0 and is skipped,
+    even where the node lists it and the pod asks for it."""
+    spec = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+    with_foo = {"scoringStrategy": {"type": strategy, "resources": [*spec, {"name": "foo", "weight": 5}]}}
+    without = {"scoringStrategy": {"type": strategy, "resources": spec}}
+    p = kpod("p", {"cpu": "1000", "memory": "2000", "foo": "3"})
+    nodes = [n4("node1", foo="4"), n4("node2", cpu="6000", foo="40")]
+    assert scores("NodeResourcesFit", with_foo, p, nodes) == scores("NodeResourcesFit", without, p, nodes)
+
+
 @pytest.mark.parametrize(("name", "args", "p", "nodes", "pods", "want"), CASES, ids=[c[0] for c in CASES])
 def test_scores_match_upstream(
     name: str,
@@ -378,6 +391,10 @@ def filter_reasons(args: dict[str, Any] | None, p: dict[str, Any]) -> list[str]:
             {"kubernetes.io/something": "1"},
             ["Insufficient kubernetes.io/something"],
         ),
+        # kube's Filter compares the pod's ScalarResources only: a name that is neither one of the
+        # four nor scalar (IsScalarResourceName) is never "Insufficient"
+        ("a name that is not scalar is not compared", None, {"foo": "1"}, []),
+        ("a malformed extended name is not compared", None, {"c/d/": "1"}, []),
     ],
 )
 def test_filter_ignored_resources(case: str, args: dict[str, Any] | None, req: dict[str, str], want: list[str]) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import cache
 
 from berth.core.model import ResourceList
+from berth.core.validation import qualified_name
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -13,6 +15,28 @@ EPHEMERAL = "ephemeral-storage"
 NATIVE = (CPU, MEMORY, EPHEMERAL, PODS)
 # what kube's scoring counts for a container that names no cpu / no memory request (100m, 200Mi)
 NONZERO_DEFAULTS = {CPU: 100, MEMORY: 200 * 1024 * 1024}
+
+
+def is_native(name: str) -> bool:
+    """kube's IsNativeResource: no domain, or one under kubernetes.io."""
+    return "/" not in name or "kubernetes.io/" in name
+
+
+@cache
+def is_extended(name: str) -> bool:
+    """kube's IsExtendedResourceName: a domain outside kubernetes.io, not `requests.`-prefixed, and
+    a qualified name once `requests.` is put before it."""
+    if is_native(name) or name.startswith("requests."):
+        return False
+    problems: list[str] = []
+    qualified_name("requests." + name, "", problems)
+    return not problems
+
+
+def is_scalar(name: str) -> bool:
+    """kube's IsScalarResourceName: the names its NodeInfo keeps beside cpu, memory, ephemeral-storage
+    and pods (extended, hugepages, kubernetes.io-prefixed and attachable volumes)."""
+    return is_extended(name) or name.startswith(("hugepages-", "attachable-volumes-")) or "kubernetes.io/" in name
 
 
 def pod_level_supported(name: str) -> bool:

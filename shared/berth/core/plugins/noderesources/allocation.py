@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from berth.core.model import Pod
 from berth.core.nodes import NodeTable
-from berth.core.resources import CPU, MEMORY, NATIVE, PODS
+from berth.core.resources import CPU, EPHEMERAL, MEMORY, PODS, is_scalar
 from berth.core.state import ClusterState
 from berth.core.validation import Problems, invalid, is_int
 
@@ -51,11 +51,6 @@ def parse_resources(raw: Any, path: str, problems: Problems) -> tuple[ResourceSp
             continue
         out.append(ResourceSpec(item["name"], weight or 1))
     return tuple(out) or DEFAULT_RESOURCES
-
-
-def is_scalar(name: str) -> bool:
-    """kube's IsScalarResourceName, for the names a node lists: anything but the native four."""
-    return name not in NATIVE
 
 
 class NonZeroRequested:
@@ -133,15 +128,16 @@ def allocatable_requested(
     slots: npt.NDArray[np.intp] | None = None,
 ) -> list[tuple[ResourceSpec, Ints, Ints]]:
     """Per configured resource kube scores: (spec, allocatable, requested) over all slots. A resource
-    is left out where kube skips it: a scalar the pod does not request, `pods`; a slot whose
+    is left out where kube skips it: a scalar the pod does not request, a name kube keeps on no node
+    (neither cpu, memory, ephemeral-storage nor scalar), `pods`; a slot whose
     allocatable is 0 is to be skipped by the caller (both its score and its weight). nonzero: the
     node totals to use for cpu and memory (NodeResourcesFit), None for the actual requests. slots: those
     slots only."""
     out = []
     for spec in resources:
         want = pod_request(pod, spec.name, nonzero is not None)
-        if spec.name == PODS or (want == 0 and is_scalar(spec.name)):
-            continue
+        if spec.name == PODS or (spec.name not in (CPU, MEMORY, EPHEMERAL) and (want == 0 or not is_scalar(spec.name))):
+            continue  # kube keeps no other names on its nodes: their allocatable reads 0
         alloc = nodes.allocatable(spec.name)
         if nonzero is not None and spec.name in (CPU, MEMORY):
             have = nonzero.read(nodes, spec.name)

@@ -36,24 +36,17 @@ from berth.core.plugins.noderesources.allocation import (
     pod_request,
 )
 from berth.core.plugins.noderesources.fitargs import LEAST, MAX_CUSTOM_PRIORITY_SCORE, MOST, NodeResourcesFitArgs
-from berth.core.resources import CPU, EPHEMERAL, MEMORY, PODS
+from berth.core.resources import CPU, EPHEMERAL, MEMORY, PODS, is_extended, is_scalar
 from berth.core.state import ClusterState
 
 NAME = "NodeResourcesFit"
 Args = NodeResourcesFitArgs
 
 
-def extended(name: str) -> bool:
-    """kube's IsExtendedResourceName: the only names ignoredResources / ignoredResourceGroups apply to."""
-    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
-
-
 def _compared(name: str) -> bool:
-    """The resources kube's isSchedulableAfterPodScaleDown compares: cpu, memory, ephemeral-storage
-    and the scalar ones (IsScalarResourceName: extended, hugepages, prefixed native, attachable volumes)."""
-    if name in (CPU, MEMORY, EPHEMERAL):
-        return True
-    return extended(name) or name.startswith(("hugepages-", "attachable-volumes-")) or "kubernetes.io/" in name
+    """The resources kube's Filter and isSchedulableAfterPodScaleDown compare: cpu, memory,
+    ephemeral-storage and the scalar ones."""
+    return name in (CPU, MEMORY, EPHEMERAL) or is_scalar(name)
 
 
 def _least(alloc: Ints, req: Ints) -> Ints:
@@ -101,7 +94,7 @@ class NodeResourcesFit:
         return self.nonzero
 
     def _ignored(self, name: str) -> bool:
-        if not extended(name):
+        if not is_extended(name):  # ignoredResources / ignoredResourceGroups apply to these only
             return False
         return name in self.args.ignored_resources or name.split("/")[0] in self.args.ignored_resource_groups
 
@@ -116,7 +109,7 @@ class NodeResourcesFit:
             CPU,
             MEMORY,
             EPHEMERAL,
-            *sorted(k for k in requests if k not in (CPU, MEMORY, EPHEMERAL, PODS) and not self._ignored(k)),
+            *sorted(k for k in requests if is_scalar(k) and not self._ignored(k)),
         ]
         out.extend((name, requests[name]) for name in order if requests.get(name, 0) > 0)
         return out
@@ -233,7 +226,9 @@ class NodeResourcesFit:
         def helps(p: Pod) -> bool:
             if alloc.get(PODS, 0) < 1:
                 return False
-            return all(v <= 0 or k == PODS or self._ignored(k) or alloc.get(k, 0) >= v for k, v in p.requests.items())
+            return all(
+                v <= 0 or not _compared(k) or self._ignored(k) or alloc.get(k, 0) >= v for k, v in p.requests.items()
+            )
 
         return lambda pods, version: each_pod(pods, helps)
 
