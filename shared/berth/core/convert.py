@@ -7,10 +7,7 @@ Each function takes a decoded wire object and returns the model, or raises `Bad`
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Any
-
-import msgspec
 
 from berth.core import intree, resources
 from berth.core.amounts import Bad, moment, nanos, resource_list
@@ -560,44 +557,6 @@ def pod(v: wc.Pod) -> Pod:
         "",  # key: the model sets it from namespace and name
         spec_requests,
     )
-
-
-# a one-pass Pod's raw tolerations -> decoded (None for null): a bounded cache
-_RAW_TOLERATIONS: dict[bytes, tuple[wc.Toleration, ...] | None] = {}
-_TOLERATIONS_JSON = msgspec.json.Decoder(tuple[wc.Toleration, ...] | None)
-if wc.FastPodSpec.__struct_fields__ != wc.PodSpec.__struct_fields__:
-    raise TypeError("FastPodSpec must list PodSpec's fields, in order")
-_TOLERATIONS_AT = wc.PodSpec.__struct_fields__.index("tolerations")
-_POD_SPEC: Callable[..., wc.PodSpec] = wc.PodSpec  # made from a FastPodSpec's fields, in order
-
-
-def _raw_tolerations(raw: msgspec.Raw) -> tuple[wc.Toleration, ...] | None:
-    """Raw spec.tolerations decoded (None when absent), once per distinct bytes; Bad when they do not
-    decode (the step-by-step path names the problem)."""
-    if not raw:
-        return None
-    key = bytes(raw)
-    if key in _RAW_TOLERATIONS:
-        return _RAW_TOLERATIONS[key]
-    try:
-        out: tuple[wc.Toleration, ...] | None = _TOLERATIONS_JSON.decode(key)
-    except msgspec.DecodeError as e:
-        raise Bad("spec.tolerations", str(e)) from None
-    if len(_RAW_TOLERATIONS) >= 4096:
-        _RAW_TOLERATIONS.clear()
-    _RAW_TOLERATIONS[key] = out
-    return out
-
-
-def full_pod(v: wc.FastPod) -> wc.Pod:
-    """The whole Struct of a one-pass Pod, its tolerations decoded."""
-    spec = v.spec
-    if spec is None:
-        return wc.Pod(api_version=v.api_version, metadata=v.metadata, status=v.status)
-    fields = msgspec.structs.astuple(spec)
-    tolerations = _raw_tolerations(spec.tolerations)
-    full = _POD_SPEC(*fields[:_TOLERATIONS_AT], tolerations, *fields[_TOLERATIONS_AT + 1 :])
-    return wc.Pod(api_version=v.api_version, metadata=v.metadata, spec=full, status=v.status)
 
 
 def node(v: wc.Node) -> Node:

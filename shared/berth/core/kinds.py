@@ -73,29 +73,10 @@ KINDS: dict[tuple[str, str], Kind] = {
 
 # wire Struct -> its (group, kind) and Kind: what an event's object decoded into (berth.core.events)
 BY_WIRE: dict[type[Any], tuple[tuple[str, str], Kind]] = {k.wire: (key, k) for key, k in KINDS.items()}
-# the Structs of the one-pass decode: each kind's, but some with a part left as raw JSON: a
-# NodeMetric's aggregated usages (its normalisation reads either Struct), a Pod's tolerations and a
-# workload's template (decoded once per distinct bytes into the whole Struct, then normalised)
-_FAST: dict[type[Any], type[Any]] = {
-    wl.NodeMetric: wl.FastNodeMetric,
-    wc.Pod: wc.FastPod,
-    wb.Deployment: wb.FastDeployment,
-    wb.ReplicaSet: wb.FastReplicaSet,
-    wb.StatefulSet: wb.FastStatefulSet,
-    wb.Job: wb.FastJob,
-}
+# the Structs of the one-pass decode: each kind's, but a NodeMetric's with its aggregated usages left raw
+_FAST: dict[type[Any], type[Any]] = {wl.NodeMetric: wl.FastNodeMetric}
 ONE_PASS: tuple[type[Any], ...] = tuple(_FAST.get(w, w) for w in BY_WIRE)
 BY_WIRE[wl.FastNodeMetric] = BY_WIRE[wl.NodeMetric]
-
-
-def _made_whole(whole: Callable[[Any], Any], kind: Kind) -> Kind:
-    """The kind, its one-pass Struct made whole before it is normalised."""
-    return kind._replace(normalise=lambda v: kind.normalise(whole(v)))
-
-
-BY_WIRE[wc.FastPod] = (("", "Pod"), _made_whole(core.full_pod, KINDS[("", "Pod")]))
-for _wire in (wb.Deployment, wb.ReplicaSet, wb.StatefulSet, wb.Job):
-    BY_WIRE[_FAST[_wire]] = (BY_WIRE[_wire][0], _made_whole(buffers.full_workload, BY_WIRE[_wire][1]))
 
 _head = msgspec.json.Decoder(Head)
 
@@ -282,13 +263,8 @@ _NODE_METRIC_INFO = msgspec.json.Decoder(wl.NodeMetricInfo | None)
 
 
 def storable(wire: Any) -> Any:
-    """The wire Struct as the indexer keeps it: what the one-pass decode left as raw JSON (a NodeMetric's
-    status.nodeMetric, a Pod's tolerations, a workload's template) decoded into the whole Struct
-    (msgpack cannot carry JSON bytes); any other as it is."""
-    if type(wire) is wc.FastPod:
-        return core.full_pod(wire)
-    if isinstance(wire, wb.FastWorkload):
-        return buffers.full_workload(wire)
+    """The wire Struct as the indexer keeps it: a one-pass NodeMetric's status.nodeMetric, left as raw
+    JSON, decoded into the whole Struct (msgpack cannot carry JSON bytes); any other as it is."""
     if type(wire) is not wl.FastNodeMetric:
         return wire
     status = wire.status

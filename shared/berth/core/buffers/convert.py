@@ -8,9 +8,7 @@ so one bad buffer never stops the others.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
-
-import msgspec
+from typing import TypeVar
 
 from berth.core.amounts import Bad, milli_list, moment
 from berth.core.buffers.model import (
@@ -241,45 +239,6 @@ def _apps(cls: type[_W], v: wb.Workload) -> _W:
         selector = label_selector(spec.selector)
     count = spec.parallelism if cls is Job else spec.replicas
     return _workload(cls, v.metadata or EMPTY_META, template, selector, count, v.status)
-
-
-# a one-pass workload's raw spec.template -> decoded (None for null): a bounded cache; the dicts are
-# shared by the workloads that have the same template (models never change them)
-_TEMPLATES: dict[bytes, dict[str, Any] | None] = {}
-_TEMPLATE_JSON = msgspec.json.Decoder(dict[str, Any] | None)
-_WHOLE: dict[type[wb.FastWorkload], type[wb.Workload]] = {
-    wb.FastDeployment: wb.Deployment,
-    wb.FastReplicaSet: wb.ReplicaSet,
-    wb.FastStatefulSet: wb.StatefulSet,
-    wb.FastJob: wb.Job,
-}
-
-
-def _raw_template(raw: msgspec.Raw) -> dict[str, Any] | None:
-    """Raw spec.template decoded (None when absent), once per distinct bytes; Bad when it does not
-    decode (the step-by-step path names the problem)."""
-    if not raw:
-        return None
-    key = bytes(raw)
-    if key in _TEMPLATES:
-        return _TEMPLATES[key]
-    try:
-        out: dict[str, Any] | None = _TEMPLATE_JSON.decode(key)
-    except msgspec.DecodeError as e:
-        raise Bad("spec.template", str(e)) from None
-    if len(_TEMPLATES) >= 4096:
-        _TEMPLATES.clear()
-    _TEMPLATES[key] = out
-    return out
-
-
-def full_workload(v: wb.FastWorkload) -> wb.Workload:
-    """The whole Struct of a one-pass workload, its template decoded."""
-    spec = v.spec
-    whole = None
-    if spec is not None:
-        whole = wb.WorkloadSpec(_raw_template(spec.template), spec.selector, spec.replicas, spec.parallelism)
-    return _WHOLE[type(v)](api_version=v.api_version, metadata=v.metadata, spec=whole, status=v.status)
 
 
 def deployment(v: wb.Workload) -> Deployment:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from berth.core.wire.common import Int32, LabelSelector, Object, Quantities, Wire
 
 
@@ -36,39 +34,6 @@ class Workload(Object, frozen=True):
 
     spec: WorkloadSpec | None = None
     status: WorkloadStatus | None = None
-
-
-# The one-pass decode's workloads (berth.core.events): spec.template left as its raw JSON, which
-# `berth.core.buffers.convert.full_workload` decodes once per distinct bytes (a workload's events
-# repeat its template); what does not decode is decoded again step by step with the whole Struct.
-
-
-class FastWorkloadSpec(Wire, frozen=True):
-    template: msgspec.Raw = msgspec.Raw()  # empty when absent
-    selector: LabelSelector | None = None
-    replicas: Int32 | None = None
-    parallelism: Int32 | None = None
-
-
-class FastWorkload(Object, frozen=True):
-    spec: FastWorkloadSpec | None = None
-    status: WorkloadStatus | None = None
-
-
-class FastDeployment(FastWorkload, frozen=True, tag="Deployment"):
-    pass
-
-
-class FastReplicaSet(FastWorkload, frozen=True, tag="ReplicaSet"):
-    pass
-
-
-class FastStatefulSet(FastWorkload, frozen=True, tag="StatefulSet"):
-    pass
-
-
-class FastJob(FastWorkload, frozen=True, tag="Job"):
-    pass
 
 
 class ControllerSpec(Wire, frozen=True):

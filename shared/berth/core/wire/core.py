@@ -184,35 +184,6 @@ class Pod(Object, frozen=True):
     status: PodStatus | None = None
 
 
-# The one-pass decode's Pod (berth.core.events): its tolerations left as their raw JSON, which
-# `berth.core.convert.full_pod` decodes once per distinct bytes (nearly every pod lists admission's
-# defaults, or its workload's); what does not decode is decoded again step by step with the whole
-# Struct above, which names the problem. The other fields mirror PodSpec's (checked on import).
-
-
-class FastPodSpec(Wire, frozen=True):
-    node_name: str | None = None
-    scheduler_name: str | None = None
-    priority: Int32 | None = None
-    priority_class_name: str | None = None
-    node_selector: Texts | None = None
-    affinity: Affinity | None = None
-    tolerations: msgspec.Raw = msgspec.Raw()  # empty when absent
-    volumes: list[Volume] | None = None
-    containers: list[Container] | None = None
-    init_containers: list[Container] | None = None
-    overhead: Quantities | None = None
-    resources: ResourceRequirements | None = None
-    topology_spread_constraints: list[TopologySpreadConstraint] | None = None
-    preemption_policy: str | None = None
-    scheduling_gates: list[SchedulingGate] | None = None
-
-
-class FastPod(Object, frozen=True, tag="Pod"):
-    spec: FastPodSpec | None = None
-    status: PodStatus | None = None
-
-
 # ---- Node ----
 
 
