@@ -76,7 +76,7 @@ class Pipeline:
                 if wait > 0:
                     await asyncio.sleep(wait)
             # the line's own bytes, and the event decoded once by the reader for every lane's consumers
-            await self.bus.send(CLUSTER_EVENTS, ev.line, ev.key, event=ev)
+            self.bus.put(CLUSTER_EVENTS, ev.line, ev.key, event=ev)
             self.published += 1
             if self.published % 1000 == 0:
                 await asyncio.sleep(0)  # let the workers run

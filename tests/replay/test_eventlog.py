@@ -94,6 +94,28 @@ def test_rejects_keep_going(tmp_path: Path) -> None:
     assert rejects[0].reason.startswith("invalid JSON")
 
 
+GOOD = json.dumps({"type": "ADDED", "object": node("n1")}).encode()
+
+
+@pytest.mark.parametrize(
+    ("text", "positions", "rejected"),
+    [
+        (GOOD + b"\n\n" + GOOD + b"\n", [1, 3], []),
+        (GOOD + b"\n  \t\r\n" + GOOD + b"\n", [1, 3], []),
+        (GOOD + b"\n\x0b\x0c\n" + GOOD + b"\n", [1, 3], []),  # all that bytes.strip() strips
+        (GOOD + b"\n   ", [1], []),  # the last line, without a newline
+        (GOOD + b"\n\xa0\n" + GOOD + b"\n", [1, 3], [2]),  # not ASCII whitespace: a bad line
+        (GOOD + b"\n x \n" + GOOD + b"\n", [1, 3], [2]),
+    ],
+)
+def test_blank_lines_are_skipped(tmp_path: Path, text: bytes, positions: list[int], rejected: list[int]) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(text)
+    rejects: list[Reject] = []
+    assert [ev.position for ev in read_events(str(path), rejects)] == positions
+    assert [r.line for r in rejects] == rejected
+
+
 def test_strict_stops_at_the_first_bad_line(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     path.write_text('{"type": "ADDED", "object": {"kind": "Node", "metadata": {"name": "a"}}}\nnope\n')

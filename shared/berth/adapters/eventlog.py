@@ -21,12 +21,15 @@ class Reject(msgspec.Struct, frozen=True):
     text: str
 
 
+READ_BUFFER = 1 << 20  # a log is read in 1 MiB chunks: a line at a time from 8 KiB costs 3x the CPU
+
+
 def open_log(path: str, mode: str = "rb") -> IO[bytes]:
     try:
         if path.endswith(".gz"):
             # mtime=0: the same events give the same bytes (gzip headers otherwise carry the time)
             return gzip.GzipFile(path, mode, mtime=0)  # type: ignore[return-value]
-        return open(path, mode)
+        return open(path, mode, buffering=READ_BUFFER if mode == "rb" else -1)
     except OSError as e:
         raise InputError(path, "", e.strerror or str(e)) from None
 
@@ -40,7 +43,7 @@ def read_events(
     with open_log(path) as f:
         try:
             for number, line in enumerate(f, start=1):
-                if not line.strip():
+                if line.isspace():  # blank (a line read is never empty); strip() would copy it
                     continue
                 try:
                     yield parse_event(line, number)

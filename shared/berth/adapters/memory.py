@@ -46,8 +46,12 @@ class MemoryBus:
 
     async def send(self, topic: str, value: bytes, key: bytes | None = None, event: Event | None = None) -> None:
         """event: the value already decoded, carried on the message for this process's consumers."""
+        self.put(topic, value, key, event)
+
+    def put(self, topic: str, value: bytes, key: bytes | None = None, event: Event | None = None) -> None:
+        """`send` without a coroutine to await (the embedded pipeline's reader sends every line)."""
         if topic not in self.topics:
-            await self.create_topics({topic: 1})
+            self.topics[topic] = [[]]
         p = self.partition_of(topic, key)
         log = self.topics[topic][p]
         log.append(MemoryMessage(topic, p, len(log), key, value, event))

@@ -10,9 +10,9 @@ the dead-letter topic with the reason, its position and its bytes, and the loop 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from berth.adapters.collector import COLLECTOR
 from berth.adapters.metrics import Metrics
@@ -51,11 +51,12 @@ def _decoded(
     others left undecoded). The whole batch is decoded before the first event is handled: the
     decoder's code and caches stay warm from one message to the next (handling a pod runs the
     scheduler between them), and nothing else changes."""
+    carried: list[Any] = [getattr(msg, "event", None) for msg in messages]
+    if None not in carried:  # the in-memory bus's messages carry their events decoded
+        return list(zip(messages, carried, strict=True))
     out: list[tuple[Message, Event | InputError]] = []
-    # what is decoded lives until handled: no collection walks it meanwhile (the in-memory bus's
-    # messages carry their events decoded: nothing to pause for)
-    carried = all(getattr(msg, "event", None) is not None for msg in messages)
-    with contextlib.nullcontext() if carried else COLLECTOR.building():
+    # what is decoded lives until handled: no collection walks it meanwhile
+    with COLLECTOR.building():
         for msg in messages:
             try:
                 out.append((msg, decode_message(msg, only)))

@@ -402,6 +402,7 @@ def amounts(v: dict[str, int]) -> dict[str, int]:
 
 
 _CONDITIONS: dict[tuple[wc.PodCondition, ...], tuple[PodCondition, ...]] = {}
+positional(PodCondition, "type", "status", "last_transition_time", "reason")
 
 
 def conditions(v: list[wc.PodCondition]) -> tuple[PodCondition, ...]:
@@ -418,14 +419,7 @@ def conditions(v: list[wc.PodCondition]) -> tuple[PodCondition, ...]:
                 stamp = moment(c.last_transition_time)
             except Bad as e:
                 raise e.under(f"status.conditions[{i}].lastTransitionTime") from None
-            made.append(
-                PodCondition(
-                    type=sys.intern(c.type or ""),
-                    status=sys.intern(c.status or ""),
-                    last_transition_time=stamp,
-                    reason=sys.intern(c.reason or ""),
-                )
-            )
+            made.append(PodCondition(_intern(c.type or ""), _intern(c.status or ""), stamp, _intern(c.reason or "")))
         out = tuple(made)
         if len(_CONDITIONS) >= 65536:
             _CONDITIONS.clear()
