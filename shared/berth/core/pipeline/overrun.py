@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left
-from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
@@ -359,45 +358,14 @@ class OverRunObserver:
         self._request(node, -cpu, -mem)
 
     def _request(self, node: str, cpu: int, mem: int) -> None:
-        """A live pod's requests come to a node (or leave it, negative): what _node_changed does
-        around the change, in line, with the node's figures read once."""
-        alloc = self._alloc.get(node)
-        req = self._req.get(node)
-        if req is None:
-            req = self._req[node] = [0, 0]
-        if alloc is not None:
-            before_cpu = req[0] / alloc[0] if alloc[0] else None
-            before_mem = req[1] / alloc[1] if alloc[1] else None
+        """A live pod's requests come to a node (or leave it, negative)."""
+        before = self._node_ratios(node)
+        req = self._req.setdefault(node, [0, 0])
         req[0] += cpu
         req[1] += mem
-        total = self._sum
-        total[0] += cpu
-        total[1] += mem
-        self._current = None
-        if alloc is None:
-            self._free_changed(node, (0, 0), req)
-            return
-        spread = self._spread[0]
-        if before_cpu is not None:  # _Spread.change, in line
-            spread.n -= 1
-            spread.s -= before_cpu
-            spread.s2 -= before_cpu * before_cpu
-        if alloc[0]:
-            after = req[0] / alloc[0]
-            spread.n += 1
-            spread.s += after
-            spread.s2 += after * after
-        spread = self._spread[1]
-        if before_mem is not None:
-            spread.n -= 1
-            spread.s -= before_mem
-            spread.s2 -= before_mem * before_mem
-        if alloc[1]:
-            after = req[1] / alloc[1]
-            spread.n += 1
-            spread.s += after
-            spread.s2 += after * after
-        self._free_changed(node, alloc, req)
+        self._sum[0] += cpu
+        self._sum[1] += mem
+        self._node_changed(node, before)
 
     def _node_ratios(self, node: str) -> tuple[float | None, float | None]:
         alloc = self._alloc.get(node)
@@ -411,16 +379,14 @@ class OverRunObserver:
         self._current = None
         self._spread[0].change(before[0], after[0])
         self._spread[1].change(before[1], after[1])
-        self._free_changed(node, self._alloc.get(node, (0, 0)), self._req.get(node, (0, 0)))
-
-    def _free_changed(self, node: str, alloc: tuple[int, int], req: Sequence[int]) -> None:
-        """The node's free cpu and memory are now alloc - req: the stranded sums follow."""
         free_cpu, free_mem = self._free
         slot = self._slot.get(node)
         if slot is None:
             slot = self._slot[node] = len(self._slot)
             free_cpu.append(0)
             free_mem.append(0)
+        alloc = self._alloc.get(node, (0, 0))
+        req = self._req.get(node, (0, 0))
         cpu, mem = max(0, alloc[0] - req[0]), max(0, alloc[1] - req[1])
         was_cpu, was_mem = free_cpu[slot], free_mem[slot]
         free_cpu[slot] = cpu
