@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from berth.core.resources import is_extended, is_native, is_scalar
+from berth.core.resources import is_extended, is_native, is_scalar, is_tracked
 
 
 @pytest.mark.parametrize(
@@ -63,3 +63,19 @@ def test_is_extended(name: str, want: bool) -> None:
 )
 def test_is_scalar(name: str, want: bool) -> None:
     assert is_scalar(name) is want
+
+
+@pytest.mark.parametrize(
+    ("name", "want"),
+    [
+        ("cpu", True),
+        ("memory", True),
+        ("ephemeral-storage", True),
+        ("pods", False),  # kube's allowed pod number, compared on its own
+        ("example.com/gpu", True),
+        ("hugepages-2Mi", True),
+        ("foo", False),
+    ],
+)
+def test_is_tracked(name: str, want: bool) -> None:
+    assert is_tracked(name) is want

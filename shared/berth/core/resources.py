@@ -39,6 +39,12 @@ def is_scalar(name: str) -> bool:
     return is_extended(name) or name.startswith(("hugepages-", "attachable-volumes-")) or "kubernetes.io/" in name
 
 
+def is_tracked(name: str) -> bool:
+    """The names kube's NodeInfo keeps a figure of besides pods (its Resource: cpu, memory,
+    ephemeral-storage and the scalar ones): what Filter, hints and scores compare."""
+    return name in (CPU, MEMORY, EPHEMERAL) or is_scalar(name)
+
+
 def pod_level_supported(name: str) -> bool:
     return name in (CPU, MEMORY) or name.startswith("hugepages-")
 

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from berth.core.model import Pod
 from berth.core.nodes import NodeTable
-from berth.core.resources import CPU, EPHEMERAL, MEMORY, PODS, is_scalar
+from berth.core.resources import CPU, MEMORY, PODS, is_scalar, is_tracked
 from berth.core.state import ClusterState
 from berth.core.validation import Problems, invalid, is_int
 
@@ -141,8 +141,8 @@ def allocatable_requested(
     out = []
     for spec in resources:
         want = pod_request(pod, spec.name, nonzero is not None)
-        if spec.name == PODS or (spec.name not in (CPU, MEMORY, EPHEMERAL) and (want == 0 or not is_scalar(spec.name))):
-            continue  # kube keeps no other names on its nodes: their allocatable reads 0
+        if spec.name == PODS or not is_tracked(spec.name) or (want == 0 and is_scalar(spec.name)):
+            continue  # kube's nodes keep no figure of an untracked name: its allocatable reads 0
         alloc = nodes.allocatable(spec.name)
         if nonzero is not None and spec.name in (CPU, MEMORY):
             have = nonzero.read(nodes, spec.name)

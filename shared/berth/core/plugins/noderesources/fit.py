@@ -36,17 +36,11 @@ from berth.core.plugins.noderesources.allocation import (
     pod_request,
 )
 from berth.core.plugins.noderesources.fitargs import LEAST, MAX_CUSTOM_PRIORITY_SCORE, MOST, NodeResourcesFitArgs
-from berth.core.resources import CPU, EPHEMERAL, MEMORY, PODS, is_extended, is_scalar
+from berth.core.resources import CPU, EPHEMERAL, MEMORY, PODS, is_extended, is_scalar, is_tracked
 from berth.core.state import ClusterState
 
 NAME = "NodeResourcesFit"
 Args = NodeResourcesFitArgs
-
-
-def _compared(name: str) -> bool:
-    """The resources kube's Filter and isSchedulableAfterPodScaleDown compare: cpu, memory,
-    ephemeral-storage and the scalar ones."""
-    return name in (CPU, MEMORY, EPHEMERAL) or is_scalar(name)
 
 
 def _least(alloc: Ints, req: Ints) -> Ints:
@@ -213,7 +207,7 @@ class NodeResourcesFit:
         if not obj.new.node_name:
             return never
         old, new = obj.old.requests, obj.new.requests
-        down = [k for k, v in old.items() if _compared(k) and new.get(k, 0) < v]
+        down = [k for k, v in old.items() if is_tracked(k) and new.get(k, 0) < v]
         if not down:
             return never
         return lambda pods, version: each_pod(pods, lambda p: any(p.requests.get(k, 0) > 0 for k in down))
@@ -227,7 +221,7 @@ class NodeResourcesFit:
             if alloc.get(PODS, 0) < 1:
                 return False
             return all(
-                v <= 0 or not _compared(k) or self._ignored(k) or alloc.get(k, 0) >= v for k, v in p.requests.items()
+                v <= 0 or not is_tracked(k) or self._ignored(k) or alloc.get(k, 0) >= v for k, v in p.requests.items()
             )
 
         return lambda pods, version: each_pod(pods, helps)
