@@ -53,7 +53,7 @@ def measure(path: str, digest_path: str | None = None, batch: int = 1000) -> dic
         t = time.thread_time()
         for number, line in items:
             try:
-                results.append((parse_event(line, number).model, None))
+                results.append((parse_event(line, number, wire=False).model, None))
             except InputError as e:
                 results.append((None, e.line()))
         spent[kind] += time.thread_time() - t
@@ -134,7 +134,7 @@ def apply_all(path: str) -> tuple[int, float]:
     gc.freeze()
     t = time.thread_time()
     for number, line in lines:
-        apply(parse_event(line, number))
+        apply(parse_event(line, number, wire=False))
         collector.handled(1)
     spent = time.thread_time() - t
     collector.close()

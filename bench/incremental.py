@@ -37,7 +37,7 @@ def run() -> None:
     collector = Collector()
     gc.freeze()
     for n, line in lines:
-        ev = parse_event(line, n)
+        ev = parse_event(line, n, wire=False)
         for engine in engines.values():
             engine.handle(ev)
         collector.handled(1)

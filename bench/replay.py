@@ -97,7 +97,7 @@ def where_the_time_goes(path: str) -> None:
     for i in range(0, len(evs), BATCH):  # as the worker loop does: a batch decoded, then handled
         t0 = clock()
         with collector.building():  # as the worker loop decodes a batch: no collection meanwhile
-            batch = [parse_event(line, n, only) for n, line in evs[i : i + BATCH]]
+            batch = [parse_event(line, n, only, wire=False) for n, line in evs[i : i + BATCH]]
         spent["convert + apply"] += clock() - t0
         for ev in batch:
             engine.handle(ev)

@@ -81,7 +81,7 @@ def per_update(path: str) -> None:
     while i < len(lines):
         if NODEMETRIC not in lines[i][1]:
             number, line = lines[i]
-            handle(parse_event(line, number))
+            handle(parse_event(line, number, wire=False))
             collector.handled(1)
             i += 1
             continue
@@ -90,7 +90,7 @@ def per_update(path: str) -> None:
             j += 1
         t = clock()
         for number, line in lines[i:j]:
-            handle(parse_event(line, number))
+            handle(parse_event(line, number, wire=False))
             collector.handled(1)
         spent += clock() - t
         metrics += j - i
@@ -130,7 +130,7 @@ def stages(path: str) -> None:
 
     def flush() -> None:
         t0 = clock()
-        events = [parse_event(line, number) for number, line in run]
+        events = [parse_event(line, number, wire=False) for number, line in run]
         t1 = clock()
         for ev in events:
             scorer.handle(ev)

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from pathlib import Path
 
 import pytest
 
 from berth.adapters.collector import Collector
+from berth.adapters.eventlog import read_events
 from berth.adapters.memory import MemoryBus
+from berth.core import events
 from berth.core.config import parse_config
 from berth.core.events import UnreadableObject, WatchEvent, decode_message, encode_event, parse_event
 from berth.core.generate import PRESETS, generate
-from berth.core.ports import CLUSTER_EVENTS
+from berth.core.ports import CLUSTER_EVENTS, Message
 from berth_cli.pipeline import Lane, Pipeline
 from tests.builders import node
 
@@ -31,6 +34,36 @@ def test_every_consumer_of_the_memory_bus_gets_the_one_decoded_event() -> None:
         assert again is not ev and (again.model, again.position, again.key) == (ev.model, 7, b"Node//n1")
 
     asyncio.run(go())
+
+
+ROOT = Path(__file__).parents[2]
+LOGS = [
+    ROOT / "examples" / "small.jsonl.gz",
+    ROOT / "examples" / "cold-burst.jsonl",
+    *sorted((ROOT / "tests" / "data" / "logs").glob("*.jsonl")),
+]
+
+
+@pytest.mark.parametrize("one_pass", [True, False], ids=["one-pass", "step-by-step"])
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
+def test_engines_get_each_model_without_the_wire_struct_only_the_indexer_keeps(
+    log: Path, one_pass: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log reader and the workers' decoding leave the wire Struct off (it is freed at once, not
+    with the event), and nothing else changes; parse_event keeps it by default, for the indexer."""
+    if not one_pass:
+        monkeypatch.setattr(events, "_typed", None)  # every line read step by step
+    read = list(read_events(str(log), rejects=[]))
+    assert any(ev.model is not None for ev in read)
+    for ev in read:
+        kept = parse_event(ev.line, ev.position)
+        from_bus = decode_message(Message("t", 0, ev.position - 1, ev.key, ev.line))
+        assert ev.wire is None and from_bus.wire is None
+        assert (kept.wire is None) == (kept.model is None)
+        for other in (kept, from_bus):
+            assert (other.type, other.model, other.kind, other.key, other.line, other.ts, other.position) == (
+                ev.type, ev.model, ev.kind, ev.key, ev.line, ev.ts, ev.position
+            )  # fmt: skip
 
 
 def test_an_object_that_does_not_decode_names_the_object_and_field() -> None:

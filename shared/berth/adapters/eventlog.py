@@ -37,7 +37,8 @@ def open_log(path: str, mode: str = "rb") -> IO[bytes]:
 def read_events(
     path: str, rejects: list[Reject] | None = None, strict: bool = False, unreadable: list[Reject] | None = None
 ) -> Iterator[Event]:
-    """Decoded events in log order. A bad line goes to `rejects` (or raises when strict) and reading goes on;
+    """Decoded events in log order, for engines: without their wire Structs (`parse_event`'s `wire`).
+    A bad line goes to `rejects` (or raises when strict) and reading goes on;
     a well-formed event whose object does not decode goes to `unreadable` if given, with the event in
     berth's line as its text."""
     with open_log(path) as f:
@@ -46,7 +47,7 @@ def read_events(
                 if line.isspace():  # blank (a line read is never empty); strip() would copy it
                     continue
                 try:
-                    yield parse_event(line, number)
+                    yield parse_event(line, number, wire=False)
                 except InputError as e:
                     if strict or rejects is None:
                         where = e.line().removeprefix(f"line {number}: ")

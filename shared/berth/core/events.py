@@ -39,7 +39,8 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     kind: (API group, kind) of the object; None for a BOOKMARK.
     key: the bus key, kind/namespace/name, so that one object's events stay in order.
     raw: the object's JSON bytes as they arrived; line: the whole line or message.
-    wire: the object as its kind's wire Struct (what the indexer keeps in Redis), with model.
+    wire: the object as its kind's wire Struct (what the indexer keeps in Redis), with model; None
+    when the decoder was asked not to keep it (`parse_event`'s `wire`).
     """
 
     type: str
@@ -165,15 +166,20 @@ def format_time(ts: datetime) -> str:
 MAX_LINE_BYTES = 3 * 1024 * 1024  # one line or message: the API server's own limit on a request body
 
 
-def parse_event(line: bytes | str, position: int = 0, only: frozenset[tuple[str, str]] | None = None) -> Event:
+def parse_event(
+    line: bytes | str, position: int = 0, only: frozenset[tuple[str, str]] | None = None, wire: bool = True
+) -> Event:
     """One event from one line; InputError names what is wrong with it (UnreadableObject: its object).
     only: the kinds to decode (the others are left undecoded, as kinds berth does not read).
+    wire: keep the object's wire Struct on the event (the indexer stores it). Engines read only the
+    model: without it the wire Struct is freed at once, while it is still in the CPU's caches, not
+    when the event is dropped, thousands of events later.
     Bounded: at most MAX_LINE_BYTES, nested no deeper than the decoder's recursion limit, UTF-8."""
     data = line.encode() if isinstance(line, str) else line
     if len(data) > MAX_LINE_BYTES:
         raise InputError(_where(position), "", f"longer than {MAX_LINE_BYTES} bytes ({len(data)})")
     try:
-        return _parse(data, position, only)
+        return _parse(data, position, only, wire)
     except RecursionError:
         raise InputError(_where(position), "", "nested too deeply to decode") from None
     except UnicodeDecodeError as e:
@@ -186,20 +192,20 @@ def _where(position: int) -> str:
     return f"line {position}" if position else "event"
 
 
-def _parse(data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event:
+def _parse(data: bytes, position: int, only: frozenset[tuple[str, str]] | None, wire: bool) -> Event:
     decoder = _typed if only is None else _typed_only(only)
     try:
         typed = None if decoder is None else decoder.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError):
         typed = None  # with `only`, also a kind not asked for (it fails at its `kind`)
-    ev = None if typed is None else _one_pass(typed, data, position, only)
+    ev = None if typed is None else _one_pass(typed, data, position, only, wire)
     if ev is not None:
         return ev
     if only is not None:
         ev = _passed_over(data, position, only)
         if ev is not None:
             return ev
-    return _step_by_step(data, position, only)
+    return _step_by_step(data, position, only, wire)
 
 
 def _passed_over(data: bytes, position: int, only: frozenset[tuple[str, str]]) -> Event | None:
@@ -241,7 +247,9 @@ def _read_as(cls: type[Any], api: str | None) -> tuple[tuple[str, str], Any]:
     return out
 
 
-def _one_pass(typed: Any, data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event | None:
+def _one_pass(
+    typed: Any, data: bytes, position: int, only: frozenset[tuple[str, str]] | None, wire: bool
+) -> Event | None:
     """The event from the one-pass decode, or None when the step-by-step path must decide."""
     if typed.event is not None or typed.resource is not _UNSET:
         etype, obj, stamp = _SIMULATOR.get(typed.event or ""), typed.resource, typed.time
@@ -261,10 +269,10 @@ def _one_pass(typed: Any, data: bytes, position: int, only: frozenset[tuple[str,
     meta = obj.metadata
     key = f"{kind[1]}/{meta.namespace or ''}/{meta.name or ''}" if meta is not None else f"{kind[1]}//"
     at = typed.position if typed.position is not None else position
-    return Event(etype, model, kind, key.encode(), data, ts, at, obj)
+    return Event(etype, model, kind, key.encode(), data, ts, at, obj if wire else None)
 
 
-def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] | None) -> Event:
+def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] | None, wire: bool) -> Event:
     where = _where(position)
     try:
         raw = _line.decode(data)
@@ -309,11 +317,11 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
     if known is None:
         return Event(etype, None, kind, key, data, ts, at)
     try:
-        wire, model = decode_wire(known, obj)
+        struct, model = decode_wire(known, obj)
     except InputError as e:
         out = _Out(ts=None if ts is None else format_time(ts), type=etype, object=obj, position=at)
         raise UnreadableObject(e, _encoder.encode(out), at) from None
-    return Event(etype, model, kind, key, data, ts, at, wire)
+    return Event(etype, model, kind, key, data, ts, at, struct if wire else None)
 
 
 def _tolerant_head(obj: msgspec.Raw, where: str) -> _Head:
@@ -368,10 +376,10 @@ def event_key(ev: WatchEvent) -> bytes:
 
 def decode_message(msg: Message, only: frozenset[tuple[str, str]] | None = None) -> Event:
     """The event a bus message holds: the one it carries already decoded (the in-memory bus, in this
-    process), or decoded from its bytes (only: as `parse_event`); a message without a position is at
-    its offset + 1."""
+    process), or decoded from its bytes (only: as `parse_event`), for an engine: without its wire
+    Struct. A message without a position is at its offset + 1."""
     ev: Event | None = getattr(msg, "event", None)
-    return ev if ev is not None else parse_event(msg.value, msg.offset + 1, only)
+    return ev if ev is not None else parse_event(msg.value, msg.offset + 1, only, wire=False)
 
 
 # The order a snapshot of objects is applied in: what pods and buffers refer to first, pods last.
