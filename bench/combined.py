@@ -14,9 +14,9 @@ from datetime import timedelta
 from bench import synthetic
 from bench.loadaware import ARGS, NOW, PODS_PER_NODE, _metric, _pod
 from bench.util import ms, one_core, percentile, repeat
-from berth.core.config import parse_config
-from berth.core.scheduler import Scheduler
-from berth.core.state import ClusterState
+from berth.core.cache.state import ClusterState
+from berth.core.config.kubeschedulerconfig import parse_config
+from berth.core.scheduler.schedule_one import Scheduler
 
 NODES = 5_000
 PVS = 100_000

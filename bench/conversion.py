@@ -20,10 +20,10 @@ from collections import defaultdict
 
 import msgspec
 
-from berth.adapters.eventlog import open_log
+from berth.adapters.files.eventlog import open_log
+from berth.core.api.core.model import Pod
+from berth.core.api.watch import parse_event
 from berth.core.errors import InputError
-from berth.core.events import parse_event
-from berth.core.model import Pod
 
 _encoder = msgspec.json.Encoder()  # insertion order: dict order must not change either
 
@@ -122,8 +122,8 @@ def apply_all(path: str) -> tuple[int, float]:
     """(events, CPU seconds) to decode every line and apply it to a scorer engine's state, in order."""
     import gc
 
-    from berth.adapters.collector import Collector
-    from berth.core.config import parse_config
+    from berth.adapters.runtime.collector import Collector
+    from berth.core.config.kubeschedulerconfig import parse_config
     from berth.core.pipeline.scorer import ScorerEngine
 
     engine = ScorerEngine(parse_config(None))

@@ -15,12 +15,12 @@ from collections import defaultdict
 
 from bench.replay import TOP_NODES, log_path
 from bench.util import one_core
-from berth.adapters.collector import Collector
-from berth.adapters.eventlog import open_log
-from berth.core.config import parse_config
-from berth.core.events import parse_event
+from berth.adapters.files.eventlog import open_log
+from berth.adapters.runtime.collector import Collector
+from berth.core.api.watch import parse_event
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.pipeline.scorer import ScorerEngine
-from berth.core.scheduler import Scheduler
+from berth.core.scheduler.schedule_one import Scheduler
 
 
 def run() -> None:

@@ -15,12 +15,13 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from berth.core.framework import Cycle
-from berth.core.loadaware import LoadAwareScheduling, NodeMetric, parse_args
-from berth.core.loadaware.model import PodMetric
-from berth.core.model import Node, Pod, PodCondition
-from berth.core.state import ClusterState, Reservation
-from berth.core.wire import loadaware as wl
+from berth.core.api.core.model import Node, Pod, PodCondition
+from berth.core.api.koordinator import wire as wl
+from berth.core.api.koordinator.model import NodeMetric, PodMetric
+from berth.core.cache.state import ClusterState, Reservation
+from berth.core.framework.cycle import Cycle
+from berth.core.plugins.loadawarescheduling import LoadAwareScheduling
+from berth.core.plugins.loadawarescheduling.args import parse_args
 
 NODES = 5_000
 PODS_PER_NODE = 10

@@ -12,8 +12,8 @@ import gc
 import resource
 import time
 
-from berth.core.config import parse_config
-from berth.core.events import encode_event, parse_event
+from berth.core.api.watch import encode_event, parse_event
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.generate import PRESETS, generate
 from berth.core.pipeline.scorer import ScorerEngine
 

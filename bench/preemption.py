@@ -19,11 +19,11 @@ import time
 from datetime import UTC, datetime
 
 from bench.util import ms, one_core, percentile, spread
-from berth.core.config import parse_config
-from berth.core.model import Node, Pod, PodAffinity, PodAffinityTerm, SpreadConstraint
-from berth.core.scheduler import Scheduler
-from berth.core.selectors import LabelSelector
-from berth.core.state import ClusterState
+from berth.core.api.core.model import Node, Pod, PodAffinity, PodAffinityTerm, SpreadConstraint
+from berth.core.api.meta.selectors import LabelSelector
+from berth.core.cache.state import ClusterState
+from berth.core.config.kubeschedulerconfig import parse_config
+from berth.core.scheduler.schedule_one import Scheduler
 
 NODES = 5_000
 ZONES = 10

@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.util import one_core
-from berth.adapters.collector import Collector
-from berth.adapters.eventlog import EventWriter, open_log, read_events
-from berth.core.config import parse_config
-from berth.core.events import parse_event
+from berth.adapters.files.eventlog import EventWriter, open_log, read_events
+from berth.adapters.runtime.collector import Collector
+from berth.core.api.watch import parse_event
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.generate import PRESETS, generate
 from berth.core.pipeline.scorer import ScorerEngine
 from berth_cli.pipeline import Lane, Pipeline
 
 TOP_NODES = 10
-BATCH = 500  # the worker loop's batch (berth.adapters.worker.run)
+BATCH = 500  # the worker loop's batch (berth.adapters.runtime.worker.run)
 
 
 def log_path() -> str:

@@ -22,14 +22,14 @@ import time
 from pathlib import Path
 
 from bench.util import one_core
-from berth.adapters.collector import Collector
-from berth.adapters.eventlog import EventWriter, open_log, read_events
-from berth.core.config import parse_config
-from berth.core.events import parse_event
+from berth.adapters.files.eventlog import EventWriter, open_log, read_events
+from berth.adapters.runtime.collector import Collector
+from berth.core.api.watch import parse_event
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.generate import PRESETS, generate
-from berth.core.loadaware.store import NodeMetricStore
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.pipeline.scorer import ScorerEngine
+from berth.core.plugins.loadawarescheduling.store import NodeMetricStore
 from berth_cli.pipeline import Lane, Pipeline
 
 TARGET = 50_000  # events/s

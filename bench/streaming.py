@@ -225,7 +225,7 @@ def scrape(port: int) -> tuple[float, float]:
 def worker(what: str, result: str) -> None:
     import faust
 
-    from berth.adapters.metrics import Metrics
+    from berth.adapters.runtime.metrics import Metrics
     from berth.settings import from_env
 
     settings = from_env(os.environ)

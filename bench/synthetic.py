@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from berth.core.model import (
+from berth.core.api.core.model import (
     ClaimRef,
     Node,
     PersistentVolume,
@@ -14,9 +14,9 @@ from berth.core.model import (
     PodVolume,
     StorageClass,
 )
-from berth.core.quantity import NANO
-from berth.core.selectors import NodeSelector, NodeSelectorTerm, Requirement
-from berth.core.state import ClusterState
+from berth.core.api.meta.quantity import NANO
+from berth.core.api.meta.selectors import NodeSelector, NodeSelectorTerm, Requirement
+from berth.core.cache.state import ClusterState
 
 GI = 2**30
 SIZES_GI = [10, 20, 50, 100, 200, 500, 1024]

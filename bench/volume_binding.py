@@ -11,9 +11,9 @@ import msgspec
 
 from bench import synthetic
 from bench.util import ms, one_core, percentile, repeat
-from berth.core.config import parse_config
-from berth.core.scheduler import Scheduler
-from berth.core.state import ClusterState
+from berth.core.cache.state import ClusterState
+from berth.core.config.kubeschedulerconfig import parse_config
+from berth.core.scheduler.schedule_one import Scheduler
 
 NODES = 5_000
 PVS = 100_000

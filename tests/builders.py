@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from berth.core.kinds import convert
-from berth.core.state import ClusterState
+from berth.core.api.kinds import convert
+from berth.core.cache.state import ClusterState
 
 NOW = datetime(2026, 11, 1, 12, 0, 0, tzinfo=UTC)
 HOST = "kubernetes.io/hostname"

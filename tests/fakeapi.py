@@ -36,7 +36,7 @@ from typing import Any
 import pytest_asyncio
 from aiohttp import web
 
-from berth.adapters.kube import KubeClient, Timeouts
+from berth.adapters.kube.client import KubeClient, Timeouts
 
 
 @dataclass

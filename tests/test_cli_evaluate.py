@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from berth.core.config import parse_config
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth_cli.main import main
 
 DATA = Path(__file__).parent / "data" / "snapshots"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from berth.core.config import parse_config
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth_cli.main import main
 
 SNAPSHOT = str(Path(__file__).parent / "data" / "snapshots" / "load-aware.yaml")

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 import yaml
 
-from berth.core.config import parse_config
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.errors import ConfigError
 from berth.core.pipeline.scorer import ScorerEngine
 from berth_cli.main import main
 from tests.builders import node, pod
-from tests.replay.test_engine import Log
+from tests.pipeline.test_engine import Log
 
 DATA = Path(__file__).parent / "data"
 KOORD = str(DATA / "configs" / "koord-scheduler.yaml")

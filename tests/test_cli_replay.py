@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from berth.adapters.eventlog import read_events
-from berth.core.decision import fit_error
-from berth.core.events import Event
+from berth.adapters.files.eventlog import read_events
+from berth.core.api.watch import Event
+from berth.core.framework.status import fit_error
 from berth.core.pipeline.scorer import ScorerEngine
 from berth_cli import replay as cli_replay
 from berth_cli.main import main

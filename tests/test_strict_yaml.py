@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from berth.adapters.snapshot import parse_documents
+from berth.adapters.files.snapshot import parse_documents
 from berth.core.errors import InputError
 from berth_cli.main import main
 

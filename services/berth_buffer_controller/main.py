@@ -8,12 +8,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from berth.adapters import worker
-from berth.adapters.bootstrap import Checkpoints, Early, begin, start_state
-from berth.adapters.connect import READY_LAG, kafka_bus, redis_index, topics_of
-from berth.adapters.http import HttpServer
-from berth.adapters.metrics import Metrics
-from berth.core.config import SchedulerConfig
+from berth.adapters.runtime import worker
+from berth.adapters.runtime.bootstrap import Checkpoints, Early, begin, start_state
+from berth.adapters.runtime.connect import READY_LAG, kafka_bus, redis_index, topics_of
+from berth.adapters.runtime.http import HttpServer
+from berth.adapters.runtime.metrics import Metrics
+from berth.core.config.kubeschedulerconfig import SchedulerConfig
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.ports import Bus
 from berth.settings import Settings

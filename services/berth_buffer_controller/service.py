@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from berth.adapters.metrics import Metrics
-from berth.core.events import Event
+from berth.adapters.runtime.metrics import Metrics
+from berth.core.api.watch import Event
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.pipeline.records import encode_record
 from berth.core.ports import BUFFER_STATUS, Bus

@@ -8,12 +8,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from berth.core.buffers import fakepods
-from berth.core.buffers.controller import BufferResult, reconcile
-from berth.core.buffers.status import status_json
-from berth.core.buffers.store import BufferStore
-from berth.core.scheduler import Scheduler
-from berth.core.state import ClusterState
+from berth.core.cache.state import ClusterState
+from berth.core.controllers.capacitybuffer import fakepods
+from berth.core.controllers.capacitybuffer.controller import BufferResult, reconcile
+from berth.core.controllers.capacitybuffer.status import status_json
+from berth.core.controllers.capacitybuffer.store import BufferStore
+from berth.core.scheduler.schedule_one import Scheduler
 from berth_cli.common import STRICT_HELP, load_config, load_state, now_or, print_json, rfc3339
 
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import msgspec
 
-from berth.adapters.snapshot import load_objects, parse_documents, read_text
-from berth.core.amounts import TimeRangeError, parse_time
-from berth.core.config import SchedulerConfig, parse_config
+from berth.adapters.files.snapshot import load_objects, parse_documents, read_text
+from berth.core.api.meta.normalise import TimeRangeError, parse_time
+from berth.core.cache.snapshot import build_state
+from berth.core.cache.state import ClusterState
+from berth.core.config.kubeschedulerconfig import SchedulerConfig, parse_config
 from berth.core.errors import InputError
-from berth.core.snapshot import build_state
-from berth.core.state import ClusterState
 
 
 def rfc3339(value: str) -> datetime:

@@ -8,10 +8,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from berth.core.decision import Decision
+from berth.core.cache.state import ClusterState
 from berth.core.errors import InputError
-from berth.core.scheduler import Scheduler
-from berth.core.state import ClusterState
+from berth.core.scheduler.results import Decision
+from berth.core.scheduler.schedule_one import Scheduler
 from berth_cli.common import STRICT_HELP, load_config, load_state, now_or, print_json, rfc3339
 
 

@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from berth.adapters.eventlog import EventWriter
-from berth.core.events import WatchEvent, encode_event
+from berth.adapters.files.eventlog import EventWriter
+from berth.core.api.watch import WatchEvent, encode_event
 from berth.core.generate import PRESETS, Params, generate
 from berth.core.generate.params import parse_mix, parse_seconds, parse_shapes
 from berth_cli.common import rfc3339

@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # after BrokenPipeError, which is an Exception too
-        from berth.adapters.connect import unreachable
+        from berth.adapters.runtime.connect import unreachable
 
         line = unreachable(e)
         if line is None:

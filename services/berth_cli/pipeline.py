@@ -8,11 +8,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from berth.adapters import worker
-from berth.adapters.collector import COLLECTOR
-from berth.adapters.memory import MemoryBus, MemoryStore
-from berth.core.config import SchedulerConfig
-from berth.core.events import Event
+from berth.adapters.bus.memory import MemoryBus
+from berth.adapters.runtime import worker
+from berth.adapters.runtime.collector import COLLECTOR
+from berth.adapters.store.memory import MemoryStore
+from berth.core.api.watch import Event
+from berth.core.config.kubeschedulerconfig import SchedulerConfig
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.pipeline.records import BufferStatusRecord, Record, decode_record
 from berth.core.pipeline.scorer import ScorerEngine
@@ -107,7 +108,7 @@ class Pipeline:
         try:
             await asyncio.gather(*tasks)
         finally:
-            COLLECTOR.close()  # the workers froze what survived (berth.adapters.collector)
+            COLLECTOR.close()  # the workers froze what survived (berth.adapters.runtime.collector)
 
     def records(self, lane: Lane) -> list[Record]:
         """Decisions and buffer statuses in log order (decisions first at the same position)."""

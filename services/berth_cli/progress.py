@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from berth.core.events import Event
+from berth.core.api.watch import Event
 from berth_cli.pipeline import Pipeline
 
 

@@ -19,9 +19,9 @@ from typing import Any
 import msgspec
 from rich.console import Console
 
-from berth.adapters.eventlog import Reject, read_events, write_rejects
+from berth.adapters.files.eventlog import Reject, read_events, write_rejects
+from berth.core.api.watch import Event
 from berth.core.errors import InputError
-from berth.core.events import Event
 from berth.core.pipeline.clock import ObjectClock
 from berth.core.pipeline.metrics import run_labels
 from berth.core.pipeline.records import DecisionRecord, Record, RejectRecord, encode_record
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     if args.summary:
         write_summary(all_stats, args.summary)
     if args.report:
-        from berth.adapters.report import write_report
+        from berth.adapters.files.report import write_report
 
         try:
             index = write_report(all_stats, args.report, diff)
@@ -233,7 +233,7 @@ _LOG: Log | None = None  # the decoded logs, inherited by the forked replays
 def read_log(args: argparse.Namespace) -> Log:
     """The events are kept for every replay: the collector would only walk them again and again while
     they pile up, so it waits; then they are frozen (left out of collections, so that the forked
-    replays share their pages: berth.adapters.collector)."""
+    replays share their pages: berth.adapters.runtime.collector)."""
     rejects: list[Reject] = []
     unreadable: list[Reject] = []
     gc.disable()
@@ -308,8 +308,8 @@ def placement_diff(
 
 def publish(args: argparse.Namespace) -> int:
     """Send the log's events to Kafka, keyed per object, each carrying its log position."""
-    from berth.adapters.connect import kafka_bus, topics_of
-    from berth.core.events import encode_line
+    from berth.adapters.runtime.connect import kafka_bus, topics_of
+    from berth.core.api.watch import encode_line
     from berth.settings import from_env
 
     settings = from_env(os.environ, kafka__bootstrap_servers=args.bootstrap_servers)

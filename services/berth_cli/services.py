@@ -13,9 +13,9 @@ import signal
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from berth.adapters import logs
-from berth.adapters.collector import COLLECTOR
-from berth.core.config import SchedulerConfig
+from berth.adapters.runtime import logs
+from berth.adapters.runtime.collector import COLLECTOR
+from berth.core.config.kubeschedulerconfig import SchedulerConfig
 from berth.settings import Settings, from_env
 from berth_cli.common import load_config
 
@@ -85,7 +85,7 @@ def run_scorer(args: argparse.Namespace) -> int:
         if not args.bind:
             await serve(settings, config, stop)
             return
-        from berth.adapters.kube import KubeClient
+        from berth.adapters.kube.client import KubeClient
         from berth_scorer.binder import Binder
 
         client = await KubeClient.connect(args.kubeconfig, args.context)
@@ -110,7 +110,7 @@ def run_buffer_controller(args: argparse.Namespace) -> int:
         if not args.write_status:
             await serve(settings, config, stop)
             return
-        from berth.adapters.kube import KubeClient, patch_buffer_status
+        from berth.adapters.kube.client import KubeClient, patch_buffer_status
 
         client = await KubeClient.connect(args.kubeconfig, args.context)
 

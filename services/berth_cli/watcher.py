@@ -9,8 +9,8 @@ import os
 import signal
 from typing import Any
 
-from berth.adapters import logs
-from berth.adapters.kube import KINDS, select_kinds
+from berth.adapters.kube.client import KINDS, select_kinds
+from berth.adapters.runtime import logs
 from berth.core.errors import ConfigError
 from berth.settings import Settings, from_env
 from berth_cli.common import positive_float

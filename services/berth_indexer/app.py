@@ -14,7 +14,7 @@ core); writes stay in order, one batch at a time.
 
 Redis losing the index (a restart without persistence, a failover to a replica that lagged) is
 noticed at start, by a watermark behind what the group committed, and on every write, by the epoch
-key or a watermark not being what this process wrote (berth.adapters.epoch). The index is then
+key or a watermark not being what this process wrote (berth.adapters.store.epoch). The index is then
 written again from the topic, from where Redis still has it, before the batch goes on.
 """
 
@@ -38,15 +38,16 @@ from faust.exceptions import ConsumerNotStarted
 from faust.streams import _current_event
 from faust.types import TP
 
-from berth.adapters import worker
-from berth.adapters.collector import COLLECTOR
-from berth.adapters.connect import kafka_bus, redis_client, unreachable
-from berth.adapters.epoch import index_behind
-from berth.adapters.metrics import Metrics
-from berth.adapters.redisindex import IndexLost, RedisIndex
-from berth.core.amounts import parse_time
-from berth.core.events import format_time, snapshot_events
+from berth.adapters.runtime import worker
+from berth.adapters.runtime.collector import COLLECTOR
+from berth.adapters.runtime.connect import kafka_bus, redis_client, unreachable
+from berth.adapters.runtime.metrics import Metrics
+from berth.adapters.store.epoch import index_behind
+from berth.adapters.store.redisindex import IndexLost, RedisIndex
+from berth.core.api.meta.normalise import parse_time
+from berth.core.api.watch import format_time
 from berth.core.pipeline.indexer import IndexerEngine, Op
+from berth.core.pipeline.relist import snapshot_events
 from berth.core.ports import CLUSTER_EVENTS, INDEX_WATERMARKS, Message
 from berth.settings import Settings
 from berth_indexer.tuning import LeanMonitor, RawBytes, transport_for
@@ -73,7 +74,7 @@ class Indexer:
     # The topic's messages before the given offset of each partition, from the start: what the
     # index is written again from when Redis lost it (None: it cannot be, IndexLost ends the worker).
     read_topic: Callable[[dict[int, int]], Awaitable[list[Message]]] | None = None
-    epoch: str | None = None  # the token of the index in Redis, once claimed (berth.adapters.epoch)
+    epoch: str | None = None  # the token of the index in Redis, once claimed (berth.adapters.store.epoch)
     written: dict[int, int] = field(default_factory=dict)  # partition -> watermark Redis must have at least
     caught_up: bool = False
     batches: int = 0
@@ -376,7 +377,7 @@ def build(
                 await writing
             writing = asyncio.ensure_future(finish(batch, held, prepared))
             writing.add_done_callback(failed)
-            COLLECTOR.handled(len(batch))  # freeze what the engine kept (berth.adapters.collector)
+            COLLECTOR.handled(len(batch))  # freeze what the engine kept (berth.adapters.runtime.collector)
 
     def highwater(partition: int) -> int | None:
         try:

@@ -8,9 +8,9 @@ import time
 
 import faust
 
-from berth.adapters.connect import check_redis, kafka_bus, topics_of
-from berth.adapters.http import HttpServer
-from berth.adapters.metrics import Metrics
+from berth.adapters.runtime.connect import check_redis, kafka_bus, topics_of
+from berth.adapters.runtime.http import HttpServer
+from berth.adapters.runtime.metrics import Metrics
 from berth.settings import Settings
 from berth_indexer.app import WATERMARKS, build
 
@@ -49,7 +49,7 @@ def serve(settings: Settings, data_dir: str) -> int:
         port = await http.start()
         log.info("serving /healthz, /readyz and /metrics", extra={"port": port})
 
-    # override_logging=False keeps berth's JSON lines (berth.adapters.logs): faust's own set-up
+    # override_logging=False keeps berth's JSON lines (berth.adapters.runtime.logs): faust's own set-up
     # replaces the root handler and disables every logger made before it, berth's included
     worker = faust.Worker(
         app, loglevel=settings.service.log_level, quiet=True, redirect_stdouts=False, override_logging=False

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from berth.adapters.kube import (
+from berth.adapters.kube.client import (
     KubeClient,
     KubeError,
     bind_pod,
@@ -22,9 +22,9 @@ from berth.adapters.kube import (
     prebind_pv,
     select_node,
 )
-from berth.core.events import format_time
+from berth.core.api.watch import format_time
+from berth.core.cache.state import Reservation
 from berth.core.pipeline.scorer import ScorerEngine
-from berth.core.state import Reservation
 
 log = logging.getLogger("berth.scorer")
 

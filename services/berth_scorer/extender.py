@@ -14,12 +14,12 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
+from berth.core.api.core.model import Pod
+from berth.core.api.kinds import pod_from_raw
 from berth.core.errors import InputError
-from berth.core.framework import Code
-from berth.core.kinds import pod_from_raw
-from berth.core.model import Pod
+from berth.core.framework.status import Code
 from berth.core.pipeline.scorer import ScorerEngine
-from berth.core.scheduler import Outcome
+from berth.core.scheduler.schedule_one import Outcome
 
 FILTER = "/scheduler/filter"
 PRIORITIZE = "/scheduler/prioritize"

@@ -6,12 +6,12 @@ import asyncio
 import logging
 import time
 
-from berth.adapters import worker
-from berth.adapters.bootstrap import REDIS, Checkpoints, Early, begin, start_state
-from berth.adapters.connect import READY_LAG, check_redis, kafka_bus, redis_index, redis_store, topics_of
-from berth.adapters.http import HttpServer
-from berth.adapters.metrics import Metrics
-from berth.core.config import SchedulerConfig
+from berth.adapters.runtime import worker
+from berth.adapters.runtime.bootstrap import REDIS, Checkpoints, Early, begin, start_state
+from berth.adapters.runtime.connect import READY_LAG, check_redis, kafka_bus, redis_index, redis_store, topics_of
+from berth.adapters.runtime.http import HttpServer
+from berth.adapters.runtime.metrics import Metrics
+from berth.core.config.kubeschedulerconfig import SchedulerConfig
 from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import Bus, Store

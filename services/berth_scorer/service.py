@@ -1,7 +1,7 @@
 """The scorer's handler: the engine decides, the store makes reservations atomic across replicas.
 
 Before each batch it checks that the store still holds its state (the scorer's epoch key,
-berth.adapters.epoch). If Redis lost it, the dedup marks are written again from the decisions topic
+berth.adapters.store.epoch). If Redis lost it, the dedup marks are written again from the decisions topic
 and this scorer's reservations from its engine, before anything is decided again.
 """
 
@@ -11,14 +11,14 @@ import logging
 
 import msgspec
 
-from berth.adapters.epoch import epoch_lost
-from berth.adapters.metrics import Metrics
-from berth.core.events import Event
+from berth.adapters.runtime.metrics import Metrics
+from berth.adapters.store.epoch import epoch_lost
+from berth.core.api.core.resources import PODS
+from berth.core.api.watch import Event
+from berth.core.cache.state import Reservation
 from berth.core.pipeline.records import DecisionRecord, encode_record
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import DECISIONS, Bus, Message, Store
-from berth.core.resources import PODS
-from berth.core.state import Reservation
 from berth_scorer.binder import Binder, BindError
 
 log = logging.getLogger("berth.scorer")

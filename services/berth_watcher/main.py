@@ -7,12 +7,12 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
-from berth.adapters.connect import kafka_bus
-from berth.adapters.eventlog import EventWriter
-from berth.adapters.http import HttpServer
-from berth.adapters.kube import KINDS, Kind, KubeClient
-from berth.adapters.kubewatch import Watcher
-from berth.adapters.metrics import Metrics
+from berth.adapters.files.eventlog import EventWriter
+from berth.adapters.kube.client import KINDS, Kind, KubeClient
+from berth.adapters.kube.watch import Watcher
+from berth.adapters.runtime.connect import kafka_bus
+from berth.adapters.runtime.http import HttpServer
+from berth.adapters.runtime.metrics import Metrics
 from berth.core.ports import Bus
 from berth.settings import Settings
 from berth_watcher.service import WatcherService

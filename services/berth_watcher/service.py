@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import contextlib
 
-from berth.adapters.eventlog import EventWriter
-from berth.adapters.kubewatch import Watcher
-from berth.adapters.metrics import Metrics
-from berth.core.events import WatchEvent, encode_event, event_key
+from berth.adapters.files.eventlog import EventWriter
+from berth.adapters.kube.watch import Watcher
+from berth.adapters.runtime.metrics import Metrics
+from berth.core.api.watch import WatchEvent, encode_event, event_key
 from berth.core.ports import CLUSTER_EVENTS, Bus
 
 

@@ -195,7 +195,7 @@ class ServiceSettings:
     scheduler_config: str = ""  # path to a KubeSchedulerConfiguration
     strict_config: bool = False  # plugins berth does not implement are errors, not warnings
     top_nodes: int = 10  # nodes listed per decision on the bus; 0 = all
-    gc_thaw_every: int = 1_000_000  # events between full garbage collections (berth.adapters.collector)
+    gc_thaw_every: int = 1_000_000  # events between full garbage collections (berth.adapters.runtime.collector)
     indexer_max_lag_seconds: int = 300  # the indexer's /readyz fails further behind the topic's end than this
 
     def validate(self) -> list[str]:

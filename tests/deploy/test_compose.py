@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 import yaml
 
-from berth.core.config import parse_config
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.settings import ENV, TopicSettings, from_env
 from tests.deploy.helpers import COMPOSE_FILE, ROOT, berth_vars, check_berth_args
 

@@ -1,5 +1,5 @@
 """The CapacityBuffer and NodeMetric CRDs in deploy/crds: valid, structural CRDs that match what
-berth watches (berth.adapters.kube.KINDS) and reads; every object in berth's test data and examples
+berth watches (berth.adapters.kube.client.KINDS) and reads; every object in berth's test data and examples
 is accepted exactly when berth's own conversion finds it valid; and the statuses berth's buffer
 controller writes (`--write-status`) are accepted too."""
 
@@ -18,12 +18,12 @@ import msgspec
 import pytest
 import yaml
 
-from berth.adapters.eventlog import read_events
-from berth.adapters.kube import KINDS
-from berth.adapters.snapshot import load_objects
-from berth.core.buffers.model import OWNER_API_VERSION, VERSIONS
+from berth.adapters.files.eventlog import read_events
+from berth.adapters.files.snapshot import load_objects
+from berth.adapters.kube.client import KINDS
+from berth.core.api.autoscaling.model import OWNER_API_VERSION, VERSIONS
+from berth.core.api.kinds import convert
 from berth.core.errors import InputError
-from berth.core.kinds import convert
 from berth_cli.main import main as berth_main
 from tests.deploy import crdschema
 from tests.deploy.helpers import DEPLOY, K8S_VERSION, ROOT, rendered
@@ -152,7 +152,7 @@ def test_capacity_buffers_accepted_exactly_when_berth_finds_them_valid() -> None
     for where, obj in _examples("CapacityBuffer"):
         schema = _schema_for(crd, obj)
         if schema is None:
-            continue  # a version the CRD does not serve; berth refuses it too (tests/buffers)
+            continue  # a version the CRD does not serve; berth refuses it too (tests/controllers/capacitybuffer)
         problems = crdschema.validate(obj, schema)
         spec_error = convert(obj).spec_error
         assert (problems == []) is (spec_error == ""), f"{where}: CRD says {problems}, berth says {spec_error!r}"

@@ -12,8 +12,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from berth.core.config import parse_config
-from berth.core.quantity import parse_nanos
+from berth.core.api.meta.quantity import parse_nanos
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.settings import ENV, TopicSettings, from_env
 from tests.deploy.helpers import (
     DEPLOY,

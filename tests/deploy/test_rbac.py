@@ -2,13 +2,13 @@
 service uses in the mode the overlay runs it in, no more and no less.
 
 What the code does is found three ways:
-- the watcher's reads: each kind of berth.adapters.kube.KINDS (or of the watcher's --kinds) is run
-  through berth.adapters.kubewatch.KindWatcher against a recording client, up to its first watch;
+- the watcher's reads: each kind of berth.adapters.kube.client.KINDS (or of the watcher's --kinds) is run
+  through berth.adapters.kube.watch.KindWatcher against a recording client, up to its first watch;
 - writes: every function in shared/ or services/ that takes a KubeClient first is called with a
-  recording client (berth.adapters.kube.patch_buffer_status, bind_pod, ...);
+  recording client (berth.adapters.kube.client.patch_buffer_status, bind_pod, ...);
 - anything else: a scan of shared/ and services/ for kubernetes-asyncio API methods (list_node,
   create_namespaced_pod_binding, patch_namespaced_custom_object_status, ...) and raw requests made
-  outside berth.adapters.kube, which fails until the call is routed through a KubeClient function.
+  outside berth.adapters.kube.client, which fails until the call is routed through a KubeClient function.
 
 Each recorded request (method, path) becomes an RBAC (group, resource, verb). Calls other than the
 watcher's reads belong to a deployment mode (MODES), each mode to a service and a command-line flag.
@@ -31,28 +31,28 @@ from typing import Any
 import kubernetes_asyncio
 import pytest
 
-from berth.adapters.kube import KINDS, Kind, select_kinds
-from berth.adapters.kubewatch import KindWatcher
+from berth.adapters.kube.client import KINDS, Kind, select_kinds
+from berth.adapters.kube.watch import KindWatcher
 from tests.deploy.helpers import ROOT, berth_workloads, overlays, rel, rendered, workloads
 
 Rule = tuple[str, str, str]  # (API group, resource[/subresource], verb)
 
 # Who may make each API call besides the watcher's list and watch: function -> mode.
 MODES: dict[str, str] = {
-    "berth.adapters.kube.patch_buffer_status": "write-status",
-    "berth.adapters.kube.bind_pod": "binder",
-    "berth.adapters.kube.prebind_pv": "binder",
-    "berth.adapters.kube.select_node": "binder",
-    "berth.adapters.kube.mark_preempted": "binder",
-    "berth.adapters.kube.delete_pod": "binder",
-    "berth.adapters.kube.nominate_node": "binder",
+    "berth.adapters.kube.client.patch_buffer_status": "write-status",
+    "berth.adapters.kube.client.bind_pod": "binder",
+    "berth.adapters.kube.client.prebind_pv": "binder",
+    "berth.adapters.kube.client.select_node": "binder",
+    "berth.adapters.kube.client.mark_preempted": "binder",
+    "berth.adapters.kube.client.delete_pod": "binder",
+    "berth.adapters.kube.client.nominate_node": "binder",
 }
 # Each mode: the service that makes the calls, and the argument that turns the mode on.
 MODE_SERVICE = {"read": "watcher", "write-status": "buffer-controller", "binder": "scorer"}
 MODE_FLAG = {"write-status": "--write-status", "binder": "--bind"}
 
 SOURCES = [ROOT / "shared", ROOT / "services"]
-KUBE_MODULES = {"berth.adapters.kube", "berth.adapters.kubewatch"}  # where raw API requests may be made
+KUBE_MODULES = {"berth.adapters.kube.client", "berth.adapters.kube.watch"}  # where raw API requests may be made
 HTTP_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -87,7 +87,7 @@ class Stop(Exception):
 
 @dataclass
 class RecordingClient:
-    """Stands in for berth.adapters.kube.KubeClient: records requests, answers with empty lists."""
+    """Stands in for berth.adapters.kube.client.KubeClient: records requests, answers with empty lists."""
 
     requests: list[tuple[str, str, list[tuple[str, str]]]] = field(default_factory=list)
 
@@ -328,7 +328,7 @@ def test_the_watcher_lists_and_watches_every_kind_and_nothing_else() -> None:
 
 def test_every_api_call_has_a_mode() -> None:
     functions = client_functions()
-    assert "berth.adapters.kube.patch_buffer_status" in functions  # the scan sees the writers
+    assert "berth.adapters.kube.client.patch_buffer_status" in functions  # the scan sees the writers
     unmapped = sorted(set(functions) - MODES.keys())
     assert not unmapped, f"API calls with no deployment mode: {unmapped}; add them to MODES and to that mode's RBAC"
     stale = sorted(MODES.keys() - set(functions) - {s.where for s in other_call_sites()})
@@ -336,7 +336,7 @@ def test_every_api_call_has_a_mode() -> None:
     for site in other_call_sites():
         assert site.rule is not None, (
             f"{site.where} (line {site.line}) calls the API through {site.what}() in a way this test cannot "
-            "read: make the request in a berth.adapters.kube function that takes the KubeClient first"
+            "read: make the request in a berth.adapters.kube.client function that takes the KubeClient first"
         )
         assert site.where in MODES, f"{site.where} calls {site.what}(): add it to MODES and to that mode's RBAC"
 

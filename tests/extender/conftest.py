@@ -9,10 +9,10 @@ from typing import Any
 import aiohttp
 import pytest_asyncio
 
-from berth.adapters.http import HttpServer
-from berth.adapters.metrics import Metrics
-from berth.core.config import parse_config
-from berth.core.events import Event, WatchEvent
+from berth.adapters.runtime.http import HttpServer
+from berth.adapters.runtime.metrics import Metrics
+from berth.core.api.watch import Event, WatchEvent
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.pipeline.scorer import ScorerEngine
 from berth_scorer.extender import BindFn, Routes
 from tests.fakeapi import FAST, FakeAPI, api, client  # noqa: F401 - shared fixtures

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from berth.adapters.kube import SELECTED_NODE, KubeClient
-from berth.adapters.memory import MemoryBus, MemoryStore
-from berth.core.config import parse_config
+from berth.adapters.bus.memory import MemoryBus
+from berth.adapters.kube.client import SELECTED_NODE, KubeClient
+from berth.adapters.store.memory import MemoryStore
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import DECISIONS
 from berth_scorer.binder import Binder

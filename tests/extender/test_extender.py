@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from berth.core.kinds import pod_from_raw
+from berth.core.api.kinds import pod_from_raw
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.plugins.volumebinding import BIND_CONFLICT
 from berth_scorer.extender import MAX_EXTENDER_PRIORITY, UNKNOWN_NODE, to_extender_score

@@ -8,10 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from berth.adapters.kube import KubeClient
-from berth.adapters.memory import MemoryBus, MemoryStore
-from berth.core.config import parse_config
-from berth.core.events import WatchEvent
+from berth.adapters.bus.memory import MemoryBus
+from berth.adapters.kube.client import KubeClient
+from berth.adapters.store.memory import MemoryStore
+from berth.core.api.watch import WatchEvent
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.pipeline.records import decode_record
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import DECISIONS
@@ -19,7 +20,7 @@ from berth_scorer.binder import Binder
 from berth_scorer.service import Scorer
 from tests.extender.conftest import T0, events
 from tests.fakeapi import FakeAPI
-from tests.preemption.helpers import knode, kpod
+from tests.plugins.defaultpreemption.helpers import knode, kpod
 
 SLOT = {"cpu": "600m", "memory": "100Mi"}
 

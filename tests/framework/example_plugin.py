@@ -13,19 +13,12 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from berth.core.framework import (
-    MAX_NODE_SCORE,
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    Cycle,
-    Failure,
-    Mask,
-    Scores,
-)
-from berth.core.state import ClusterState
-from berth.core.validation import Problems, invalid, unknown_fields
+from berth.core.api.meta.validation import Problems, invalid, unknown_fields
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint
+from berth.core.framework.status import Code, Failure
+from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores
 
 NAME = "NodeLabelGate"
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from berth.core.config import parse_config
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.errors import ConfigError
-from berth.core.plugins import REGISTRY, Registered
-from berth.core.scheduler import Scheduler
+from berth.core.plugins.registry import REGISTRY, Registered
+from berth.core.scheduler.schedule_one import Scheduler
 from tests.builders import NOW, cluster, node, pod
 from tests.framework import example_plugin
 

@@ -9,24 +9,17 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from berth.core.config import parse_config
-from berth.core.framework import (
-    OK,
-    Code,
-    Cycle,
-    DryRun,
-    Failure,
-    NodeStatus,
-    NodeToStatus,
-    PostFilterResult,
-    Status,
-)
-from berth.core.kinds import convert
+from berth.core.api.kinds import convert
+from berth.core.cache.state import Reservation
+from berth.core.config.kubeschedulerconfig import parse_config
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.interface import DryRun, PostFilterResult
+from berth.core.framework.runtime.profile import Profile
+from berth.core.framework.status import OK, Code, Failure, NodeStatus, NodeToStatus, Status
 from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.pipeline.stats import StatsObserver
-from berth.core.scheduler import Profile, Scheduler
-from berth.core.state import Reservation
+from berth.core.scheduler.schedule_one import Scheduler
 from tests.builders import NOW, cluster, node, pod
 
 TAINT = "node(s) had untolerated taint {gpu: yes}"

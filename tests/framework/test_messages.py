@@ -8,14 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from berth.core.config import parse_config
-from berth.core.decision import NO_NODES_AVAILABLE, fit_error, with_post_filter
-from berth.core.framework import Code, Failure, NodeToStatus
-from berth.core.kinds import convert
-from berth.core.nodes import NodeTable
+from berth.core.api.kinds import convert
+from berth.core.cache.nodes import NodeTable
+from berth.core.config.kubeschedulerconfig import parse_config
+from berth.core.framework.status import NO_NODES_AVAILABLE, Code, Failure, NodeToStatus, fit_error, with_post_filter
 from berth.core.plugins.nodeaffinity import REASON as NODE_AFFINITY
 from berth.core.plugins.volumebinding import NODE_CONFLICT
-from berth.core.scheduler import Scheduler
+from berth.core.scheduler.schedule_one import Scheduler
 from tests.builders import HOST, NOW, cluster, node, pod, pv, pvc, storage_class
 
 MASTER_TAINT = "node(s) had untolerated taint {node-role.kubernetes.io/master: }"

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from berth.core.framework import Action, ClusterEvent, pod_update
-from berth.core.kinds import convert
+from berth.core.api.kinds import convert
+from berth.core.framework.events import Action, ClusterEvent, pod_update
 
 
 def _pod(cpu: str, labels: dict[str, str] | None = None, actuated: str | None = None, **meta: Any) -> Any:

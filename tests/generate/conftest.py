@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from berth.core.events import WatchEvent, encode_event
+from berth.core.api.watch import WatchEvent, encode_event
 from berth.core.generate import PRESETS, generate
 
 

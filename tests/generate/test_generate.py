@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from berth.core.amounts import parse_time
-from berth.core.events import WatchEvent, parse_event
+from berth.core.api.meta.normalise import parse_time
+from berth.core.api.watch import WatchEvent, parse_event
 from berth.core.generate import PRESETS, Params, generate
 from tests.generate.conftest import encoded
 

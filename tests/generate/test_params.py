@@ -8,14 +8,7 @@ import pytest
 
 from berth.core.errors import ConfigError
 from berth.core.generate import PRESETS, NodeShape, Params
-from berth.core.generate.params import (
-    format_mix,
-    format_shapes,
-    parse_mix,
-    parse_seconds,
-    parse_shapes,
-    parse_size,
-)
+from berth.core.generate.params import format_mix, format_shapes, parse_mix, parse_seconds, parse_shapes, parse_size
 
 
 def test_defaults_and_presets_are_valid() -> None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from berth.core.config import parse_config
-from berth.core.events import WatchEvent
+from berth.core.api.core.model import PersistentVolume
+from berth.core.api.meta.quantity import NANO
+from berth.core.api.watch import WatchEvent
+from berth.core.cache.pvindex import available
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.generate import PRESETS, generate
-from berth.core.model import PersistentVolume
 from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.scorer import ScorerEngine
-from berth.core.pvindex import available
-from berth.core.quantity import NANO
 
 GI = 2**30 * NANO
 HOST = "kubernetes.io/hostname"

@@ -19,9 +19,9 @@ import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
 
-from berth.adapters.metrics import Metrics
-from berth.adapters.redisindex import RedisIndex
-from berth.core.events import WatchEvent, encode_event
+from berth.adapters.runtime.metrics import Metrics
+from berth.adapters.store.redisindex import RedisIndex
+from berth.core.api.watch import WatchEvent, encode_event
 from berth.core.pipeline.indexer import IndexerEngine
 from berth.core.ports import Message
 from berth.settings import from_env

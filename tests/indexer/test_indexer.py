@@ -14,15 +14,15 @@ import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
 
-from berth.adapters.eventlog import open_log
-from berth.adapters.metrics import Metrics
-from berth.adapters.redisindex import RedisIndex
-from berth.adapters.worker import dead_letter
+from berth.adapters.files.eventlog import open_log
+from berth.adapters.runtime.metrics import Metrics
+from berth.adapters.runtime.worker import dead_letter
+from berth.adapters.store.redisindex import RedisIndex
+from berth.core.api.kinds import unpack
+from berth.core.api.koordinator.model import NodeMetric
+from berth.core.api.koordinator.normalise import aggregated
+from berth.core.api.watch import Event, WatchEvent, encode_event, parse_event
 from berth.core.errors import InputError
-from berth.core.events import Event, WatchEvent, encode_event, parse_event
-from berth.core.kinds import unpack
-from berth.core.loadaware.convert import aggregated
-from berth.core.loadaware.model import NodeMetric
 from berth.core.pipeline.indexer import IndexerEngine
 from berth.core.ports import Message
 from berth_indexer.app import Indexer

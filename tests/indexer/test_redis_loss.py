@@ -12,9 +12,9 @@ import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
 
-from berth.adapters.epoch import claim_epoch, epoch_lost, index_behind, read_epoch
-from berth.adapters.metrics import Metrics
-from berth.adapters.redisindex import IndexLost, RedisIndex
+from berth.adapters.runtime.metrics import Metrics
+from berth.adapters.store.epoch import claim_epoch, epoch_lost, index_behind, read_epoch
+from berth.adapters.store.redisindex import IndexLost, RedisIndex
 from berth.core.pipeline.indexer import IndexerEngine
 from berth.core.ports import Message
 from berth_indexer.app import WATERMARKS, Indexer, restore

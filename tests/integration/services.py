@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from berth.adapters.kafka import KafkaBus
+from berth.adapters.bus.kafka import KafkaBus
 from berth.core.ports import Message
 from tests.servers import Cluster, Server
 

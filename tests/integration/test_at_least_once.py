@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
-from berth.adapters.eventlog import read_events
+from berth.adapters.files.eventlog import read_events
 from tests.integration.services import collect, decode, isolated_env, service
 from tests.integration.test_equivalence import embedded
 from tests.integration.test_streaming import publish

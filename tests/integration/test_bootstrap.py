@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from berth.adapters.connect import redis_client
-from berth.adapters.eventlog import read_events
-from berth.adapters.kafka import KafkaBus
+from berth.adapters.bus.kafka import KafkaBus
+from berth.adapters.files.eventlog import read_events
+from berth.adapters.runtime.connect import redis_client
 from berth.settings import from_env
 from tests.integration.services import collect, decode, isolated_env, service
 from tests.integration.test_equivalence import embedded

@@ -9,8 +9,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from berth.adapters.eventlog import read_events
-from berth.core.config import parse_config
+from berth.adapters.files.eventlog import read_events
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth_cli.pipeline import Lane, Pipeline
 from tests.integration.services import collect, decode, isolated_env, run_berth, service
 from tests.servers import Server

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from berth.adapters.eventlog import read_events
+from berth.adapters.files.eventlog import read_events
 from tests.integration.services import isolated_env, service
 from tests.integration.test_streaming import publish
 from tests.servers import Server
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 async def redis_dump(env: dict[str, str], epochs: bool = True) -> dict[str, object]:
     """Every key under the run's prefix (prefix stripped) with its contents; epochs=False leaves out
-    the epoch keys, whose tokens differ from run to run (berth.adapters.epoch)."""
+    the epoch keys, whose tokens differ from run to run (berth.adapters.store.epoch)."""
     prefix = env["BERTH_REDIS_PREFIX"]
     client = Redis.from_url(env["BERTH_REDIS_URL"], decode_responses=True, encoding_errors="replace")
     out: dict[str, object] = {}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from berth.adapters.eventlog import read_events
+from berth.adapters.files.eventlog import read_events
 from tests.integration.services import collect, decode, isolated_env, service
 from tests.integration.test_equivalence import embedded
 from tests.integration.test_indexer_restart import SAMPLE, WATERMARK, redis_dump, watermark_reaches

@@ -12,10 +12,10 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 
-from berth.adapters.eventlog import read_events
-from berth.adapters.kafka import KafkaBus
-from berth.adapters.redisindex import RedisIndex
-from berth.core.events import encode_line
+from berth.adapters.bus.kafka import KafkaBus
+from berth.adapters.files.eventlog import read_events
+from berth.adapters.store.redisindex import RedisIndex
+from berth.core.api.watch import encode_line
 from tests.integration.services import collect, decode, isolated_env, service
 from tests.integration.test_equivalence import embedded
 from tests.servers import Server

@@ -7,22 +7,13 @@ from typing import Any
 
 import pytest
 
-from berth.core.config import parse_config
+from berth.core.api.kinds import convert
+from berth.core.cache.state import ClusterState
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.errors import ConfigError
-from berth.core.framework import (
-    OK,
-    SKIP,
-    Code,
-    Cycle,
-    FilterPlugin,
-    KeepsState,
-    PreFilterPlugin,
-    PreScorePlugin,
-    ScorePlugin,
-    Status,
-)
-from berth.core.kinds import convert
-from berth.core.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.interface import FilterPlugin, KeepsState, PreFilterPlugin, PreScorePlugin, ScorePlugin
+from berth.core.framework.status import OK, SKIP, Code, Status
 from tests.builders import NOW
 
 

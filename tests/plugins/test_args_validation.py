@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from berth.core.config import parse_config
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.errors import ConfigError
 
 TYPES = ("Invalid value", "Required value", "Unsupported value", "Forbidden", "Duplicate value")

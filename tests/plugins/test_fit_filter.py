@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from berth.core.config import parse_config
-from berth.core.framework import Cycle
-from berth.core.kinds import convert
-from berth.core.state import ClusterState
+from berth.core.api.kinds import convert
+from berth.core.cache.state import ClusterState
+from berth.core.config.kubeschedulerconfig import parse_config
+from berth.core.framework.cycle import Cycle
 from tests.builders import NOW
 from tests.plugins.helpers import knode, kpod, scores
 

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from berth.core.config import parse_config
-from berth.core.framework import Action, ClusterEvent, PodUpdate
-from berth.core.kinds import convert
-from berth.core.state import ClusterState
+from berth.core.api.kinds import convert
+from berth.core.cache.state import ClusterState
+from berth.core.config.kubeschedulerconfig import parse_config
+from berth.core.framework.events import Action, ClusterEvent, PodUpdate
 from tests.builders import NOW
-from tests.interpod.builders import affinity
+from tests.plugins.interpod.builders import affinity
 
 
 def retried(

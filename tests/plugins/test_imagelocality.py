@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from berth.core.convert import image_name
-from berth.core.framework import Cycle
-from berth.core.kinds import convert
+from berth.core.api.core.normalise import image_name
+from berth.core.api.kinds import convert
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
 from berth.core.plugins.imagelocality import new
-from berth.core.state import ClusterState
 from tests.builders import NOW
 from tests.plugins.helpers import scores
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from berth.core.framework import Code
-from berth.core.kinds import convert
+from berth.core.api.kinds import convert
+from berth.core.framework.status import Code
 from tests.plugins.helpers import filter_run
 
 CONFLICT = [("node(s) didn't have free ports for the requested pod ports", Code.UNSCHEDULABLE)]

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from berth.core.config import parse_config
-from berth.core.kinds import convert
+from berth.core.api.kinds import convert
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.plugins.noderesources.fit import broken_linear
-from berth.core.scheduler import Scheduler
+from berth.core.scheduler.schedule_one import Scheduler
 from tests.builders import NOW, cluster, node, pod
 from tests.plugins.helpers import config_problems, knode, kpod, scores
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from berth.core.framework import Code
+from berth.core.framework.status import Code
 from tests.builders import csi_node
 from tests.plugins.helpers import filter_run
 

@@ -3,9 +3,9 @@ six-plugin profile is one config away."""
 
 from __future__ import annotations
 
-from berth.core.config import parse_config
-from berth.core.kinds import convert
-from berth.core.scheduler import Scheduler
+from berth.core.api.kinds import convert
+from berth.core.config.kubeschedulerconfig import parse_config
+from berth.core.scheduler.schedule_one import Scheduler
 from tests.builders import NOW, cluster, node, pod, six_plugin_profile
 
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from berth.core.config import parse_config
-from berth.core.framework import OK, Code, Status
-from berth.core.kinds import convert
+from berth.core.api.kinds import convert
+from berth.core.cache.state import ClusterState
+from berth.core.config.kubeschedulerconfig import parse_config
+from berth.core.framework.status import OK, Code, Status
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.plugins import schedulinggates
-from berth.core.state import ClusterState
 from tests.builders import node, pod
-from tests.replay.test_engine import Log, replay
+from tests.pipeline.test_engine import Log, replay
 from tests.test_cli_profiles import run, write
 
 

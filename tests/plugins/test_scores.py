@@ -9,11 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from berth.core.config import parse_config
-from berth.core.framework import Code, Cycle, KeepsState
-from berth.core.kinds import convert
-from berth.core.scoring import default_normalize
-from berth.core.state import ClusterState
+from berth.core.api.kinds import convert
+from berth.core.cache.state import ClusterState
+from berth.core.config.kubeschedulerconfig import parse_config
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.interface import KeepsState
+from berth.core.framework.status import Code
+from berth.core.plugins.helper.normalize_score import default_normalize
 from tests.builders import NOW
 from tests.plugins.helpers import config_problems
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from berth.core.framework import Code
+from berth.core.framework.status import Code
 from tests.plugins.helpers import filter_run
 
 DISK = [("node(s) had no available disk", Code.UNSCHEDULABLE)]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from berth.core.framework import Code, Status
+from berth.core.framework.status import Code, Status
 from tests.plugins.helpers import filter_run
 
 BZ, BR = "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region"

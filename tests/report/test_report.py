@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from berth.adapters.report import _totals, _XAxis, write_report
+from berth.adapters.files.report import _totals, _XAxis, write_report
 from berth.core.pipeline.stats import Binding, DecisionPoint, NodeUse, RunStats
 from tests.report.builders import GI, buffer, decisions, node, over_run, sample
 

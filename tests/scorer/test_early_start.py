@@ -16,16 +16,16 @@ import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
 
-from berth.adapters.bootstrap import Checkpoints, Start, prepare, start_state
-from berth.adapters.memory import MemoryBus
-from berth.adapters.redisindex import RedisIndex
-from berth.core.config import parse_config
-from berth.core.events import decode_message, format_time, parse_event
+from berth.adapters.bus.memory import MemoryBus
+from berth.adapters.runtime.bootstrap import Checkpoints, Start, prepare, start_state
+from berth.adapters.store.redisindex import RedisIndex
+from berth.core.api.watch import decode_message, format_time, parse_event
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.pipeline.indexer import IndexerEngine
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import INDEX_WATERMARKS, Message
-from tests.replay.test_restore import log
+from tests.pipeline.test_restore import log
 from tests.servers import Server
 
 pytestmark = pytest.mark.timeout(60)

@@ -9,10 +9,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from berth.core.config import parse_config
+from berth.core.api.kinds import KINDS
+from berth.core.api.watch import parse_event
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.errors import InputError
-from berth.core.events import parse_event
-from berth.core.kinds import KINDS
 from berth.core.pipeline.scorer import ScorerEngine
 from berth_cli.common import load_config
 

@@ -11,10 +11,10 @@ import pytest
 import pytest_asyncio
 from redis.asyncio import Redis
 
-from berth.adapters.memory import MemoryBus
-from berth.adapters.metrics import Metrics
-from berth.adapters.redisstore import RedisStore
-from berth.core.config import parse_config
+from berth.adapters.bus.memory import MemoryBus
+from berth.adapters.runtime.metrics import Metrics
+from berth.adapters.store.redis import RedisStore
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import DECISIONS
 from berth_scorer.service import Scorer, decision_ids

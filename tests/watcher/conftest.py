@@ -9,8 +9,8 @@ from typing import Any
 
 import msgspec
 
-from berth.adapters.eventlog import read_events
-from berth.core.events import WatchEvent
+from berth.adapters.files.eventlog import read_events
+from berth.core.api.watch import WatchEvent
 from tests.fakeapi import FAST, FakeAPI, api, client  # noqa: F401 - shared fixtures
 
 

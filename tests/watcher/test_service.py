@@ -12,12 +12,12 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from berth.adapters.eventlog import EventWriter, read_events
-from berth.adapters.kafka import KafkaBus
-from berth.adapters.kube import KubeClient, select_kinds
-from berth.adapters.kubewatch import Watcher
-from berth.adapters.memory import MemoryBus
-from berth.core.events import parse_event
+from berth.adapters.bus.kafka import KafkaBus
+from berth.adapters.bus.memory import MemoryBus
+from berth.adapters.files.eventlog import EventWriter, read_events
+from berth.adapters.kube.client import KubeClient, select_kinds
+from berth.adapters.kube.watch import Watcher
+from berth.core.api.watch import parse_event
 from berth.core.ports import CLUSTER_EVENTS, Bus, Message
 from berth.settings import from_env
 from berth_cli.main import main

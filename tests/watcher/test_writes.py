@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from berth.adapters.kube import KubeClient, KubeError, bind_pod, load_configuration, patch_buffer_status, select_kinds
-from berth.adapters.kubewatch import Watcher
+from berth.adapters.kube.client import (
+    KubeClient,
+    KubeError,
+    bind_pod,
+    load_configuration,
+    patch_buffer_status,
+    select_kinds,
+)
+from berth.adapters.kube.watch import Watcher
 from berth.core.errors import ConfigError
 from tests.fakeapi import FakeAPI
 from tests.watcher.conftest import Fixed, Sleeps, buffer, pod, summary, take

@@ -1,1 +1,2 @@
-"""Adapters that wrap the core: files, bus, store and the Kubernetes API."""
+"""Adapters that wrap the core, one package per port: bus, store, kube (the Kubernetes API), files,
+and runtime (what every service runs on)."""

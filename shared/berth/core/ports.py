@@ -1,5 +1,5 @@
 """The interfaces berth's services talk through. Kafka and Redis adapters implement them, and so do
-in-memory twins for the embedded pipeline; both pass the same contract tests (tests/contracts)."""
+in-memory twins for the embedded pipeline; both pass the same contract tests (tests/adapters/contracts)."""
 
 from __future__ import annotations
 

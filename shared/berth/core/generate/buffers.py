@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from berth.core.buffers.model import ACTIVE_CAPACITY, SCHEDULE_ANNOTATION
+from berth.core.api.autoscaling.model import ACTIVE_CAPACITY, SCHEDULE_ANNOTATION
 from berth.core.generate.ids import Ids, cpu, mem, rfc3339
 from berth.core.generate.pods import container
 from berth.core.generate.workloads import DEPLOYMENT, Workload

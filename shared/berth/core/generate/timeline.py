@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from berth.core.events import WatchEvent
+from berth.core.api.watch import WatchEvent
 from berth.core.generate import buffers, cluster, priorities
 from berth.core.generate.buffers import QUOTA_NAMESPACE, Quota
 from berth.core.generate.cluster import LOCAL_HDD, LOCAL_SSD, ZONAL_SSD, NodeInfo

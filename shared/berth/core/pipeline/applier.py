@@ -7,9 +7,9 @@ from typing import Any
 
 import msgspec
 
-from berth.core.events import Event, format_time
-from berth.core.model import Node, Pod
-from berth.core.state import ClusterState
+from berth.core.api.core.model import Node, Pod
+from berth.core.api.watch import Event, format_time
+from berth.core.cache.state import ClusterState
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

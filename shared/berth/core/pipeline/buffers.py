@@ -15,17 +15,17 @@ from typing import Any
 
 import msgspec
 
-from berth.core.buffers import fakepods
-from berth.core.buffers.controller import BufferResult, reconcile
-from berth.core.buffers.status import status_json
-from berth.core.buffers.store import BufferStore
-from berth.core.config import SchedulerConfig
-from berth.core.events import Event
+from berth.core.api.watch import Event
+from berth.core.cache.state import ClusterState
+from berth.core.config.kubeschedulerconfig import SchedulerConfig
+from berth.core.controllers.capacitybuffer import fakepods
+from berth.core.controllers.capacitybuffer.controller import BufferResult, reconcile
+from berth.core.controllers.capacitybuffer.status import status_json
+from berth.core.controllers.capacitybuffer.store import BufferStore
 from berth.core.pipeline.applier import Applier
 from berth.core.pipeline.records import BufferStatusRecord
 from berth.core.pipeline.stats import BufferPoint, RunStats
-from berth.core.scheduler import Scheduler
-from berth.core.state import ClusterState
+from berth.core.scheduler.schedule_one import Scheduler
 
 RESYNC_SECONDS = 60.0
 SETTLE_SECONDS = 5.0

@@ -11,7 +11,7 @@ from datetime import datetime
 
 import msgspec
 
-from berth.core.amounts import parse_time
+from berth.core.api.meta.normalise import parse_time
 
 
 class _Meta(msgspec.Struct):

@@ -12,7 +12,7 @@ rule for its own view (what it last saw of each Node, PV and Pod).
 It also keeps every object of every kind berth reads, as its wire Struct in msgpack (one key per
 object, deleted with the object), so that the scorer and the buffer controller can start from Redis
 instead of the topic's history. A rejected event gets the same reason as in every other service
-(berth.core.events).
+(berth.core.api.watch).
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ from typing import NamedTuple
 
 import msgspec
 
+from berth.core.api.core.model import Node, PersistentVolume, Pod
+from berth.core.api.core.resources import PODS
+from berth.core.api.kinds import storable
+from berth.core.api.meta.quantity import ceil_units
+from berth.core.api.meta.selectors import NodeSelector
+from berth.core.api.watch import Event, UnreadableObject, parse_event
+from berth.core.cache.nodes import NodeTable
+from berth.core.cache.pvindex import available
+from berth.core.cache.state import newer
 from berth.core.errors import InputError
-from berth.core.events import Event, UnreadableObject, parse_event
-from berth.core.kinds import storable
-from berth.core.model import Node, PersistentVolume, Pod
-from berth.core.nodes import NodeTable
-from berth.core.pvindex import available
-from berth.core.quantity import ceil_units
-from berth.core.resources import PODS
-from berth.core.selectors import NodeSelector
-from berth.core.state import newer
 
 Action = list[str]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import msgspec
 
+from berth.core.api.meta.quantity import BINARY
 from berth.core.pipeline.stats import LARGE_PV, SMALL_CLAIM, RunStats
-from berth.core.quantity import BINARY
 
 TOP_REASONS = 5  # unschedulable reasons listed one per row; the rest are summed
 MAX_BUFFER_ROWS = 8  # up to this many buffers get one row each; more are aggregated

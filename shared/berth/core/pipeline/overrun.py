@@ -23,20 +23,11 @@ from datetime import datetime
 
 import numpy as np
 
-from berth.core.amounts import parse_time
-from berth.core.model import Node, Pod
+from berth.core.api.core.model import Node, Pod
+from berth.core.api.core.resources import CPU, MEMORY
+from berth.core.api.meta.normalise import parse_time
 from berth.core.pipeline.records import DecisionRecord
-from berth.core.pipeline.stats import (
-    LARGE_PV,
-    SMALL_CLAIM,
-    Binding,
-    BufferPoint,
-    OverRun,
-    Percentiles,
-    Series,
-    Usage,
-)
-from berth.core.resources import CPU, MEMORY
+from berth.core.pipeline.stats import LARGE_PV, SMALL_CLAIM, Binding, BufferPoint, OverRun, Percentiles, Series, Usage
 
 
 def percentiles(values: list[float]) -> Percentiles:

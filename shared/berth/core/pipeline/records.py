@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from berth.core.decision import Decision, NodeResult, VolumeBindingOut
+from berth.core.scheduler.results import Decision, NodeResult, VolumeBindingOut
 
 
 class DecisionRecord(msgspec.Struct, frozen=True, rename="camel", kw_only=True, tag_field="kind", tag="Decision"):

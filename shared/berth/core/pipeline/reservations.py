@@ -3,9 +3,9 @@ pod goes, or another replica's reservation wins (kube's assumed pods and volumes
 
 from __future__ import annotations
 
+from berth.core.api.meta.quantity import ceil_units
+from berth.core.cache.state import ClusterState, Reservation
 from berth.core.pipeline.stats import Binding
-from berth.core.quantity import ceil_units
-from berth.core.state import ClusterState, Reservation
 
 
 class Reservations:

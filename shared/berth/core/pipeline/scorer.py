@@ -15,21 +15,21 @@ from typing import Any
 
 import msgspec
 
-from berth.core.config import SchedulerConfig
-from berth.core.events import Event
-from berth.core.framework import Action, PodUpdate, pod_update
-from berth.core.kinds import KINDS
-from berth.core.model import Node, Pod
+from berth.core.api.core.model import Node, Pod
+from berth.core.api.core.resources import CPU, MEMORY
+from berth.core.api.kinds import KINDS
+from berth.core.api.watch import Event
+from berth.core.cache.state import ClusterState, Reservation
+from berth.core.config.kubeschedulerconfig import SchedulerConfig
+from berth.core.framework.events import Action, PodUpdate, pod_update
 from berth.core.pipeline.applier import Applier
 from berth.core.pipeline.overrun import OverRunObserver
-from berth.core.pipeline.queue import RetryQueue, Waiting
 from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.reservations import Reservations
 from berth.core.pipeline.stats import NodeUse, RunStats, StatsObserver
 from berth.core.plugins.defaultpreemption import PreemptionStore
-from berth.core.resources import CPU, MEMORY
-from berth.core.scheduler import Outcome, Scheduler
-from berth.core.state import ClusterState, Reservation
+from berth.core.scheduler.queue import RetryQueue, Waiting
+from berth.core.scheduler.schedule_one import Outcome, Scheduler
 
 
 def _priority(state: ClusterState, pod: Pod) -> int:
@@ -82,7 +82,7 @@ def decision_id(pod: Pod, attempt: int, lineage: str = "") -> str:
 
 # Pod fields whose change cannot move a pending pod: version and status churn, and what the scorer
 # handles before comparing (a node, a finished phase, a deletion). Every other field of the model
-# counts, so a field added to Pod is compared unless it is named here (tests/replay/test_spec_changed.py).
+# counts, so a field added to Pod is compared unless it is named here (tests/pipeline/test_spec_changed.py).
 STATUS_ONLY = frozenset({"resource_version", "conditions", "creation", "phase", "node_name", "deleting"})
 PLACEMENT = tuple(f for f in Pod.__struct_fields__ if f not in STATUS_ONLY)
 

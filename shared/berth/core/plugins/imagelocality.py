@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from berth.core.framework import MAX_NODE_SCORE, Cycle, Mask, Scores
-from berth.core.model import Pod
-from berth.core.state import ClusterState
+from berth.core.api.core.model import Pod
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores
 
 NAME = "ImageLocality"
 Args = None

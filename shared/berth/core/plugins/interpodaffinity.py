@@ -18,27 +18,15 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from berth.core.framework import (
-    OK,
-    SKIP,
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    Cycle,
-    Failure,
-    Hint,
-    Mask,
-    Scores,
-    Slots,
-    Status,
-    each_pod,
-)
-from berth.core.model import Node, Pod, PodAffinityTerm
-from berth.core.podindex import Ints, Matcher, PodIndex, Sparse, matches, shared
-from berth.core.selectors import LabelSelector
-from berth.core.state import ClusterState
-from berth.core.validation import Problems, is_int, unknown_fields
+from berth.core.api.core.model import Node, Pod, PodAffinityTerm
+from berth.core.api.meta.selectors import LabelSelector
+from berth.core.api.meta.validation import Problems, is_int, unknown_fields
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
+from berth.core.framework.status import OK, SKIP, Code, Failure, Status
+from berth.core.framework.types import Mask, Scores, Slots
+from berth.core.plugins.helper.podindex import Ints, Matcher, PodIndex, Sparse, matches, shared
 
 NAME = "InterPodAffinity"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"

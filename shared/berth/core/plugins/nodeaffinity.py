@@ -10,28 +10,18 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from berth.core import convert
-from berth.core.framework import (
-    OK,
-    SKIP,
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    Cycle,
-    Failure,
-    Hint,
-    Mask,
-    Scores,
-    Status,
-    each_pod,
-)
-from berth.core.model import Node, Pod
-from berth.core.scoring import default_normalize
-from berth.core.selectors import NodeSelector
-from berth.core.state import ClusterState
-from berth.core.validation import Problems, invalid, qualified_name, unknown_fields
-from berth.core.wire import core as wc
+from berth.core.api.core import normalise as convert
+from berth.core.api.core import wire as wc
+from berth.core.api.core.model import Node, Pod
+from berth.core.api.meta.normalise import node_selector
+from berth.core.api.meta.selectors import NodeSelector
+from berth.core.api.meta.validation import Problems, invalid, qualified_name, unknown_fields
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
+from berth.core.framework.status import OK, SKIP, Code, Failure, Status
+from berth.core.framework.types import Mask, Scores
+from berth.core.plugins.helper.normalize_score import default_normalize
 
 NAME = "NodeAffinity"
 REASON = "node(s) didn't match Pod's node affinity/selector"
@@ -58,7 +48,7 @@ class Args(msgspec.Struct, frozen=True, kw_only=True):
             problems.append(invalid(f"{path}.addedAffinity", added, str(e)))
             return cls()
         required = wire.required_during_scheduling_ignored_during_execution
-        sel = None if required is None else convert.node_selector(required)
+        sel = None if required is None else node_selector(required)
         at = f"{path}.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
         for i, term in enumerate(sel.terms if sel is not None else ()):
             for j, r in enumerate(term.match_expressions):

@@ -8,20 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from berth.core.framework import (
-    OK,
-    SKIP,
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Cycle,
-    Failure,
-    Hint,
-    Status,
-    each_pod,
-)
-from berth.core.model import Pod
-from berth.core.state import ClusterState
+from berth.core.api.core.model import Pod
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
+from berth.core.framework.status import OK, SKIP, Failure, Status
 
 NAME = "NodePorts"
 Args = None

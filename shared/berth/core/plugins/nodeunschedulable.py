@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from berth.core.framework import Action, ClusterEvent, ClusterEventWithHint, Code, Cycle, Failure, Hint, each_pod
-from berth.core.model import Node, Pod, Taint
-from berth.core.state import ClusterState
+from berth.core.api.core.model import Node, Pod, Taint
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
+from berth.core.framework.status import Code, Failure
 
 NAME = "NodeUnschedulable"
 Args = None

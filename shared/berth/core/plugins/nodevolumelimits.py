@@ -5,7 +5,7 @@ by a pod on the node is free; a node without a CSINode, or a driver without a co
 A claim counts under its PV's CSI driver and volume handle; an unbound claim (or one whose PV is
 gone) under its StorageClass's provisioner and the claim's own identity, so several pods sharing it
 count it once. In-tree AWS EBS, GCE PD and Azure Disk volumes, as PVs or inline, count under their CSI
-driver and the handle it would give them (berth.core.intree; migration is on wherever a CSINode
+driver and the handle it would give them (berth.core.api.core.intree; migration is on wherever a CSINode
 exists, and only nodes with a CSINode have limits). Where berth departs: VolumeAttachments are not read.
 """
 
@@ -15,22 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from berth.core.framework import (
-    OK,
-    SKIP,
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    Cycle,
-    Failure,
-    Hint,
-    Status,
-    claim_hint,
-    each_pod,
-)
-from berth.core.model import CSINode, Pod
-from berth.core.state import ClusterState
+from berth.core.api.core.model import CSINode, Pod
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, claim_hint, each_pod
+from berth.core.framework.status import OK, SKIP, Code, Failure, Status
 
 NAME = "NodeVolumeLimits"
 Args = None

@@ -5,7 +5,7 @@ constraint decides: a missing topology key (UnschedulableAndUnresolvable) or a s
 (Unschedulable). Score (PreScore + Score + NormalizeScore): the ScheduleAnyway constraints.
 A pod without constraints gets the plugin's default constraints (args defaultingType: System's
 hostname and zone pair, or the List), with the selector kube deduces from the Services and the
-controller of the pod (berth.core.defaultselector); none when that selector is empty.
+controller of the pod (berth.core.plugins.helper.spread); none when that selector is empty.
 
 Matching pods per slot come from the PodIndex (per selector, in the pod's namespace, not being
 deleted), folded into topology domains with numpy.
@@ -20,26 +20,15 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from berth.core.framework import (
-    OK,
-    SKIP,
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    Cycle,
-    Failure,
-    Hint,
-    Mask,
-    Scores,
-    Status,
-    each_pod,
-)
-from berth.core.model import Node, Pod, SpreadConstraint
-from berth.core.podindex import Ints, PodIndex, shared
-from berth.core.selectors import LabelSelector, valid_label_key
-from berth.core.state import ClusterState
-from berth.core.validation import Problems, is_int, unknown_fields
+from berth.core.api.core.model import Node, Pod, SpreadConstraint
+from berth.core.api.meta.selectors import LabelSelector, valid_label_key
+from berth.core.api.meta.validation import Problems, is_int, unknown_fields
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
+from berth.core.framework.status import OK, SKIP, Code, Failure, Status
+from berth.core.framework.types import Mask, Scores
+from berth.core.plugins.helper.podindex import Ints, PodIndex, shared
 
 NAME = "PodTopologySpread"
 REASON = "node(s) didn't match pod topology spread constraints"

@@ -3,9 +3,9 @@ until every gate is removed. Removing gates is an update of the pod, which the s
 
 from __future__ import annotations
 
-from berth.core.framework import OK, Code, Status
-from berth.core.model import Pod
-from berth.core.state import ClusterState
+from berth.core.api.core.model import Pod
+from berth.core.cache.state import ClusterState
+from berth.core.framework.status import OK, Code, Status
 
 NAME = "SchedulingGates"
 Args = None

@@ -9,25 +9,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from berth.core.framework import (
-    MAX_NODE_SCORE,
-    OK,
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    Cycle,
-    Failure,
-    Hint,
-    Mask,
-    Scores,
-    Status,
-    each_pod,
-)
-from berth.core.model import Node, Pod, Taint, Toleration
-from berth.core.nodes import NodeTable
-from berth.core.scoring import default_normalize
-from berth.core.state import ClusterState
+from berth.core.api.core.model import Node, Pod, Taint, Toleration
+from berth.core.cache.nodes import NodeTable
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
+from berth.core.framework.status import OK, Code, Failure, Status
+from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores
+from berth.core.plugins.helper.normalize_score import default_normalize
 
 NAME = "TaintToleration"
 Args = None

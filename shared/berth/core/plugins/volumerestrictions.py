@@ -10,22 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from berth.core.framework import (
-    OK,
-    SKIP,
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    Cycle,
-    Failure,
-    Hint,
-    Status,
-    claim_hint,
-    each_pod,
-)
-from berth.core.model import InlineDisk, Pod
-from berth.core.state import ClusterState
+from berth.core.api.core.model import InlineDisk, Pod
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, claim_hint, each_pod
+from berth.core.framework.status import OK, SKIP, Code, Failure, Status
 
 NAME = "VolumeRestrictions"
 Args = None

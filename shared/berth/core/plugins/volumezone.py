@@ -9,19 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from berth.core.framework import (
-    OK,
-    SKIP,
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    Cycle,
-    Failure,
-    Status,
-    claim_hint,
-)
-from berth.core.state import ClusterState
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, claim_hint
+from berth.core.framework.status import OK, SKIP, Code, Failure, Status
 
 NAME = "VolumeZone"
 Args = None

@@ -34,18 +34,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from berth.core.decision import fit_error
-from berth.core.framework import Code, Cycle, DryRun, Mask, NodeToStatus, PostFilterResult, Status
-from berth.core.model import Pod
+from berth.core.api.core.model import Pod
+from berth.core.api.scheduling.model import NEVER, PodDisruptionBudget, PriorityClass, preemption_policy_of, priority_of
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.interface import DryRun, PostFilterResult
+from berth.core.framework.status import Code, NodeToStatus, Status, fit_error
+from berth.core.framework.types import Mask
 from berth.core.plugins.defaultpreemption.args import DefaultPreemptionArgs
-from berth.core.preemption.model import (
-    NEVER,
-    PodDisruptionBudget,
-    PriorityClass,
-    preemption_policy_of,
-    priority_of,
-)
-from berth.core.state import ClusterState
 
 NAME = "DefaultPreemption"
 Args = DefaultPreemptionArgs

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from berth.core.validation import INT32_MAX, Problems, invalid, is_int, unknown_fields
+from berth.core.api.meta.validation import INT32_MAX, Problems, invalid, is_int, unknown_fields
 
 PERCENTAGE = "minCandidateNodesPercentage"
 ABSOLUTE = "minCandidateNodesAbsolute"

@@ -13,11 +13,11 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from berth.core.model import Pod
-from berth.core.nodes import NodeTable
-from berth.core.resources import CPU, MEMORY, PODS, is_scalar, is_tracked
-from berth.core.state import ClusterState
-from berth.core.validation import Problems, invalid, is_int
+from berth.core.api.core.model import Pod
+from berth.core.api.core.resources import CPU, MEMORY, PODS, is_scalar, is_tracked
+from berth.core.api.meta.validation import Problems, invalid, is_int
+from berth.core.cache.nodes import NodeTable
+from berth.core.cache.state import ClusterState
 
 Ints = npt.NDArray[np.int64]
 

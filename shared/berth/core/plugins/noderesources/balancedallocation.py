@@ -12,7 +12,12 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from berth.core.framework import MAX_NODE_SCORE, OK, SKIP, Cycle, Mask, Scores, Shape, Slots, Status
+from berth.core.api.meta.validation import Problems, invalid, unknown_fields
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.interface import Shape
+from berth.core.framework.status import OK, SKIP, Status
+from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores, Slots
 from berth.core.plugins.noderesources.allocation import (
     DEFAULT_RESOURCES,
     Ints,
@@ -21,8 +26,6 @@ from berth.core.plugins.noderesources.allocation import (
     parse_resources,
     pod_request,
 )
-from berth.core.state import ClusterState
-from berth.core.validation import Problems, invalid, unknown_fields
 
 NAME = "NodeResourcesBalancedAllocation"
 
@@ -60,7 +63,7 @@ class BalancedAllocation:
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:
         return self._score(cycle, len(feasible), None)
 
-    # node-local (berth.core.incremental): a node's score reads that node's allocatable and requests
+    # node-local (berth.core.framework.runtime.incremental): a node's score reads that node's allocatable and requests
     def score_shape(self, cycle: Cycle) -> Shape:
         return Shape(tuple(pod_request(cycle.pod, r.name, False) for r in self.args.resources))
 

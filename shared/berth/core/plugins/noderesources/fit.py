@@ -10,24 +10,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from berth.core.framework import (
-    MAX_NODE_SCORE,
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    Cycle,
-    Failure,
-    Hint,
-    Mask,
-    PodUpdate,
-    Scores,
-    Shape,
-    Slots,
-    each_pod,
-    never,
-)
-from berth.core.model import Node, Pod
+from berth.core.api.core.model import Node, Pod
+from berth.core.api.core.resources import CPU, EPHEMERAL, MEMORY, PODS, is_extended, is_scalar, is_tracked
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, PodUpdate, each_pod, never
+from berth.core.framework.interface import Shape
+from berth.core.framework.status import Code, Failure
+from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores, Slots
 from berth.core.plugins.noderesources.allocation import (
     Ints,
     NonZeroRequested,
@@ -36,8 +26,6 @@ from berth.core.plugins.noderesources.allocation import (
     pod_request,
 )
 from berth.core.plugins.noderesources.fitargs import LEAST, MAX_CUSTOM_PRIORITY_SCORE, MOST, NodeResourcesFitArgs
-from berth.core.resources import CPU, EPHEMERAL, MEMORY, PODS, is_extended, is_scalar, is_tracked
-from berth.core.state import ClusterState
 
 NAME = "NodeResourcesFit"
 Args = NodeResourcesFitArgs
@@ -120,7 +108,7 @@ class NodeResourcesFit:
                 out.append(Failure(short, self.reason(name)))
         return out
 
-    # node-local (berth.core.incremental): a node's answer reads that node's allocatable and requests
+    # node-local (berth.core.framework.runtime.incremental): a node's answer reads that node's allocatable and requests
     def filter_shape(self, cycle: Cycle) -> Shape:
         wants = tuple(self.wants(cycle.pod))
         return Shape(wants, tuple((self.reason(name), Code.UNSCHEDULABLE) for name, _ in wants))

@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
+from berth.core.api.meta.validation import Problems, invalid, is_int, qualified_name, unknown_fields
 from berth.core.plugins.noderesources.allocation import DEFAULT_RESOURCES, ResourceSpec, parse_resources
-from berth.core.validation import Problems, invalid, is_int, qualified_name, unknown_fields
 
 LEAST, MOST, RATIO = "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"
 STRATEGIES = (LEAST, MOST, RATIO)

@@ -12,25 +12,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from berth.core.capacity import class_score, weighted_node_score
-from berth.core.framework import (
-    OK,
-    SKIP,
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    Code,
-    Cycle,
-    Failure,
-    Mask,
-    Scores,
-    Status,
-)
-from berth.core.model import PersistentVolume, PersistentVolumeClaim, Pod
+from berth.core.api.core.model import PersistentVolume, PersistentVolumeClaim, Pod
+from berth.core.api.meta.quantity import ceil_units
+from berth.core.cache.pvindex import ClassIndex
+from berth.core.cache.state import ClusterState
+from berth.core.framework.cycle import Cycle
+from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint
+from berth.core.framework.status import OK, SKIP, Code, Failure, Status
+from berth.core.framework.types import Mask, Scores
+from berth.core.plugins.helper.shape_score import class_score, weighted_node_score
 from berth.core.plugins.volumebinding.args import VolumeBindingArgs
-from berth.core.pvindex import ClassIndex
-from berth.core.quantity import ceil_units
-from berth.core.state import ClusterState
 
 NAME = "VolumeBinding"
 Args = VolumeBindingArgs

@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
-from berth.core.capacity import DEFAULT_SHAPE, Shape
-from berth.core.validation import INT32_MAX, INT64_MAX, Problems, invalid, is_int, unknown_fields
+from berth.core.api.meta.validation import INT32_MAX, INT64_MAX, Problems, invalid, is_int, unknown_fields
+from berth.core.plugins.helper.shape_score import DEFAULT_SHAPE, Shape
 
 
 class VolumeBindingArgs(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

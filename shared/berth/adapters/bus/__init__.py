@@ -1,0 +1,1 @@
+"""The bus port's adapters: Kafka (aiokafka) and its in-memory twin."""

@@ -1,0 +1,1 @@
+"""Files in and out: event logs, snapshots, the HTML report."""

@@ -1,0 +1,148 @@
+"""Read Kubernetes objects from a file or stdin, as `kubectl get -o yaml|json` prints them.
+
+Accepts a single object, a List (or a typed list such as PodList from the API
+server, whose items carry no kind), JSON, or multi-document YAML. Each object is at most
+MAX_OBJECT_BYTES as JSON, as a log line is.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from berth.core.api.kinds import describe
+from berth.core.api.watch import MAX_LINE_BYTES
+from berth.core.errors import InputError
+
+MAX_OBJECT_BYTES = MAX_LINE_BYTES  # one object: the API server's own request-body limit
+
+MERGE = "tag:yaml.org,2002:merge"
+
+
+class _Loader(yaml.SafeLoader):
+    """Strict YAML as kubectl reads it: a mapping key given twice is an error (PyYAML keeps the
+    last one silently, so two documents pasted without `---` lose an object). Keys brought in by a
+    merge key (`<<`) may be overridden, as in YAML 1.1. No implicit timestamps: times stay RFC 3339
+    strings, as in JSON."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[tuple[type, Any], yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == MERGE:
+                continue
+            key = self.construct_object(key_node, deep=True)  # cached: built once
+            try:
+                first = seen.setdefault((type(key), key), key_node)  # 1, 1.0 and true are different keys
+            except TypeError:  # an unhashable key: the base constructor reports it
+                continue
+            if first is not key_node:
+                shown = json.dumps(key) if isinstance(key, str) else repr(key)
+                line = first.start_mark.line + 1
+                problem = f"mapping key {shown} already defined at line {line}"
+                raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def read_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(path, "", e.strerror or str(e)) from None
+    except UnicodeDecodeError:
+        raise InputError(path, "", "not UTF-8 text") from None
+
+
+def parse_documents(text: str, source: str) -> list[Any]:
+    """The documents of a JSON or YAML text. Bounded: nesting as deep as the recursion limit allows,
+    integers of at most Python's 4,300 digits; past that, one InputError."""
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            return [json.loads(text)]
+        except json.JSONDecodeError as e:
+            raise InputError(source, f"line {e.lineno}", f"invalid JSON: {e.msg}") from None
+        except RecursionError:
+            raise InputError(source, "", "invalid JSON: nested too deeply") from None
+        except ValueError as e:  # the int-string conversion limit
+            raise InputError(source, "", f"invalid JSON: {e}") from None
+    try:
+        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except RecursionError:
+        raise InputError(source, "", "invalid YAML: nested too deeply") from None
+    except ValueError as e:  # the int-string conversion limit
+        raise InputError(source, "", f"invalid YAML: {str(e).splitlines()[0]}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise InputError(source, where, f"invalid YAML: {problem}") from None
+
+
+def flatten(doc: Any, source: str) -> Iterator[Mapping[str, Any]]:
+    """Objects out of a document, unpacking Lists."""
+    if isinstance(doc, list):
+        for d in doc:
+            yield from flatten(d, source)
+        return
+    if not isinstance(doc, Mapping):
+        raise InputError(source, "", f"expected Kubernetes objects, got {type(doc).__name__}")
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
+        item_kind = kind[: -len("List")]
+        for item in doc["items"]:
+            if isinstance(item, Mapping) and "kind" not in item and item_kind:
+                item = {"kind": item_kind, "apiVersion": doc.get("apiVersion", "v1"), **item}
+            yield from flatten(item, source)
+        return
+    yield doc
+
+
+def load_objects(path: str) -> list[Mapping[str, Any]]:
+    """All raw objects in a snapshot file ('-' is stdin)."""
+    source = "<stdin>" if path == "-" else path
+    text = read_text(path)
+    out: list[Mapping[str, Any]] = []
+    for doc in parse_documents(text, source):
+        out.extend(flatten(doc, source))
+    # A text within the limit holds no object over it, unless YAML aliases repeat parts of it.
+    if len(text) > MAX_OBJECT_BYTES or "&" in text:
+        for obj in out:
+            if json_size(obj, MAX_OBJECT_BYTES) > MAX_OBJECT_BYTES:
+                what = describe(obj.get("kind"), obj.get("metadata"))
+                raise InputError(source, what, f"larger than {MAX_OBJECT_BYTES} bytes as JSON")
+    return out
+
+
+def json_size(value: Any, limit: int) -> int:
+    """About how many bytes `value` takes as JSON; counting stops once past `limit`, so YAML aliases
+    that repeat a part many times cost no more than the limit."""
+    size = 0
+    stack = [value]
+    while stack and size <= limit:
+        v = stack.pop()
+        if isinstance(v, str):
+            size += len(v) + 3
+        elif isinstance(v, Mapping):
+            size += 2
+            for k, item in v.items():
+                size += len(k) + 4 if isinstance(k, str) else 8
+                stack.append(item)
+        elif isinstance(v, list):
+            size += 2
+            stack.extend(v)
+        else:
+            size += 8  # numbers, true, false, null
+    return size

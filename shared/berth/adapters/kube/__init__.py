@@ -1,0 +1,1 @@
+"""The Kubernetes API (kubernetes-asyncio): a client, list and watch."""

@@ -1,0 +1,365 @@
+"""List and watch Kubernetes kinds as berth Events: the protocol an informer speaks, without its cache.
+
+Per kind: LIST (paginated with limit/continue), then WATCH from the list's resourceVersion with
+allowWatchBookmarks and a server-side timeoutSeconds. The resume point moves with every event and
+bookmark. A watch that ends cleanly (its timeout) is reopened at once; a dropped connection, a
+timeout, an error status or a malformed line reopens it from the resume point after a backoff with
+jitter. 410 Gone (the resume point is compacted away) relists and diffs the new list against what
+was seen: ADDED for new objects, MODIFIED for changed ones, DELETED for the ones that vanished in
+between (a stub object: kind, name, namespace and the list's resourceVersion). Bookmarks are not
+emitted. A kind that is not served (a CRD not installed: 404 on the first list) is skipped with
+one warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from berth.adapters.kube.client import KINDS, Kind, KubeClient, KubeError, Timeouts
+from berth.core.api.watch import WatchEvent
+
+log = logging.getLogger("berth.watcher")
+
+Sleep = Callable[[float], Awaitable[None]]
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Delay before retry n (from 0): min(maximum, initial × factor^n), times a random 0.5..1."""
+
+    initial: float = 0.5
+    maximum: float = 30.0
+    factor: float = 2.0
+
+    def delay(self, attempt: int, rand: random.Random) -> float:
+        return min(self.maximum, self.initial * self.factor ** min(attempt, 64)) * (0.5 + rand.random() / 2)
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    page_size: int = 500
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    backoff: Backoff = field(default_factory=Backoff)
+
+
+class Stamper:
+    """Makes Events: ts from the injected clock, position a running sequence number."""
+
+    def __init__(self, clock: Clock = utc_now) -> None:
+        self.clock = clock
+        self.count = 0
+
+    def __call__(self, etype: str, obj: dict[str, Any]) -> WatchEvent:
+        self.count += 1
+        return WatchEvent(type=etype, object=obj, ts=self.clock(), position=self.count)
+
+
+class Gone(Exception):
+    """410: the resume point is too old; relist."""
+
+
+class NotServed(Exception):
+    """404 on every version at the first list: the kind is not installed."""
+
+
+class _QuietEnd(ValueError):
+    """A watch that ended cleanly without a single line: retried after a backoff, logged quietly."""
+
+
+# What makes a watch or list fail and be retried from the resume point after a backoff.
+RETRY = (KubeError, aiohttp.ClientError, TimeoutError, OSError, msgspec.DecodeError, ValueError)
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+class KindWatcher:
+    """The list+watch loop for one kind. `known` maps namespace/name (or name) to resourceVersion."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        kind: Kind,
+        stamp: Stamper | None = None,
+        *,
+        namespace: str | None = None,
+        options: WatchOptions | None = None,
+        sleep: Sleep = asyncio.sleep,
+        rand: random.Random | None = None,
+    ) -> None:
+        self.client = client
+        self.kind = kind
+        self.stamp = stamp or Stamper()
+        self.namespace = namespace if kind.namespaced else None
+        self.options = options or WatchOptions()
+        self.sleep = sleep
+        self.rand = rand or random.Random()
+        self.known: dict[str, str] = {}
+        self.version: str | None = None  # the served API version, found at the first list
+        self.resource_version: str | None = None  # where the next watch resumes; None: (re)list first
+        self.synced = False  # the first list is complete
+        self.tried = asyncio.Event()  # the first list is complete, was skipped or failed once
+        self.skipped = False  # not served
+        self.attempt = 0  # consecutive failures, for the backoff
+        self.lists = 0
+        self.watches = 0
+
+    @property
+    def name(self) -> str:
+        return self.kind.plural if self.namespace is None else f"{self.kind.plural} in {self.namespace}"
+
+    async def stream(self, once: bool = False) -> AsyncGenerator[WatchEvent, None]:
+        """Events, forever; returns only when the kind is not served, or with `once` after the first list."""
+        while True:
+            if self.resource_version is None:
+                try:
+                    async for ev in self._list():
+                        yield ev
+                    if once:
+                        return
+                except NotServed:
+                    self.skipped = True
+                    self.tried.set()
+                    what = "its CRD is not installed" if self.kind.crd else "the API server does not serve it"
+                    versions = ", ".join(self.kind.api_version(v) for v in self.kind.versions)
+                    log.warning("skipping %s (%s): %s", self.kind.kind, versions, what)
+                    return
+                except RETRY as e:
+                    self.tried.set()
+                    await self._pause("list", e)
+                    continue
+            try:
+                async for ev in self._watch():
+                    yield ev
+            except Gone as e:
+                log.info("%s: %s; relisting", self.name, e)
+                self.resource_version = None
+            except RETRY as e:
+                await self._pause("watch", e)
+
+    async def _pause(self, what: str, err: BaseException) -> None:
+        delay = self.options.backoff.delay(self.attempt, self.rand)
+        self.attempt += 1
+        level = logging.DEBUG if isinstance(err, _QuietEnd) else logging.WARNING
+        log.log(level, "%s %s: %s; retrying in %.2f s", self.name, what, str(err) or type(err).__name__, delay)
+        await self.sleep(delay)
+
+    def _complete(self, item: Any) -> dict[str, Any]:
+        """List items come without apiVersion and kind; events carry them. Both leave here with them."""
+        if not isinstance(item, dict):
+            raise ValueError(f"{self.name}: expected an object, got {type(item).__name__}")
+        if "kind" in item and "apiVersion" in item:
+            return item
+        assert self.version is not None
+        return {"apiVersion": self.kind.api_version(self.version), "kind": self.kind.kind, **item}
+
+    @staticmethod
+    def _key(obj: dict[str, Any]) -> str:
+        meta = _meta(obj)
+        ns = meta.get("namespace")
+        return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
+
+    def _tombstone(self, key: str, rv: str) -> dict[str, Any]:
+        ns, _, name = key.rpartition("/")
+        meta = {"name": name, "namespace": ns, "resourceVersion": rv} if ns else {"name": name, "resourceVersion": rv}
+        assert self.version is not None
+        return {"apiVersion": self.kind.api_version(self.version), "kind": self.kind.kind, "metadata": meta}
+
+    async def _first_page(self, query: list[tuple[str, str]]) -> dict[str, Any]:
+        """The first page; on the first list, also which version is served (404: try the next one)."""
+        if self.version is not None:
+            return await self.client.request("GET", self.kind.path(self.version, self.namespace), query)
+        for version in self.kind.versions:
+            try:
+                page = await self.client.request("GET", self.kind.path(version, self.namespace), query)
+            except KubeError as e:
+                if e.status == 404:
+                    continue
+                raise
+            self.version = version
+            return page
+        raise NotServed
+
+    async def _list(self) -> AsyncIterator[WatchEvent]:
+        self.lists += 1
+        limit = ("limit", str(self.options.page_size))
+        seen: set[str] = set()
+        page = await self._first_page([limit])
+        while True:
+            for item in page.get("items") or ():
+                obj = self._complete(item)
+                key, rv = self._key(obj), str(_meta(obj).get("resourceVersion", ""))
+                seen.add(key)
+                old = self.known.get(key)
+                if old is not None and old == rv:
+                    continue  # unchanged since we last saw it
+                self.known[key] = rv
+                yield self.stamp("ADDED" if old is None else "MODIFIED", obj)
+            meta = _meta(page)
+            token = meta.get("continue")
+            if not token:
+                break
+            assert self.version is not None
+            try:
+                page = await self.client.request(
+                    "GET", self.kind.path(self.version, self.namespace), [limit, ("continue", str(token))]
+                )
+            except KubeError as e:
+                if e.status != 410:
+                    raise
+                log.info("%s: list continuation expired; listing again from the start", self.name)
+                seen.clear()
+                page = await self._first_page([limit])
+        rv = str(meta.get("resourceVersion", ""))
+        for key in sorted(set(self.known) - seen):
+            del self.known[key]
+            yield self.stamp("DELETED", self._tombstone(key, rv))
+        self.resource_version = rv
+        self.synced = True
+        self.tried.set()
+        self.attempt = 0
+
+    async def _watch(self) -> AsyncIterator[WatchEvent]:
+        assert self.version is not None
+        self.watches += 1
+        timeouts = self.options.timeouts
+        seconds = max(1, int(timeouts.watch * (1 + self.rand.random())))
+        query = [("watch", "1"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(seconds))]
+        if self.resource_version:
+            query.append(("resourceVersion", self.resource_version))
+        lines = 0
+        try:
+            async with self.client.watch(self.kind.path(self.version, self.namespace), query, seconds) as stream:
+                async for line in stream:
+                    lines += 1
+                    ev = self._event(line)
+                    if ev is not None:
+                        yield ev
+        except KubeError as e:
+            if e.status == 410:
+                raise Gone(str(e)) from None
+            raise
+        if lines == 0:
+            raise _QuietEnd("watch ended without events")  # no hot loop if a server keeps closing at once
+
+    def _event(self, line: bytes) -> WatchEvent | None:
+        raw = msgspec.json.decode(line)
+        if not isinstance(raw, dict) or not isinstance(raw.get("object"), dict):
+            raise ValueError(f"not a watch event: {line[:200]!r}")
+        etype, obj = raw.get("type"), raw["object"]
+        if etype == "ERROR":
+            err = KubeError.from_status(obj, 500)
+            if err.status == 410:
+                raise Gone(str(err))
+            raise err
+        self.attempt = 0  # the server is talking sense again
+        rv = str(_meta(obj).get("resourceVersion", ""))
+        if etype == "BOOKMARK":
+            if rv:
+                self.resource_version = rv
+            return None
+        if etype not in ("ADDED", "MODIFIED", "DELETED"):
+            raise ValueError(f"unknown watch event type {etype!r}")
+        obj = self._complete(obj)
+        key = self._key(obj)
+        if etype == "DELETED":
+            self.known.pop(key, None)
+        else:
+            self.known[key] = rv
+        if rv:
+            self.resource_version = rv
+        return self.stamp(etype, obj)
+
+
+class Watcher:
+    """Every kind at once, merged into one stream of Events (each kind's own order is kept).
+
+    The first lists go one kind after the other in the order given (KINDS: pods last), so a fresh
+    consumer hears of nodes, volumes and workloads before the pods; a kind whose first list fails
+    holds the next ones up for that one attempt only. After its first list, every kind goes its own way.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        kinds: Iterable[Kind] = KINDS,
+        *,
+        namespace: str | None = None,
+        options: WatchOptions | None = None,
+        clock: Clock = utc_now,
+        sleep: Sleep = asyncio.sleep,
+        rand: random.Random | None = None,
+        queue_size: int = 1000,
+        once: bool = False,
+    ) -> None:
+        self.once = once  # list every kind once, no watches: a snapshot
+        self.stamp = Stamper(clock)
+        rand = rand or random.Random()
+        self.kinds = [
+            KindWatcher(client, k, self.stamp, namespace=namespace, options=options, sleep=sleep, rand=rand)
+            for k in kinds
+        ]
+        self._queue: asyncio.Queue[WatchEvent | BaseException | None] = asyncio.Queue(queue_size)
+
+    @property
+    def synced(self) -> bool:
+        """Every kind has been listed once (or skipped)."""
+        return all(k.synced or k.skipped for k in self.kinds)
+
+    @property
+    def backlog(self) -> int:
+        """Events received and not yet taken."""
+        return self._queue.qsize()
+
+    async def _pump(self, kw: KindWatcher, after: KindWatcher | None) -> None:
+        if after is not None:
+            await after.tried.wait()
+        try:
+            async for ev in kw.stream(self.once):
+                await self._queue.put(ev)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:  # a bug: hand it to the consumer
+            await self._queue.put(e)
+        await self._queue.put(None)
+
+    async def events(self) -> AsyncGenerator[WatchEvent, None]:
+        """Events until every kind has stopped (skipped kinds, or all after their list with `once`);
+        use with contextlib.aclosing."""
+        tasks = [
+            asyncio.create_task(self._pump(kw, self.kinds[i - 1] if i else None), name=f"watch {kw.name}")
+            for i, kw in enumerate(self.kinds)
+        ]
+        running = len(tasks)
+        try:
+            while running:
+                item = await self._queue.get()
+                if item is None:
+                    running -= 1
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    yield item
+        finally:
+            for t in tasks:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t

@@ -1,0 +1,1 @@
+"""What every service runs on: the worker loop, bootstrap, HTTP, metrics, logs, connections."""

@@ -1,0 +1,105 @@
+"""Building the real adapters from settings, and what every stream service does at start."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+from aiokafka.errors import KafkaError
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import RedisError
+
+from berth.adapters.bus.kafka import KafkaBus
+from berth.adapters.runtime.worker import POISON
+from berth.adapters.store.redis import RedisStore
+from berth.adapters.store.redisindex import RedisIndex
+from berth.core.api.watch import Event, decode_message
+from berth.core.errors import InputError
+from berth.core.ports import Bus
+from berth.settings import Settings
+
+READY_LAG = 1000  # a service is ready once fewer messages than this are left to consume
+
+
+def kafka_bus(settings: Settings, service: str) -> KafkaBus:
+    k = settings.kafka
+    return KafkaBus(
+        k.bootstrap_servers,
+        client_id=f"{k.client_id}-{service}",
+        security=k.client_kwargs(),
+        session_timeout_ms=k.session_timeout_ms,
+        heartbeat_interval_ms=k.heartbeat_interval_ms,
+        request_timeout_ms=k.request_timeout_ms,
+        fetch_max_wait_ms=k.fetch_max_wait_ms,
+        retained={settings.topics.cluster_events: settings.topics.retained()},
+        group_instance_id=k.group_instance_id,
+    )
+
+
+def patient() -> dict[str, Any]:
+    """A running service's Redis client rides out a Redis restart or failover: a command that fails
+    to connect, or loses its connection, is retried with backoff for about 20 s before the error
+    ends the service (its commands are idempotent, so a retried one that had gone through is harmless)."""
+    return {"retry": Retry(ExponentialBackoff(cap=2.0, base=0.1), retries=15)}
+
+
+def redis_store(settings: Settings) -> RedisStore:
+    return RedisStore(redis_client(settings), settings.redis.key_prefix)
+
+
+def redis_index(settings: Settings) -> RedisIndex:
+    return RedisIndex(redis_client(settings), settings.redis.key_prefix)
+
+
+def redis_client(settings: Settings, patiently: bool = True) -> Redis:
+    """A client of the Redis the settings name: a RedisCluster with BERTH_REDIS_CLUSTER (it offers
+    the same commands; berth's keys share one hash tag there, see RedisSettings.key_prefix)."""
+    r = settings.redis
+    more = patient() if patiently else {}
+    if r.cluster:
+        client: Any = RedisCluster.from_url(r.url, **r.client_kwargs(), **more)
+        return cast(Redis, client)
+    return Redis.from_url(r.url, **r.client_kwargs(), **more)
+
+
+async def check_redis(settings: Settings) -> None:
+    """Fail fast, before a service starts its workers, when Redis cannot be reached."""
+    client = redis_client(settings, patiently=False)
+    try:
+        await client.ping()
+    finally:
+        await client.aclose()
+
+
+def unreachable(e: BaseException) -> str | None:
+    """One line for a broker or Redis that cannot be reached (or refuses us), else None."""
+    if isinstance(e, RedisError):
+        return f"Redis: {e}"
+    if isinstance(e, KafkaError):
+        return f"Kafka: {e}"
+    return None
+
+
+def topics_of(settings: Settings) -> dict[str, int]:
+    """Every topic berth uses, with its partition count."""
+    t = settings.topics
+    return {t.cluster_events: t.partitions, t.decisions: t.partitions, t.buffer_status: t.partitions, t.dead_letter: 1}
+
+
+async def rebuild(
+    bus: Bus, topic: str, group: str, handle: Callable[[Event], Any], start: Mapping[int, int] | None = None
+) -> int:
+    """Replay what the group already committed (from `start` per partition, else the beginning),
+    to rebuild in-memory state without emitting. Returns how many events were replayed."""
+    count = 0
+    for msg in await bus.history(topic, group, start):
+        try:
+            ev = decode_message(msg)
+            handle(ev)
+        except (InputError, *POISON):
+            continue  # it went to the dead-letter topic the first time (as it does again if handled again)
+        count += 1
+    return count

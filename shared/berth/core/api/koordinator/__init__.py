@@ -1,0 +1,1 @@
+"""slo.koordinator.sh: Koordinator's NodeMetric, as LoadAwareScheduling reads it."""

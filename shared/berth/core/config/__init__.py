@@ -1,0 +1,2 @@
+"""KubeSchedulerConfiguration (kube: pkg/scheduler/apis/config): parse, validate, merge multiPoint,
+build profiles."""

@@ -1,0 +1,1 @@
+"""Controllers beside the scheduler (kube: pkg/controller)."""

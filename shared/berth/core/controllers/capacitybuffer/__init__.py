@@ -1,0 +1,2 @@
+"""The CapacityBuffer controller: schedules, chunk shapes, quotas, readyReplicas
+and fake pods."""

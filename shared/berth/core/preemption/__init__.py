@@ -1,1 +1,0 @@
-"""Preemption's cluster objects (PriorityClass, PodDisruptionBudget) and pod priority as kube admits it."""

@@ -1,0 +1,126 @@
+"""kube's nominator: pods nominated to a node (status.nominatedNodeName) are seen there by the
+filters of pods of no higher priority (addGENominatedPods, RunFilterPluginsWithNominatedPods), and
+`berth evaluate` decides pods in kube's PrioritySort order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from berth.core.api.core.model import Pod
+from berth.core.api.kinds import convert
+from berth.core.framework.cycle import Cycle
+from tests.builders import NOW
+from tests.plugins.defaultpreemption.helpers import HIGH, LOW, MID, Harness, knode, kpod, priority_class
+
+FULL = {"cpu": "1", "memory": "1Gi"}
+HALF = {"cpu": "600m", "memory": "100Mi"}
+
+
+def nominated(name: str, node: str, priority: int, req: dict[str, str] | None = None) -> dict[str, Any]:
+    return kpod(name, priority=priority, req=req or {}, status={"nominatedNodeName": node})
+
+
+@pytest.mark.parametrize(
+    ("case", "priority", "calls"),
+    [
+        # upstream: TestFindFitPredicateCallCounts/"nominated pods have lower priority, predicate is called once"
+        ("lower", HIGH, 1),
+        # upstream: TestFindFitPredicateCallCounts/"nominated pods have higher priority, predicate is called twice"
+        ("higher", LOW, 2),
+    ],
+)
+def test_filters_run_again_with_nominated_pods_of_no_lower_priority(case: str, priority: int, calls: int) -> None:
+    h = Harness().add(knode("1", FULL), nominated("nominated", "1", MID))
+    fit = h.scheduler.profile.filters[0]
+    seen: list[int] = []
+    real = fit.filter
+
+    def counting(cycle: Cycle) -> Any:
+        seen.append(1)
+        return real(cycle)
+
+    fit.filter = counting  # type: ignore[method-assign]
+    h.scheduler.decide(convert(kpod("1", priority=priority)), NOW)
+    assert len(seen) == calls
+
+
+@pytest.mark.parametrize(
+    ("priority", "status", "message"),
+    [
+        (LOW, "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu."),  # sees the nominated pod placed
+        (MID, "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu."),  # equal priority: sees it too
+        (HIGH, "Scheduled", ""),  # a higher-priority pod does not
+    ],
+)
+def test_a_nominated_pod_holds_its_node_against_pods_of_no_higher_priority(
+    priority: int, status: str, message: str
+) -> None:
+    h = Harness(args={}).add(knode("n1", FULL), nominated("waiting", "n1", MID, HALF))
+    d = h.scheduler.decide(convert(kpod("p", priority=priority, req=HALF)), NOW).decision
+    assert (d.status, d.message.split(" preemption:")[0] if status != "Scheduled" else "") == (status, message)
+
+
+def test_the_nominated_pod_itself_and_bound_pods_are_not_nominations() -> None:
+    h = Harness().add(knode("n1", FULL), nominated("waiting", "n1", MID, HALF))
+    me: Pod = h.state.pods["default/waiting"]
+    assert h.scheduler.nominator.for_pod(me) == {}
+    h.add(kpod("waiting", "n1", MID, HALF, status={"nominatedNodeName": "n1"}))  # bound now
+    assert h.scheduler.nominator.for_pod(convert(kpod("p", priority=LOW))) == {}
+
+
+def test_nodes_with_nominated_pods_are_dry_run_not_judged_by_amounts() -> None:
+    # the nominated pod takes n1's room for a pod of lower priority: preempting there would not help
+    h = Harness().add(
+        knode("n1", FULL),
+        knode("n2", FULL),
+        kpod("low1", "n1", LOW, HALF),
+        kpod("low2", "n2", LOW, HALF),
+        nominated("waiting", "n1", HIGH, HALF),
+    )
+    d = h.scheduler.decide(convert(kpod("p", priority=MID, req=HALF)), NOW).decision
+    assert (d.nominated_node, d.victims) == ("n2", ["default/low2"])
+
+
+T1, T2 = "2026-11-01T10:00:01Z", "2026-11-01T10:00:02Z"
+
+
+@pytest.mark.parametrize(
+    ("case", "p1", "p2", "p1_first"),
+    [
+        ("p1.priority less than p2.priority", (LOW, T1), (HIGH, T1), False),
+        ("p1.priority greater than p2.priority", (HIGH, T1), (LOW, T1), True),
+        ("equal priority. p1 is added to schedulingQ earlier than p2", (HIGH, T1), (HIGH, T2), True),
+        ("equal priority. p2 is added to schedulingQ earlier than p1", (HIGH, T2), (HIGH, T1), False),
+    ],
+)
+def test_evaluate_decides_in_priority_sort_order(
+    case: str, p1: tuple[int, str], p2: tuple[int, str], p1_first: bool
+) -> None:
+    # upstream: TestLess/<case> (queuesort PrioritySort; the queue timestamp is creationTimestamp here)
+    h = Harness()
+    for name, (priority, created) in (("p1", p1), ("p2", p2)):
+        h.add(kpod(name, priority=priority, metadata={"creationTimestamp": created}))
+    got = [p.name for p in h.scheduler.queue(h.state.pending_pods())]
+    assert got == (["p1", "p2"] if p1_first else ["p2", "p1"])
+
+
+def test_unset_priority_counts_as_zero_in_the_order() -> None:
+    h = Harness().add(
+        kpod("zero", priority=LOW, metadata={"creationTimestamp": T2}),
+        kpod("unset", metadata={"creationTimestamp": T1}),
+        kpod("high", priority=HIGH, metadata={"creationTimestamp": T2}),
+    )
+    assert [p.name for p in h.scheduler.queue(h.state.pending_pods())] == ["high", "unset", "zero"]
+
+
+def test_the_order_reads_priority_classes_and_the_global_default() -> None:
+    h = Harness().add(
+        priority_class("batch", -10, default=True),
+        priority_class("serving", 1000),
+        kpod("plain", metadata={"creationTimestamp": T1}),  # the globalDefault: -10
+        kpod("served", priorityClassName="serving", metadata={"creationTimestamp": T2}),
+        kpod("zero", priority=0, metadata={"creationTimestamp": T2}),
+    )
+    assert [p.name for p in h.scheduler.queue(h.state.pending_pods())] == ["served", "zero", "plain"]
