@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from berth.core.api.meta import normalise as amounts
 from berth.core.api.meta.normalise import Bad, moment, parse_time, plain, resource_list
-from berth.core.api.meta.quantity import _parse_text, ceil_milli, ceil_units
+from berth.core.api.meta.quantity import ceil_milli, ceil_units, parse_text
 
 SUFFIXES = ["", "m", "Ki", "Mi", "Gi", "Ei", "k", "M", "G", "E", "n", "u", "e3", ".5", "i", "K"]
 DIGITS = "0123456789\u0663\u096f\u00b2"  # other scripts' decimal digits (int() and \d read them), a superscript
@@ -28,7 +28,7 @@ texts = st.one_of(
 def _exact(name: str, q: str) -> int | str:
     """The regular-expression parser's answer, rounded up as kube does, or its error message."""
     try:
-        n = _parse_text(q)
+        n = parse_text(q)
     except ValueError as e:
         return str(e)
     return ceil_milli(n) if name == "cpu" else ceil_units(n)

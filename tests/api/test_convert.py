@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from berth.core.api.core import normalise as core_convert
 from berth.core.api.core import wire as wc
 from berth.core.api.core.model import ClaimRef, Pod
-from berth.core.api.core.resources import _work_out_amounts, pod_amounts
+from berth.core.api.core.resources import pod_amounts, work_out_amounts
 from berth.core.api.kinds import convert
 from berth.core.api.meta.normalise import Bad, positional
 from berth.core.api.meta.quantity import parse_nanos
@@ -164,7 +164,7 @@ def test_amounts_shared_between_pods_are_the_ones_worked_out_for_each(specs: lis
     for spec in specs:
         wire = msgspec.convert(spec, wc.PodSpec, from_attributes=False)
         try:
-            fresh: object = _work_out_amounts(wire, "spec")
+            fresh: object = work_out_amounts(wire, "spec")
         except Bad as e:
             fresh = str(e)
         try:

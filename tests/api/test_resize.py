@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from berth.core.api.core import wire as wc
-from berth.core.api.core.resources import _work_out_amounts, pod_amounts, pod_spec_resources
+from berth.core.api.core.resources import pod_amounts, work_out_amounts
 from berth.core.api.kinds import convert
 from berth.core.api.meta.normalise import Bad
 
@@ -123,11 +123,11 @@ def test_pod_resource_requests_as_upstream(
     name: str, use_status: bool, spec: dict[str, Any], status: dict[str, Any], want: dict[str, int]
 ) -> None:
     """UseStatusResources is kube's scheduler cache (NodeInfo) reading a pod; without it, the spec's
-    requests, as NodeResourcesFit reads the pod it schedules (pod_spec_resources)."""
+    requests, as NodeResourcesFit reads the pod it schedules (pod_amounts without a status)."""
     if use_status:
         assert _pod(spec, status).requests == want
     else:
-        assert pod_spec_resources(msgspec.convert(spec, wc.PodSpec))[0] == want
+        assert pod_amounts(msgspec.convert(spec, wc.PodSpec), "spec")[0] == want
 
 
 def test_a_downsize_not_yet_actuated_keeps_the_old_figure_and_is_not_shared_with_the_spec() -> None:
@@ -162,8 +162,8 @@ def test_cached_amounts_equal_working_them_out_afresh() -> None:
     for _, _, spec, status, _ in CASES:
         wspec, wstatus = msgspec.convert(spec, wc.PodSpec), msgspec.convert(status, wc.PodStatus)
         got = pod_amounts(wspec, "spec", wstatus)
-        assert got[:3] == _work_out_amounts(wspec, "spec", wstatus)
-        own = _work_out_amounts(wspec, "spec")[0]
+        assert got[:3] == work_out_amounts(wspec, "spec", wstatus)
+        own = work_out_amounts(wspec, "spec")[0]
         assert got[3] == (None if own == got[0] else own)  # the spec's own requests, where they differ
 
 
@@ -207,12 +207,12 @@ def test_shared_amounts_are_the_ones_worked_out_from_spec_and_status(pods: list[
     for spec, status in pods:
         wspec, wstatus = msgspec.convert(spec, wc.PodSpec), msgspec.convert(status, wc.PodStatus)
         try:
-            fresh: object = _work_out_amounts(wspec, "spec", wstatus)
+            fresh: object = work_out_amounts(wspec, "spec", wstatus)
         except Bad as e:
             fresh = str(e)
         try:
             amounts = pod_amounts(wspec, "spec", wstatus)
-            own = _work_out_amounts(wspec, "spec")[0]
+            own = work_out_amounts(wspec, "spec")[0]
             assert amounts[3] == (None if own == amounts[0] else own)  # the spec's own, where they differ
             got: object = amounts[:3]
         except Bad as e:

@@ -8,7 +8,7 @@ import pytest
 
 from berth.core.errors import ConfigError
 from berth.core.generate import PRESETS, NodeShape, Params
-from berth.core.generate.params import format_mix, format_shapes, parse_mix, parse_seconds, parse_shapes, parse_size
+from berth.core.generate.params import parse_mix, parse_seconds, parse_shapes, parse_size
 
 
 def test_defaults_and_presets_are_valid() -> None:
@@ -54,10 +54,8 @@ def test_text_forms_round_trip() -> None:
     assert parse_size("1Ti") == 1024
     mix = parse_mix("10Gi:6, 100Gi:3,1Ti")
     assert mix == ((10, 6), (100, 3), (1024, 1))
-    assert format_mix(mix) == "10Gi:6,100Gi:3,1Ti:1"
     shapes = parse_shapes("8x32,16x64Gi:2")
     assert shapes == (NodeShape(8, 32, 1), NodeShape(16, 64, 2))
-    assert format_shapes(shapes) == "8x32:1,16x64:2"
     assert [parse_seconds(t) for t in ("90", "90m", "1h30m", "45s", "2h")] == [90, 5400, 5400, 45, 7200]
 
 

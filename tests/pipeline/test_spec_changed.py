@@ -8,7 +8,7 @@ import pytest
 
 from berth.core.api.core.model import Pod
 from berth.core.api.kinds import pod_from_raw
-from berth.core.pipeline.scorer import PLACEMENT, STATUS_ONLY, _spec_changed
+from berth.core.pipeline.scorer import PLACEMENT, STATUS_ONLY, spec_changed
 from tests.builders import node, pod
 from tests.pipeline.test_engine import Log, replay
 from tests.plugins.interpod.builders import affinity, spread, term
@@ -57,14 +57,14 @@ CHANGES: list[tuple[str, dict[str, Any]]] = [
 
 @pytest.mark.parametrize("spec", [c[1] for c in CHANGES], ids=[c[0] for c in CHANGES])
 def test_a_placement_field_change_counts(spec: dict[str, Any]) -> None:
-    assert _spec_changed(pod_from_raw(base()), pod_from_raw(base(**spec)))
+    assert spec_changed(pod_from_raw(base()), pod_from_raw(base(**spec)))
 
 
 def test_version_and_status_churn_do_not_count() -> None:
     old = pod_from_raw(base())
     churn = base(rv="2")
     churn["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}
-    assert not _spec_changed(old, pod_from_raw(churn))
+    assert not spec_changed(old, pod_from_raw(churn))
 
 
 def test_a_waiting_pod_updated_with_a_new_spread_is_decided_again() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from berth.core.plugins.noderesources.balancedallocation import _general, _two
+from berth.core.plugins.noderesources.balancedallocation import std_score, std_score_two
 from tests.plugins.helpers import config_problems, knode, kpod, scores
 
 GPU = "nvidia.com/gpu"
@@ -134,4 +134,4 @@ def test_two_resources_fast_path_equals_the_general_one(
     n = min(len(first), len(second))
     a0, r0 = (np.array([x[i] for x in first[:n]], dtype=np.int64) for i in (0, 1))
     a1, r1 = (np.array([x[i] for x in second[:n]], dtype=np.int64) for i in (0, 1))
-    assert _two(a0, r0, a1, r1).tolist() == _general([(a0, r0), (a1, r1)], n).tolist()
+    assert std_score_two(a0, r0, a1, r1).tolist() == std_score([(a0, r0), (a1, r1)], n).tolist()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from berth.adapters.files.report import _totals, _XAxis, write_report
+from berth.adapters.files.report import XAxis, buffer_totals, write_report
 from berth.core.pipeline.stats import Binding, DecisionPoint, NodeUse, RunStats
 from tests.report.builders import GI, buffer, decisions, node, over_run, sample
 
@@ -138,7 +138,7 @@ def test_odd_inputs_draw_without_warnings(tmp_path: Path) -> None:
 
 def test_time_axis_when_every_point_has_a_timestamp() -> None:
     run = RunStats(decisions=decisions(("Scheduled", "", 241)), buffers=[buffer("ns/b", 30, 1, 0)])
-    axis = _XAxis([run])
+    axis = XAxis([run])
     assert axis.label == "min since 2026-11-01T10:00:00Z"  # 240 s: beyond 180 s, minutes
     assert axis.x(run.decisions[-1]) == pytest.approx(4.0)
     assert axis.x(run.buffers[0]) == pytest.approx(0.5)
@@ -146,14 +146,14 @@ def test_time_axis_when_every_point_has_a_timestamp() -> None:
 
 def test_seconds_for_short_logs() -> None:
     run = RunStats(decisions=decisions(("Scheduled", "", 121)))
-    axis = _XAxis([run])
+    axis = XAxis([run])
     assert axis.label == "s since 2026-11-01T10:00:00Z"
     assert axis.x(run.decisions[-1]) == pytest.approx(120.0)
 
 
 def test_position_axis_when_a_timestamp_is_missing() -> None:
     run = RunStats(decisions=decisions(("Scheduled", "", 3)), buffers=[buffer("ns/b", 30, 1, 0, timed=False)])
-    axis = _XAxis([run])
+    axis = XAxis([run])
     assert axis.label == "position in the log"
     assert [axis.x(d) for d in run.decisions] == [1.0, 2.0, 3.0]
 
@@ -165,8 +165,8 @@ def test_buffer_totals_count_each_buffer_once() -> None:
         buffer("a", 3, 2, 2, timed=False),
         buffer("b", 3, 1, 1, timed=False),  # same position: one entry, the later value
     ]
-    axis = _XAxis([RunStats(buffers=points)])
-    assert _totals(points, axis) == ([1.0, 2.0, 3.0], [2, 5, 3], [0, 1, 3])
+    axis = XAxis([RunStats(buffers=points)])
+    assert buffer_totals(points, axis) == ([1.0, 2.0, 3.0], [2, 5, 3], [0, 1, 3])
 
 
 def test_many_buffers_are_drawn_as_totals(tmp_path: Path) -> None:
@@ -195,9 +195,9 @@ def test_large_runs(tmp_path: Path) -> None:
 
 def test_axis_spans_decisions_and_buffers() -> None:
     run = RunStats(decisions=decisions(("Scheduled", "", 1)), buffers=[buffer("ns/b", 240, 1, 0)])
-    axis = _XAxis([run])
+    axis = XAxis([run])
     assert (axis.lo, axis.hi) == (0.0, 4.0)  # minutes: the decision at 0 s, the buffer at 240 s
-    alone = _XAxis([RunStats(decisions=decisions(("Scheduled", "", 1)))])
+    alone = XAxis([RunStats(decisions=decisions(("Scheduled", "", 1)))])
     assert (alone.lo, alone.hi) == (-0.5, 0.5)  # one instant still gets a width
 
 

@@ -11,7 +11,6 @@ from berth.core.plugins.loadawarescheduling.args import (
     LoadAwareSchedulingArgs,
     decode,
     defaults,
-    from_plugin_config,
     parse_args,
     validate,
 )
@@ -210,18 +209,6 @@ def test_decode_defaults_validate_are_separate_steps() -> None:
     a = defaults(fields)
     assert a.resource_weights == {} and a.usage_thresholds == {"cpu": 70}
     assert validate(a) == []
-
-
-def test_from_plugin_config() -> None:
-    pc = [
-        {"name": "Other", "args": {"x": 1}},
-        {"name": "LoadAwareScheduling", "args": {"usageThresholds": {"cpu": 50}}},
-    ]
-    assert from_plugin_config(pc).usage_thresholds == {"cpu": 50}
-    assert from_plugin_config([]) == LoadAwareSchedulingArgs()
-    assert from_plugin_config([{"name": "LoadAwareScheduling"}]) == LoadAwareSchedulingArgs()
-    with pytest.raises(ConfigError, match=r"pluginConfig\[LoadAwareScheduling\]\.args\.usageThresholds\[cpu\]"):
-        from_plugin_config([{"name": "LoadAwareScheduling", "args": {"usageThresholds": {"cpu": 500}}}])
 
 
 def test_plugin_rejects_invalid_args_built_directly() -> None:

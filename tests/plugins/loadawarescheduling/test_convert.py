@@ -8,7 +8,7 @@ from berth.core.api.kinds import KINDS, kind_key
 from berth.core.api.kinds import convert as nodemetric_from_raw
 from berth.core.api.koordinator.model import AggregatedUsage, PodMetric
 from berth.core.api.koordinator.normalise import aggregated, nodemetric
-from berth.core.api.meta.durations import DurationError, format_duration, parse_duration
+from berth.core.api.meta.durations import DurationError, parse_duration
 from berth.core.errors import InputError
 
 from .builders import GI, T0, node_metric, pod_usage
@@ -40,10 +40,6 @@ def test_parse_duration(text: str, ns: int) -> None:
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(DurationError):
         parse_duration(text)
-
-
-def test_format_duration() -> None:
-    assert [format_duration(d) for d in (0, 300 * S, 5400 * S, 1_500_000_000)] == ["0s", "5m0s", "1h30m0s", "1.5s"]
 
 
 def test_registered_under_group_and_kind() -> None:

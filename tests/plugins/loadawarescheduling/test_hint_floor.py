@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from berth.core.plugins.loadawarescheduling import _BOUND, _Judge
+from berth.core.plugins.loadawarescheduling import BOUND, Judge
 
 R = 2
 # values around the thresholds, and large ones (near and past 2**52, where floats round, and past
-# _BOUND, where the shortcut steps aside)
+# BOUND, where the shortcut steps aside)
 value = st.one_of(
     st.integers(0, 400),
     st.integers(0, 10**13),
     st.integers(2**52 - 8, 2**52 + 8),
-    st.integers(_BOUND - 4, _BOUND + 4),
+    st.integers(BOUND - 4, BOUND + 4),
 )
 node_st = st.tuples(
     st.lists(st.one_of(value, st.integers(-(10**6), 0)), min_size=R, max_size=R),  # existing usage
@@ -30,12 +30,12 @@ node_st = st.tuples(
 rows_st = st.lists(st.lists(value, min_size=R, max_size=R), min_size=1, max_size=12)
 
 
-def _judge(node: tuple[list[int], list[int], list[float]]) -> _Judge:
+def _judge(node: tuple[list[int], list[int], list[float]]) -> Judge:
     ex, alloc, half = node
-    return _Judge(np.array(ex, dtype=np.int64), np.array(alloc, dtype=np.float64), np.array(half))
+    return Judge(np.array(ex, dtype=np.int64), np.array(alloc, dtype=np.float64), np.array(half))
 
 
-def _plain(judge: _Judge, rows: list[list[int]]) -> list[bool]:
+def _plain(judge: Judge, rows: list[list[int]]) -> list[bool]:
     """The numpy test, one row at a time."""
     return [bool(judge(np.array([r], dtype=np.int64))[0]) for r in rows]
 
@@ -56,7 +56,7 @@ def test_rows_whose_least_estimate_fails_all_fail(
 ) -> None:
     judge = _judge(node)
     est = np.array(rows, dtype=np.int64)
-    if abs(int(est.min())) >= _BOUND or abs(int(est.max())) >= _BOUND:
+    if abs(int(est.min())) >= BOUND or abs(int(est.max())) >= BOUND:
         return  # the hint keeps no floor then
     if judge.fails_all(est.min(axis=0).tolist()):
         assert not any(_plain(judge, rows))

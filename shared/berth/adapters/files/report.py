@@ -62,7 +62,7 @@ def write_report(runs: list[RunStats], directory: str, diff: list[dict[str, Any]
         raise ValueError("write_report needs at least one run")
     os.makedirs(directory, exist_ok=True)
     labels = run_labels(runs)
-    axis = _XAxis(runs)
+    axis = XAxis(runs)
     plots = [
         _decisions_plot(runs, labels, axis),
         _fit_plot(runs, labels),
@@ -178,7 +178,7 @@ def _metrics_table(sections: list[Section], labels: list[str]) -> str:
 # --- the x axis shared by the plots over time -------------------------------------------------------------
 
 
-class _XAxis:
+class XAxis:
     """Log time when every decision and buffer point has a `ts`, else the position in the log."""
 
     def __init__(self, runs: list[RunStats]) -> None:
@@ -226,7 +226,7 @@ class _XAxis:
 # --- plots ------------------------------------------------------------------------------------------------
 
 
-def _decisions_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Plot:
+def _decisions_plot(runs: list[RunStats], labels: list[str], axis: XAxis) -> Plot:
     name, title = "decisions", "Decisions over time"
     if not any(r.decisions for r in runs):
         return Plot(name, title, "No decisions were made in this log.", None)
@@ -261,7 +261,7 @@ def _decisions_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Pl
     return _plot(name, title, caption, fig)
 
 
-def _preemptions_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Plot:
+def _preemptions_plot(runs: list[RunStats], labels: list[str], axis: XAxis) -> Plot:
     name, title = "preemptions", "Preemptions over time"
     if not any(r.preemptions for r in runs):
         return Plot(name, title, "No preemptions were carried out in this log.", None)
@@ -396,7 +396,7 @@ def _utilization_plot(runs: list[RunStats], labels: list[str]) -> Plot:
     return _plot(name, title, caption, fig)
 
 
-def _buffers_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Plot:
+def _buffers_plot(runs: list[RunStats], labels: list[str], axis: XAxis) -> Plot:
     name, title = "buffers", "CapacityBuffers: replicas and readyReplicas"
     if not any(r.buffers for r in runs):
         return Plot(name, title, "No CapacityBuffers in this log.", None)
@@ -415,7 +415,7 @@ def _buffers_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Plot
                 by.setdefault(p.buffer, []).append(p)
             series = [(color[b], *_steps(ps, axis)) for b, ps in by.items()]
         elif run.buffers:
-            series = [(SERIES_COLORS[0], *_totals(run.buffers, axis))]
+            series = [(SERIES_COLORS[0], *buffer_totals(run.buffers, axis))]
         else:
             series = []
             _empty(ax, "no buffers")
@@ -448,11 +448,11 @@ def _buffers_plot(runs: list[RunStats], labels: list[str], axis: _XAxis) -> Plot
     return _plot(name, title, caption, fig)
 
 
-def _steps(points: list[BufferPoint], axis: _XAxis) -> tuple[list[float], list[int], list[int]]:
+def _steps(points: list[BufferPoint], axis: XAxis) -> tuple[list[float], list[int], list[int]]:
     return [axis.x(p) for p in points], [p.replicas for p in points], [p.ready_replicas for p in points]
 
 
-def _totals(points: list[BufferPoint], axis: _XAxis) -> tuple[list[float], list[int], list[int]]:
+def buffer_totals(points: list[BufferPoint], axis: XAxis) -> tuple[list[float], list[int], list[int]]:
     """Σ replicas and Σ readyReplicas over all buffers after each point, one entry per distinct x."""
     last: dict[str, tuple[int, int]] = {}
     replicas = ready = 0

@@ -365,12 +365,6 @@ class ClassIndex:
         np.minimum.at(best, self.group_slot, choice)
         return best
 
-    def per_node(self, slot: int) -> list[PersistentVolume]:
-        """The available PVs that fit one node, smallest first."""
-        groups = self.group_id[self.group_slot == slot]
-        entries = np.union1d(self.pair_entry[self.pair_slot == slot], np.flatnonzero(np.isin(self.group, groups)))
-        return [self.order[i] for i in entries if self.alive[i]]
-
 
 def _same_entry(a: PersistentVolume, b: PersistentVolume) -> bool:
     """Whether the index reads the same of both PVs (capacity and name aside)."""

@@ -289,11 +289,3 @@ def parse_seconds(text: str) -> int:
 
 def format_size(gi: int) -> str:
     return f"{gi // 1024}Ti" if gi % 1024 == 0 else f"{gi}Gi"
-
-
-def format_mix(mix: Mix) -> str:
-    return ",".join(f"{format_size(size)}:{weight}" for size, weight in mix)
-
-
-def format_shapes(shapes: tuple[NodeShape, ...]) -> str:
-    return ",".join(f"{s.cpu}x{s.memory_gi}:{s.weight}" for s in shapes)

@@ -87,7 +87,7 @@ STATUS_ONLY = frozenset({"resource_version", "conditions", "creation", "phase", 
 PLACEMENT = tuple(f for f in Pod.__struct_fields__ if f not in STATUS_ONLY)
 
 
-def _spec_changed(old: Pod, new: Pod) -> bool:
+def spec_changed(old: Pod, new: Pod) -> bool:
     """A pending pod's update that could change its placement (not status or version churn)."""
     return any(getattr(old, k) != getattr(new, k) for k in PLACEMENT)
 
@@ -352,7 +352,7 @@ class ScorerEngine:
             return None  # decided already, waiting for the API server to agree
         if self.scheduler.nominator.holds(key):
             return None  # nominated, waiting for its victims to go
-        if key in self.queue and isinstance(old, Pod) and not _spec_changed(old, pod):
+        if key in self.queue and isinstance(old, Pod) and not spec_changed(old, pod):
             return None
         self._decide(pod, ev, out, self.queue.attempts(key) + 1)
         return None

@@ -277,7 +277,7 @@ class RetryQueue(UnschedulableQueue):
     def _pods_of(self, group: Group, members: list[Waiting]) -> list[Pod | None]:
         """The members' pods, kept per group version as the hints' own caches are: an update that
         leaves a waiting pod in its group does not change what the hints read (see the scorer's
-        _spec_changed)."""
+        spec_changed)."""
         got = self._group_pods.get(group.rejected)
         if got is None or got[0] != group.version:
             got = (group.version, [self.state.pods.get(w.key) for w in members])

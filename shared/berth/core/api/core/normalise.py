@@ -7,7 +7,6 @@ Each function takes a decoded wire object and returns the model, or raises `Bad`
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from berth.core.api.core import intree
 from berth.core.api.core import wire as wc
@@ -289,12 +288,6 @@ def node(v: wc.Node) -> Node:
         capacity=capacity,
         images={n: i.size_bytes or 0 for i in status.images or () for n in i.names or ()},
     )
-
-
-def _volume_texts(annotations: dict[str, str], spec: Any) -> tuple[str, str, str]:
-    """(storage class, volume mode or "Filesystem", attributes class) of a PV or PVC spec."""
-    cls = annotations.get(ANN_BETA_CLASS, spec.storage_class_name or "")
-    return cls, spec.volume_mode or "Filesystem", spec.volume_attributes_class_name or ""
 
 
 _STORAGE: dict[object, int] = {}  # sizes repeat (10Gi, 100Gi, 1Ti): parsed once, a bounded cache

@@ -118,12 +118,6 @@ def _resources(v: wc.ResourceRequirements | None, at: str) -> tuple[dict[str, in
     return ({**limits, **requests} if limits else requests), limits
 
 
-def pod_spec_resources(spec: wc.PodSpec, at: str = "spec") -> tuple[dict[str, int], dict[str, int]]:
-    """Effective (requests, limits) of a pod spec (kube's PodRequests and PodLimits)."""
-    requests, limits, _, _ = pod_amounts(spec, at)
-    return requests, limits
-
-
 def _names_cpu_memory(r: dict[str, int]) -> bool:
     return CPU in r and MEMORY in r
 
@@ -178,7 +172,7 @@ def _status_figures(spec: wc.PodSpec, status: wc.PodStatus) -> object:
 def pod_amounts(spec: wc.PodSpec, at: str, status: wc.PodStatus | None = None) -> PodAmounts:
     """(requests, limits, non-zero cpu and memory, the spec's own requests where they differ),
     shared by the pods whose specs (and statuses' resize figures) list the same figures (models
-    never change them); a bounded cache in front of `_work_out_amounts`."""
+    never change them); a bounded cache in front of `work_out_amounts`."""
     inits = spec.init_containers
     resized = None if status is None else _status_figures(spec, status)
     key = (
@@ -190,7 +184,7 @@ def pod_amounts(spec: wc.PodSpec, at: str, status: wc.PodStatus | None = None) -
     )
     out = _POD_AMOUNTS.get(key)
     if out is None:
-        requests, limits, nonzero = _work_out_amounts(spec, at, None if resized is None else status)
+        requests, limits, nonzero = work_out_amounts(spec, at, None if resized is None else status)
         own = None if resized is None else pod_amounts(spec, at)[0]
         # equal ones of other figures too
         out = amounts(requests), amounts(limits), amounts(nonzero), None if own == requests else own
@@ -252,7 +246,7 @@ def _status_views(
     return views
 
 
-def _work_out_amounts(spec: wc.PodSpec, at: str, status: wc.PodStatus | None = None) -> Amounts:
+def work_out_amounts(spec: wc.PodSpec, at: str, status: wc.PodStatus | None = None) -> Amounts:
     """(requests, limits, non-zero cpu and memory): the last as kube's scoring counts them
     (NonMissingContainerRequests): a container naming no cpu counts 100m, none memory 200Mi.
     With a status, the requests are the larger of the spec's, the allocated and the actuated

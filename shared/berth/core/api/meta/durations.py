@@ -67,20 +67,3 @@ def parse_duration(text: str) -> int:
         if total > _MAX:
             raise bad
     return -total if neg else total
-
-
-def format_duration(ns: int) -> str:
-    """A short Go-like form for messages: 5m0s, 90s, 0s."""
-    if ns == 0:
-        return "0s"
-    sign = "-" if ns < 0 else ""
-    ns = abs(ns)
-    if ns % SECOND:
-        return f"{sign}{ns / SECOND:g}s"
-    secs = ns // SECOND
-    h, rest = divmod(secs, 3600)
-    m, s = divmod(rest, 60)
-    out = f"{h}h" if h else ""
-    if h or m:
-        out += f"{m}m"
-    return f"{sign}{out}{s}s"

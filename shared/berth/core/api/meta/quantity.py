@@ -48,7 +48,7 @@ def _too_large(value: object) -> QuantityError:
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse_text(value: str) -> int:
+def parse_text(value: str) -> int:
     if len(value) > MAX_LENGTH:
         raise QuantityError(f"quantities are at most {MAX_LENGTH} characters: got {len(value)}")
     m = _RE.match(value)
@@ -97,7 +97,7 @@ def parse_nanos(value: object) -> int:
         # Fast path for the usual shapes, "8", "250m", "18065245Ki": digits and at most one suffix.
         # ASCII digits only, as in kube (str.isdecimal() alone takes other scripts' digits).
         if len(value) > _FAST_LENGTH or not value.isascii():
-            return _parse_text(value)
+            return parse_text(value)
         if value.isdecimal():
             nanos = int(value) * NANO
         else:
@@ -108,13 +108,13 @@ def parse_nanos(value: object) -> int:
                 scale = _WHOLE_SCALE.get(value[-1:])
                 digits = value[:-1]
             if scale is None or not digits.isdecimal():
-                return _parse_text(value)  # signs, fractions, exponents and everything malformed
+                return parse_text(value)  # signs, fractions, exponents and everything malformed
             nanos = int(digits) * scale
         if nanos > _MAX_NANOS:
             raise _too_large(value)
         return nanos
     if isinstance(value, str):
-        return _parse_text(value)
+        return parse_text(value)
     if isinstance(value, bool):
         raise QuantityError(f"quantities must match the regular expression: got {value!r}")
     if isinstance(value, int):

@@ -33,12 +33,12 @@ def usage_reason(resource: str, aggregated: bool) -> str:
     return f"node(s) {resource} {'aggregated ' if aggregated else ''}usage exceed threshold"
 
 
-_BOUND = 2**62  # estimates and usage below this in size: their int64 sums cannot overflow
+BOUND = 2**62  # estimates and usage below this in size: their int64 sums cannot overflow
 
 
-class _Judge:
+class Judge:
     """The Filter on one node for rows of estimates: which of them pass. The test is monotone in
-    each resource while the allocatable is positive and the usage and estimates are below _BOUND in
+    each resource while the allocatable is positive and the usage and estimates are below BOUND in
     size (an int64 sum that cannot overflow, its float, a division by the allocatable, a product by
     100): an estimate at least as large in every resource as one that fails fails too. So when the
     least estimate of some rows fails, every row does (fails_all)."""
@@ -49,7 +49,7 @@ class _Judge:
         self.ex, self.alloc, self.half = ex, alloc, half
         self.outcome: bool | None = None  # every estimate passes (True) or none does (False); None: it depends
         py = list(zip(ex.tolist(), alloc.tolist(), half.tolist(), strict=True))
-        monotone = all(a > 0 and -_BOUND < e < _BOUND for e, a, _ in py)
+        monotone = all(a > 0 and -BOUND < e < BOUND for e, a, _ in py)
         # the test in Python floats (the same IEEE operations on the same values, so the same answer)
         self.py = py if monotone else None
 
@@ -65,20 +65,20 @@ class _Judge:
         """The test for one estimate."""
         if self.outcome is not None:
             return self.outcome
-        if self.py is None or not all(-_BOUND < e < _BOUND for e in est):
+        if self.py is None or not all(-BOUND < e < BOUND for e in est):
             return bool(self(np.array([est], dtype=np.int64))[0])
         return all((ex + e) / alloc * 100 < half for (ex, alloc, half), e in zip(self.py, est, strict=True))
 
     def fails_all(self, floor: list[int] | None) -> bool:
         """Whether every estimate at least `floor` in every resource fails (False: not known). floor:
-        values below _BOUND in size, or None."""
+        values below BOUND in size, or None."""
         if self.outcome is not None:
             return not self.outcome
         return floor is not None and self.py is not None and not self.passes(floor)
 
 
-def _fixed(outcome: bool) -> _Judge:
-    judge = _Judge(np.zeros(0, dtype=np.int64), np.ones(0), np.zeros(0))
+def _fixed(outcome: bool) -> Judge:
+    judge = Judge(np.zeros(0, dtype=np.int64), np.ones(0), np.zeros(0))
     judge.outcome = outcome
     return judge
 
@@ -268,7 +268,7 @@ class LoadAwareScheduling:
         """The Filter for one node and one pod (tests check it against filter())."""
         return bool(self._hint(self._node_judges(state, slot, now), [pod], None)[0])
 
-    def _hint(self, judges: tuple[_Judge, _Judge], pods: list[Pod | None], version: int | None) -> Mask:
+    def _hint(self, judges: tuple[Judge, Judge], pods: list[Pod | None], version: int | None) -> Mask:
         free, parts = self._pods_matrix(pods, version)
         out = free.copy()
         for judge, part in zip(judges, parts, strict=True):
@@ -282,7 +282,7 @@ class LoadAwareScheduling:
     def _pods_matrix(self, pods: list[Pod | None], version: int | None) -> tuple[Mask, _Parts]:
         """(not judged: DaemonSet or gone, and per kind of pod (v = 1 for prod) the rows of that kind
         with their estimates and their floor, None when there is none) for a list of pods, cached per
-        version. The floor is the least estimate of each resource over the rows (see _Judge.passes),
+        version. The floor is the least estimate of each resource over the rows (see Judge.passes),
         None when some value is too large for the sums to be exact."""
         got = self._matrices.get(version) if version is not None else None
         if got is not None:
@@ -306,7 +306,7 @@ class LoadAwareScheduling:
             rows = np.zeros(n, dtype=bool)
             rows[at[v]] = True
             mine = np.array(ests[v], dtype=np.int64)
-            bounded = abs(int(mine.min())) < _BOUND and abs(int(mine.max())) < _BOUND
+            bounded = abs(int(mine.min())) < BOUND and abs(int(mine.max())) < BOUND
             parts.append((rows, mine, mine.min(axis=0).tolist() if bounded else None))
         got = (free, (parts[0], parts[1]))
         if version is not None:
@@ -315,12 +315,12 @@ class LoadAwareScheduling:
             self._matrices[version] = got
         return got
 
-    def _node_judges(self, state: ClusterState, slot: int, now: datetime) -> tuple[_Judge, _Judge]:
+    def _node_judges(self, state: ClusterState, slot: int, now: datetime) -> tuple[Judge, Judge]:
         """The Filter on one node for rows of estimates, per kind of pod (v = 1 for prod)."""
         st = self.store.views()
         return self._node_judge(st, state, slot, now, 0), self._node_judge(st, state, slot, now, 1)
 
-    def _node_judge(self, st: NodeMetricStore, state: ClusterState, slot: int, now: datetime, v: int) -> _Judge:
+    def _node_judge(self, st: NodeMetricStore, state: ClusterState, slot: int, now: datetime, v: int) -> Judge:
         if not state.nodes.valid[slot] or not st.f_check[v][slot]:
             return _ALL_PASS
         if self.args.filter_expired_node_metrics:
@@ -329,7 +329,7 @@ class LoadAwareScheduling:
                 return _ALL_PASS if self.args.enable_schedule_when_node_metrics_expired else _NONE_PASS
         if not st.has_nm[slot]:
             return _ALL_PASS
-        return _Judge(st.f_ex[v][:, slot].copy(), st.alloc_f[:, slot].copy(), st.f_half[v][:, slot].copy())
+        return Judge(st.f_ex[v][:, slot].copy(), st.alloc_f[:, slot].copy(), st.f_half[v][:, slot].copy())
 
     # ---- Score --------------------------------------------------------------
     def score(self, cycle: Cycle, feasible: Mask) -> Scores:

@@ -8,7 +8,7 @@ dominantResourceWeight is 0.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -238,15 +238,3 @@ def parse_args(raw: Mapping[str, Any] | None, at: str = AT) -> LoadAwareScheduli
     if problems:
         raise ConfigError(problems)
     return args
-
-
-def from_plugin_config(
-    plugin_config: Sequence[Mapping[str, Any]] | None,
-) -> LoadAwareSchedulingArgs:
-    """Args from a profile's `pluginConfig` list; defaults when the plugin has no entry."""
-    for i, entry in enumerate(plugin_config or ()):
-        if isinstance(entry, Mapping) and entry.get("name") == PLUGIN:
-            return parse_args(entry.get("args"), f"pluginConfig[{PLUGIN}].args")
-        if not isinstance(entry, Mapping):
-            raise ConfigError([f"pluginConfig[{i}]: expected an object"])
-    return parse_args(None)

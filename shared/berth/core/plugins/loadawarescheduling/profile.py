@@ -19,7 +19,7 @@ from berth.core.plugins.loadawarescheduling.vectors import Resources, Vec
 
 
 @dataclass(frozen=True)
-class Profile:
+class ThresholdProfile:
     usage: Vec
     prod: Vec | None  # None: no prod thresholds
     agg: Vec | None  # None: no aggregated thresholds
@@ -32,18 +32,18 @@ class Profile:
         return self.prod is not None and bool(np.any(self.prod != 0))
 
 
-def global_profile(args: LoadAwareSchedulingArgs, res: Resources) -> Profile:
+def global_profile(args: LoadAwareSchedulingArgs, res: Resources) -> ThresholdProfile:
     prod = res.vec(args.prod_usage_thresholds) if args.prod_usage_thresholds else None
     a = args.aggregated
     if a is not None and a.usage_thresholds and a.usage_aggregation_type:
-        return Profile(
+        return ThresholdProfile(
             res.vec(args.usage_thresholds),
             prod,
             res.vec(a.usage_thresholds),
             a.usage_aggregation_type,
             a.usage_aggregated_duration,
         )
-    return Profile(res.vec(args.usage_thresholds), prod, None)
+    return ThresholdProfile(res.vec(args.usage_thresholds), prod, None)
 
 
 class _Bad(Exception):
@@ -73,7 +73,7 @@ def _str(v: Any) -> str:
     return v
 
 
-def node_profile(annotations: Mapping[str, str], base: Profile, res: Resources, ann: str) -> Profile:
+def node_profile(annotations: Mapping[str, str], base: ThresholdProfile, res: Resources, ann: str) -> ThresholdProfile:
     """The profile for a node: `base`, with the parts the annotation sets replaced."""
     text = annotations.get(ann)
     if text is None:
@@ -99,7 +99,7 @@ def node_profile(annotations: Mapping[str, str], base: Profile, res: Resources, 
     has_agg = bool(agg) and bool(agg_type)
     if not usage and not prod and not has_agg:
         return base
-    return Profile(
+    return ThresholdProfile(
         res.vec(usage) if usage else base.usage,
         res.vec(prod) if prod else base.prod,
         res.vec(agg) if has_agg else base.agg,

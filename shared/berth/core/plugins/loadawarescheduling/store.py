@@ -23,7 +23,7 @@ from berth.core.api.koordinator.normalise import aggregated
 from berth.core.cache.state import ClusterState
 from berth.core.plugins.loadawarescheduling.args import LoadAwareSchedulingArgs
 from berth.core.plugins.loadawarescheduling.estimator import PROD, Estimator, node_allocatable, priority_class
-from berth.core.plugins.loadawarescheduling.profile import Profile, global_profile, node_profile
+from berth.core.plugins.loadawarescheduling.profile import ThresholdProfile, global_profile, node_profile
 from berth.core.plugins.loadawarescheduling.vectors import Resources, Vec
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ class NodeMetricStore:
         # entries of pods that just left, by key, with the pod object they were made from: a pod put
         # back as it was (preemption's dry run lifts and restores pods) reuses its entry
         self._left: dict[str, tuple[Pod, PodEntry]] = {}
-        self._profiles: dict[str, Profile] = {}
+        self._profiles: dict[str, ThresholdProfile] = {}
         # per pod key: the fields an estimate reads, (estimate, prod); see estimate()
         self._estimates: dict[str, tuple[tuple[Any, ...], Vec, bool, bool]] = {}
         # per value of what an estimate reads (Estimator.inputs): (estimate, prod, has a value > 0)
@@ -294,7 +294,7 @@ class NodeMetricStore:
                 objs[s] = n
                 self._write_slot(s, n)
 
-    def _profile_of(self, node: Node) -> Profile:
+    def _profile_of(self, node: Node) -> ThresholdProfile:
         text = node.annotations.get(ANN_USAGE_THRESHOLDS)
         if text is None:
             return self.profile

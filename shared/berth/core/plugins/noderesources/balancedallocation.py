@@ -78,11 +78,11 @@ class BalancedAllocation:
         if not columns:
             return np.full(n, MAX_NODE_SCORE, dtype=np.int64)
         if len(columns) == 2:
-            return _two(columns[0][1], columns[0][2], columns[1][1], columns[1][2])
-        return _general([(alloc, req) for _, alloc, req in columns], n)
+            return std_score_two(columns[0][1], columns[0][2], columns[1][1], columns[1][2])
+        return std_score([(alloc, req) for _, alloc, req in columns], n)
 
 
-def _general(columns: list[tuple[Ints, Ints]], n: int) -> Scores:
+def std_score(columns: list[tuple[Ints, Ints]], n: int) -> Scores:
     """(allocatable, requested) per resource: 1 - the std of the fractions of the resources that count
     (allocatable above 0) on each node, x 100."""
     counted = np.array([alloc > 0 for alloc, _ in columns])
@@ -109,9 +109,9 @@ def _fraction(alloc: Ints, req: Ints) -> npt.NDArray[np.float64]:
     return np.minimum(out, 1.0, out=out)
 
 
-def _two(alloc0: Ints, req0: Ints, alloc1: Ints, req1: Ints) -> Scores:
+def std_score_two(alloc0: Ints, req0: Ints, alloc1: Ints, req1: Ints) -> Scores:
     """Two resources (cpu and memory, the default): where both count, (1 - |f0 - f1| / 2) x 100; where one
-    or none does (allocatable 0), 100. The same float operations as _general, in fewer passes."""
+    or none does (allocatable 0), 100. The same float operations as std_score, in fewer passes."""
     std = _fraction(alloc0, req0)
     std -= _fraction(alloc1, req1)
     std /= 2
