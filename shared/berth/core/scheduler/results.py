@@ -1,4 +1,5 @@
-"""Decisions: what berth prints for every pending pod, in one JSON shape everywhere.
+"""Decisions: what berth prints for every pending pod, in one JSON shape everywhere, built from what
+a scheduling cycle found (its statuses, scores and the chosen node).
 
 A Decision is written inside a DecisionRecord (berth.core.pipeline.records), so it follows
 the records' evolution rules (docs/records.md).
@@ -6,7 +7,17 @@ the records' evolution rules (docs/records.md).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import msgspec
+import numpy as np
+
+from berth.core.api.core.model import PersistentVolumeClaim, Pod
+from berth.core.framework.status import Failure
+from berth.core.framework.types import Mask
+
+if TYPE_CHECKING:
+    from berth.core.cache.nodes import NodeTable
 
 
 class Provision(msgspec.Struct, frozen=True, omit_defaults=True, rename="camel"):
@@ -38,3 +49,97 @@ class Decision(msgspec.Struct, frozen=True, rename="camel"):
     # evict there; left out of the JSON when preemption cannot help
     nominated_node: str | msgspec.UnsetType = msgspec.UNSET
     victims: list[str] | msgspec.UnsetType = msgspec.UNSET
+
+
+def scheduled(
+    pod: Pod,
+    node: str,
+    bindings: list[tuple[str, str]],
+    provisions: list[str],
+    pvcs: dict[str, PersistentVolumeClaim],
+    listed: dict[str, NodeResult],
+) -> Decision:
+    """The pod placed on node, with the claims Reserve bound or will provision, in the pod's volume order."""
+    out = [VolumeBindingOut(claim=c, pv=v) for c, v in bindings]
+    out += [VolumeBindingOut(claim=c, provision=Provision(pvcs[c].storage_class, node)) for c in provisions]
+    order = {f"{pod.namespace}/{v.claim_name}": i for i, v in enumerate(pod.volumes)}
+    out.sort(key=lambda b: order.get(b.claim, 0))
+    message = f"Successfully assigned {pod.key} to {node}"
+    return Decision(pod.key, "Scheduled", node, message, volume_bindings=out, nodes=listed)
+
+
+def unschedulable(pod: Pod, message: str, listed: dict[str, NodeResult] | None = None) -> Decision:
+    return Decision(pod.key, "Unschedulable", None, message, nodes=listed or {})
+
+
+def error(pod: Pod, message: str) -> Decision:
+    return Decision(pod.key, "Error", None, message)
+
+
+def rejected_everywhere(pod: Pod, message: str, reason: str, nodes: NodeTable, top_nodes: int | None) -> Decision:
+    """A PreFilter turned the pod away: only feasible nodes are listed with top_nodes, and there is
+    none; else one shared result for every node (results are never changed once made)."""
+    here = NodeResult(feasible=False, reasons=[reason])
+    every = dict.fromkeys(sorted(nodes.slot), here) if top_nodes is None else {}
+    return Decision(pod.key, "Unschedulable", None, message, nodes=every)
+
+
+def node_results(
+    nodes: NodeTable,
+    failures: list[Failure],
+    feasible: Mask,
+    scores: dict[str, np.ndarray],
+    total: np.ndarray,
+    filtered: Mask,
+) -> dict[str, NodeResult]:
+    """The per-node report. A rejected node lists every failing plugin's reasons (in filter
+    order), not only its first failing plugin's (that one is in the Outcome's statuses).
+    Feasible nodes past percentageOfNodesToScore (filtered but not in feasible: not looked at) are
+    not listed."""
+    names = nodes.names
+    reasons: dict[int, tuple[str, ...]] = {}
+    for f in failures:
+        for s in np.flatnonzero(f.mask).tolist():
+            reasons[s] = (*reasons.get(s, ()), f.reason)
+    rejected: dict[tuple[str, ...], NodeResult] = {}  # one result per set of reasons, shared
+    out: dict[str, NodeResult] = {}
+    columns = [(k, v.tolist()) for k, v in scores.items()]
+    totals = total.tolist()
+    ok = feasible.tolist()
+    slots = np.flatnonzero(nodes.valid & ~(filtered & ~feasible))
+    for s in slots[np.argsort(nodes.name_rank()[slots])].tolist():  # in node-name order
+        if ok[s]:
+            out[names[s] or ""] = NodeResult(True, [], {k: col[s] for k, col in columns}, totals[s])
+        else:
+            why = reasons.get(s, ())
+            result = rejected.get(why)
+            if result is None:
+                result = rejected[why] = NodeResult(False, list(why))
+            out[names[s] or ""] = result
+    return out
+
+
+def top_results(
+    nodes: NodeTable, scores: dict[str, np.ndarray], total: np.ndarray, ranked: np.ndarray, key: np.ndarray, k: int
+) -> dict[str, NodeResult]:
+    """The k best of the feasible slots `ranked` (with their keys), highest total first, then node
+    name (keys are unique)."""
+    names = nodes.names
+    if not k or not len(ranked):
+        return {}
+    idx = ranked
+    if len(idx) > k:
+        # feasible slots' keys are distinct (the name rank breaks ties): the k-th highest bounds
+        # exactly the k best
+        m = len(idx) - k
+        kth = np.partition(key, m)[m]
+        top = key >= kth
+        idx, key = idx[top], key[top]
+    best = idx[np.argsort(-key, kind="stable")]
+    # each column gathered once (one numpy call per plugin, not one per node and plugin)
+    columns = [(c, v[best].tolist()) for c, v in scores.items()]
+    totals = total[best].tolist()
+    return {
+        names[s] or "": NodeResult(True, [], {c: col[i] for c, col in columns}, totals[i])
+        for i, s in enumerate(best.tolist())
+    }

@@ -1,5 +1,8 @@
-"""One scheduling cycle per pod, as kube-scheduler runs it, over all nodes at once:
-PreFilter, Filter, PostFilter (when nothing fits), PreScore, Score, NormalizeScore, weights, select, Reserve.
+"""One scheduling cycle per pod, as kube-scheduler runs it (pkg/scheduler/schedule_one.go), over all
+nodes at once, in kube's steps: find_nodes_that_fit (PreFilter, Filter, with nominated pods),
+PostFilter when nothing fits (_preempt), prioritize (PreScore, Score, NormalizeScore), the weighted
+total, select_host, reserve. The cycle finds statuses, scores and the chosen slot; results builds the
+Decision.
 
 The scheduler knows plugins only by the extension points they implement (the Profile finds them
 when it is built); it never names one.
@@ -41,8 +44,9 @@ from berth.core.framework.status import (
     with_post_filter,
 )
 from berth.core.framework.types import Mask
+from berth.core.scheduler import results
 from berth.core.scheduler.nominator import Nominator
-from berth.core.scheduler.results import Decision, NodeResult, Provision, VolumeBindingOut
+from berth.core.scheduler.results import Decision
 from berth.core.scheduler.sampling import first_feasible, num_feasible_nodes_to_find
 
 T = TypeVar("T")
@@ -161,8 +165,8 @@ class Scheduler:
         self.observe(plugin, point, time.perf_counter() - start)
         return out
 
-    def _filter(self, cycle: Cycle, top_nodes: int | None) -> _Filtered:
-        """PreFilter, then Filter on every node at once; on nodes with nominated pods, again with them."""
+    def find_nodes_that_fit(self, cycle: Cycle, top_nodes: int | None) -> _Filtered:
+        """kube's findNodesThatFitPod: PreFilter, then Filter on every node at once; on nodes with\n        nominated pods, again with them."""
         found = self._filter_once(cycle, top_nodes)
         nominated = self.nominator.for_pod(cycle.pod)
         if not nominated or found.stop is not None:
@@ -227,13 +231,9 @@ class Scheduler:
                 return _Filtered(nodes.valid, stop=self._error(pod, status.message))
             if status.rejects:
                 message = fit_error(len(nodes), {}, pre_filter=status.message)
-                # only feasible nodes are listed with top_nodes, and there is none; else one shared
-                # result for every node (results are never changed once made)
-                rejected_here = NodeResult(feasible=False, reasons=[status.message])
-                every = dict.fromkeys(sorted(nodes.slot), rejected_here) if top_nodes is None else {}
                 statuses = NodeToStatus(nodes, everywhere=NodeStatus(plugin.name, status.code, (status.message,)))
                 stop = Outcome(
-                    Decision(pod.key, "Unschedulable", None, message, nodes=every),
+                    results.rejected_everywhere(pod, message, status.message, nodes, top_nodes),
                     None,
                     frozenset({plugin.name}),
                     pre_filter_rejected=True,
@@ -266,7 +266,7 @@ class Scheduler:
         """PreFilter and Filter of this profile for a cycle, against the state as it is now (for a
         PostFilter that changes the state for the call, as kube's preemption does on a copy)."""
         trial = Cycle(cycle.pod, self.state, cycle.now)
-        found = self._filter(trial, None)
+        found = self.find_nodes_that_fit(trial, None)
         if found.stop is not None:
             if found.stop.statuses is not None:
                 return np.zeros(len(found.feasible), dtype=bool), found.stop.statuses
@@ -275,42 +275,86 @@ class Scheduler:
         return found.feasible, NodeToStatus(self.state.nodes, found.by_plugin)
 
     def _decide(self, pod: Pod, now: datetime, on: str | None, top_nodes: int | None) -> Outcome:
+        """kube's schedulePod: find the nodes that fit, prioritize them, select the host, reserve it."""
         cycle = Cycle(pod=pod, state=self.state, now=now)
         nodes = self.state.nodes
         if not len(nodes):  # kube's ErrNoNodesAvailable, before PreFilter; any change may help
-            return Outcome(Decision(pod.key, "Unschedulable", None, NO_NODES_AVAILABLE), None)
-        found = self._filter(cycle, top_nodes)
+            return Outcome(results.unschedulable(pod, NO_NODES_AVAILABLE), None)
+        found = self.find_nodes_that_fit(cycle, top_nodes)
         if found.stop is not None:
             if found.stop.pre_filter_rejected:
                 return self._preempt(cycle, found.stop)
             return found.stop
-        feasible, failures = found.feasible, found.failures
         statuses = NodeToStatus(nodes, found.by_plugin)
-        if on is None:
-            feasible = self._sample(feasible)
+        feasible = found.feasible if on is not None else self._sample(found.feasible)
         rejected = frozenset(name for name, _ in found.by_plugin)
-        codes = {f.reason: f.code for f in failures}
+        codes = {f.reason: f.code for f in found.failures}
         scores: dict[str, np.ndarray] = {}
         any_feasible = bool(np.count_nonzero(feasible))
         if any_feasible:
-            skipped: set[str] = set()
-            for plugin in self.profile.pre_scores:
-                status = self._timed(plugin.name, "PreScore", plugin.pre_score, cycle, feasible)
-                if status.code is Code.ERROR:
-                    return self._error(pod, status.message)
-                if status.code is Code.SKIP:
-                    skipped.add(plugin.name)
-            for p, _ in self.profile.scorers:
-                if p.name in skipped:
-                    continue
-                if self.answers is not None and id(p) in self._local_scores:
-                    scored = self._timed(p.name, "Score", self.answers.score, p, cycle, feasible, p.score)
-                else:
-                    scored = self._timed(p.name, "Score", p.score, cycle, feasible)
-                scores[p.name] = scored
-                normalizer = self.profile.normalizers.get(p.name)
-                if normalizer is not None:
-                    self._timed(p.name, "NormalizeScore", normalizer.normalize_score, cycle, scores[p.name], feasible)
+            error = self.prioritize(cycle, feasible, scores)
+            if error is not None:
+                return self._error(pod, error.message)
+        total = self._weighted_total(scores, len(nodes.valid))
+        ranked = np.flatnonzero(feasible)
+        key = self._rank_key(ranked, total)
+        if top_nodes is not None:
+            listed = results.top_results(nodes, scores, total, ranked, key, top_nodes)
+        else:
+            listed = results.node_results(nodes, found.failures, feasible, scores, total, found.feasible)
+        if on is not None:
+            slot = nodes.slot.get(on)
+            if slot is None or not feasible[slot]:
+                known = listed.get(on)
+                why = "not known" if slot is None else "; ".join(known.reasons if known else []) or "not feasible"
+                message = f"{pod.key} does not fit on node {on}: {why}"
+                return Outcome(
+                    results.unschedulable(pod, message, listed), None, rejected, statuses=statuses, codes=codes
+                )
+        elif not any_feasible:
+            counts = statuses.reason_counts()
+            decision = results.unschedulable(pod, fit_error(len(nodes), counts), listed)
+            unfit = Outcome(decision, None, rejected, statuses=statuses, codes=codes, reasons=counts)
+            return self._preempt(cycle, unfit)
+        else:
+            slot = self.select_host(ranked, key)
+        node = nodes.names[slot] or ""
+        failed = self.reserve(cycle, slot)
+        if failed is not None:
+            if failed.code is Code.ERROR:
+                return self._error(pod, failed.message)
+            # kube: a FitError over the one node tried, holding the Reserve status
+            decision = results.unschedulable(pod, fit_error(1, {failed.message: 1}), listed)
+            return Outcome(decision, None, frozenset({failed.plugin}), statuses=statuses, codes=codes)
+        decision = results.scheduled(pod, node, cycle.bindings, cycle.provisions, self.state.pvcs, listed)
+        reservation = Reservation(pod, node, tuple(cycle.bindings), tuple(cycle.provisions))
+        return Outcome(decision, reservation, statuses=statuses, codes=codes)
+
+    def prioritize(self, cycle: Cycle, feasible: Mask, scores: dict[str, np.ndarray]) -> Status | None:
+        """kube's prioritizeNodes: PreScore, then each Score plugin (and its NormalizeScore) over the
+        feasible slots, into scores by plugin; an Error status ends the cycle."""
+        skipped: set[str] = set()
+        for plugin in self.profile.pre_scores:
+            status = self._timed(plugin.name, "PreScore", plugin.pre_score, cycle, feasible)
+            if status.code is Code.ERROR:
+                return status
+            if status.code is Code.SKIP:
+                skipped.add(plugin.name)
+        for p, _ in self.profile.scorers:
+            if p.name in skipped:
+                continue
+            if self.answers is not None and id(p) in self._local_scores:
+                scored = self._timed(p.name, "Score", self.answers.score, p, cycle, feasible, p.score)
+            else:
+                scored = self._timed(p.name, "Score", p.score, cycle, feasible)
+            scores[p.name] = scored
+            normalizer = self.profile.normalizers.get(p.name)
+            if normalizer is not None:
+                self._timed(p.name, "NormalizeScore", normalizer.normalize_score, cycle, scored, feasible)
+        return None
+
+    def _weighted_total(self, scores: dict[str, np.ndarray], n: int) -> np.ndarray:
+        """Each slot's score summed over the plugins, times their weights."""
         total: np.ndarray | None = None
         for p, weight in self.profile.scorers:
             part = scores.get(p.name)
@@ -321,49 +365,11 @@ class Scheduler:
                     total += part
                 else:
                     total += part * weight
-        if total is None:
-            total = np.zeros(len(nodes.valid), dtype=np.int64)
-        ranked = np.flatnonzero(feasible)
-        key = self._rank_key(ranked, total)
-        results = self._node_results(failures, feasible, scores, total, ranked, key, top_nodes, found.feasible)
-        chosen: int | None = None
-        if on is not None:
-            wanted = nodes.slot.get(on)
-            if wanted is None or not feasible[wanted]:
-                known = results.get(on)
-                why = "not known" if wanted is None else "; ".join(known.reasons if known else []) or "not feasible"
-                message = f"{pod.key} does not fit on node {on}: {why}"
-                decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
-                return Outcome(decision, None, rejected, statuses=statuses, codes=codes)
-            chosen = wanted
-        if not any_feasible:
-            counts = statuses.reason_counts()
-            message = fit_error(len(nodes), counts)
-            decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
-            unfit = Outcome(decision, None, rejected, statuses=statuses, codes=codes, reasons=counts)
-            return self._preempt(cycle, unfit)
-        # the highest total; ties go to the node name
-        slot = int(ranked[np.argmax(key)]) if chosen is None else chosen
-        node = nodes.names[slot] or ""
-        failed = self._reserve(cycle, slot)
-        if failed is not None:
-            if failed.code is Code.ERROR:
-                return self._error(pod, failed.message)
-            # kube: a FitError over the one node tried, holding the Reserve status
-            message = fit_error(1, {failed.message: 1})
-            decision = Decision(pod.key, "Unschedulable", None, message, nodes=results)
-            return Outcome(decision, None, frozenset({failed.plugin}), statuses=statuses, codes=codes)
-        out = [VolumeBindingOut(claim=c, pv=v) for c, v in cycle.bindings]
-        out += [
-            VolumeBindingOut(claim=c, provision=Provision(self.state.pvcs[c].storage_class, node))
-            for c in cycle.provisions
-        ]
-        order = {f"{pod.namespace}/{v.claim_name}": i for i, v in enumerate(pod.volumes)}
-        out.sort(key=lambda b: order.get(b.claim, 0))
-        message = f"Successfully assigned {pod.key} to {node}"
-        decision = Decision(pod.key, "Scheduled", node, message, volume_bindings=out, nodes=results)
-        reservation = Reservation(pod, node, tuple(cycle.bindings), tuple(cycle.provisions))
-        return Outcome(decision, reservation, statuses=statuses, codes=codes)
+        return np.zeros(n, dtype=np.int64) if total is None else total
+
+    def select_host(self, ranked: np.ndarray, key: np.ndarray) -> int:
+        """kube's selectHost: the highest total; berth breaks ties by node name, not at random."""
+        return int(ranked[np.argmax(key)])
 
     def _preempt(self, cycle: Cycle, outcome: Outcome) -> Outcome:
         """PostFilter for a pod that fits nowhere: its message gains the plugins' (kube's FitError
@@ -405,7 +411,7 @@ class Scheduler:
                 break
         return result
 
-    def _reserve(self, cycle: Cycle, slot: int) -> Status | None:
+    def reserve(self, cycle: Cycle, slot: int) -> Status | None:
         """Reserve plugins in order; on a failure the ones that ran are unreserved in reverse."""
         done: list[ReservePlugin] = []
         for plugin in self.profile.reservers:
@@ -418,7 +424,7 @@ class Scheduler:
         return None
 
     def _error(self, pod: Pod, message: str) -> Outcome:
-        return Outcome(Decision(pod.key, "Error", None, message), None)
+        return Outcome(results.error(pod, message), None)
 
     def _rank_key(self, ranked: np.ndarray, total: np.ndarray) -> np.ndarray:
         """Per slot of `ranked` (the feasible ones), one int that orders by total, then by node name
@@ -430,70 +436,6 @@ class Scheduler:
         key: np.ndarray = total[ranked] * (n + 1)
         key += self._rank_base[1][ranked]
         return key
-
-    def _node_results(
-        self,
-        failures: list[Failure],
-        feasible: Mask,
-        scores: dict[str, np.ndarray],
-        total: np.ndarray,
-        ranked: np.ndarray,
-        key: np.ndarray,
-        top_nodes: int | None,
-        filtered: Mask,
-    ) -> dict[str, NodeResult]:
-        """The per-node report. A rejected node lists every failing plugin's reasons (in filter
-        order), not only its first failing plugin's (that one is in the Outcome's statuses).
-        Feasible nodes past percentageOfNodesToScore (filtered but not in feasible: not looked at) are
-        not listed."""
-        names = self.state.nodes.names
-        if top_nodes is not None:
-            return self._top_results(scores, total, ranked, key, top_nodes)
-        reasons: dict[int, tuple[str, ...]] = {}
-        for f in failures:
-            for s in np.flatnonzero(f.mask).tolist():
-                reasons[s] = (*reasons.get(s, ()), f.reason)
-        rejected: dict[tuple[str, ...], NodeResult] = {}  # one result per set of reasons, shared
-        out: dict[str, NodeResult] = {}
-        columns = [(k, v.tolist()) for k, v in scores.items()]
-        totals = total.tolist()
-        ok = feasible.tolist()
-        slots = np.flatnonzero(self.state.nodes.valid & ~(filtered & ~feasible))
-        for s in slots[np.argsort(self.state.nodes.name_rank()[slots])].tolist():  # in node-name order
-            if ok[s]:
-                out[names[s] or ""] = NodeResult(True, [], {k: col[s] for k, col in columns}, totals[s])
-            else:
-                why = reasons.get(s, ())
-                result = rejected.get(why)
-                if result is None:
-                    result = rejected[why] = NodeResult(False, list(why))
-                out[names[s] or ""] = result
-        return out
-
-    def _top_results(
-        self, scores: dict[str, np.ndarray], total: np.ndarray, ranked: np.ndarray, key: np.ndarray, k: int
-    ) -> dict[str, NodeResult]:
-        """The k best of the feasible slots `ranked` (with their keys), highest total first, then node
-        name (keys are unique)."""
-        names = self.state.nodes.names
-        if not k or not len(ranked):
-            return {}
-        idx = ranked
-        if len(idx) > k:
-            # feasible slots' keys are distinct (the name rank breaks ties): the k-th highest bounds
-            # exactly the k best
-            m = len(idx) - k
-            kth = np.partition(key, m)[m]
-            top = key >= kth
-            idx, key = idx[top], key[top]
-        best = idx[np.argsort(-key, kind="stable")]
-        # each column gathered once (one numpy call per plugin, not one per node and plugin)
-        columns = [(k, v[best].tolist()) for k, v in scores.items()]
-        totals = total[best].tolist()
-        return {
-            names[s] or "": NodeResult(True, [], {k: col[i] for k, col in columns}, totals[i])
-            for i, s in enumerate(best.tolist())
-        }
 
     def run(self, pods: list[Pod], now: datetime) -> list[Decision]:
         """Decide pods one after another; each Scheduled decision is reserved before the next. A
