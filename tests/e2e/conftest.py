@@ -9,6 +9,7 @@ A failed test's report ends with the end of every component's log, and the logs 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,12 +18,20 @@ from tests.e2e.controlplane import ControlPlane, MissingBinaries, find_assets, s
 
 
 @pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
+def kube_assets() -> Path:
+    """The folder with the binaries (or a skip saying how to get them): for a test module that starts its
+    own control plane, e.g. start_control_plane(kube_assets, scheduler_config=...)."""
     try:
-        assets = find_assets()
+        return find_assets()
     except MissingBinaries as err:
         pytest.skip(str(err))
-    plane = start_control_plane(assets)
+
+
+@pytest.fixture(scope="session")
+def control_plane(kube_assets: Path) -> Iterator[ControlPlane]:
+    """kube's default scheduler profile; a test that runs the scheduler with another config
+    (restart_scheduler) or restarts the apiserver leaves it as it found it."""
+    plane = start_control_plane(kube_assets)
     try:
         yield plane
     finally:
