@@ -6,10 +6,10 @@ STAMP  := $(VENV)/.installed
 SNAPSHOT ?= tests/data/snapshots/local-pvs.yaml
 
 .DEFAULT_GOAL := help
-.PHONY: help venv servers lint test unit fuzz bench demo evaluate lock clean up down
+.PHONY: help venv servers lint test unit e2e fuzz bench demo evaluate lock clean up down
 
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(STAMP): requirements.lock pyproject.toml $(wildcard services/*/__init__.py shared/*/__init__.py)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,11 +31,21 @@ lint: $(STAMP) ## ruff, mypy (strict on shared/) and import-linter
 	$(BIN)/mypy shared services bench
 	$(BIN)/lint-imports
 
-test: $(STAMP) servers lint ## The README's test command: venv, servers, lint, then the whole suite
-	$(BIN)/pytest
+# The e2e tests' Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler):
+# KUBEBUILDER_ASSETS as given, or else the binaries beside the repo, unpacked by ../shared/kube/unpack.sh.
+# Without either the e2e tests skip, saying how to get them.
+KUBE_UNPACK ?= ../shared/kube/unpack.sh
+WITH_KUBE = if [ -z "$${KUBEBUILDER_ASSETS:-}" ] && [ -f $(KUBE_UNPACK) ]; then \
+	  KUBEBUILDER_ASSETS=$$(bash $(KUBE_UNPACK)) || exit 1; export KUBEBUILDER_ASSETS; fi;
+
+test: $(STAMP) servers lint ## The README's test command: venv, servers, lint, then the whole suite (with the e2e tests)
+	$(WITH_KUBE) $(BIN)/pytest
 
 unit: $(STAMP) servers ## Only the test suite, without lint
-	$(BIN)/pytest
+	$(WITH_KUBE) $(BIN)/pytest
+
+e2e: $(STAMP) ## Only the e2e tests, on a real Kubernetes control plane (KUBEBUILDER_ASSETS)
+	$(WITH_KUBE) $(BIN)/pytest -m e2e tests/e2e
 
 fuzz: $(STAMP) ## The fuzz tests with many more mutated inputs than make test runs (HYPOTHESIS_PROFILE=fuzz)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider tests/fuzz
