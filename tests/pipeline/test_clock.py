@@ -34,14 +34,21 @@ T = "2026-11-01T10:{:02d}:00Z"
 )
 def test_an_objects_time_is_the_latest_it_carries(obj: dict, minute: int | None) -> None:
     want = None if minute is None else datetime(2026, 11, 1, 10, minute, tzinfo=UTC)
-    assert object_time(json.dumps(obj).encode()) == want
+    assert object_time(json.dumps({"type": "ADDED", "object": obj}).encode()) == want
+    # the scheduler simulator's line holds it as `resource`
+    assert object_time(json.dumps({"event": "Add", "resource": obj}).encode()) == want
+
+
+def line(obj: dict) -> bytes:
+    return json.dumps({"type": "MODIFIED", "object": obj}).encode()
 
 
 def test_the_clock_never_goes_back() -> None:
     clock = ObjectClock()
-    times = [clock.time(json.dumps({"metadata": {"creationTimestamp": T.format(m)}}).encode()) for m in (5, 2, 8)]
+    times = [clock.time(line({"metadata": {"creationTimestamp": T.format(m)}})) for m in (5, 2, 8)]
     assert [t.minute for t in times if t] == [5, 5, 8]
-    assert clock.time(b'{"metadata": {}}') == times[-1]
+    assert clock.time(line({"metadata": {}})) == times[-1]
+    assert clock.time(b'{"type": "ADDED", "object": []}') == times[-1]  # not an object: no time
 
 
 def test_a_log_without_ts_runs_on_the_objects_clock(tmp_path: Path) -> None:

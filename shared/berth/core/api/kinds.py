@@ -23,7 +23,7 @@ from berth.core.api.koordinator import normalise as koordinator
 from berth.core.api.koordinator import wire as wk
 from berth.core.api.meta.invalid import invalid
 from berth.core.api.meta.normalise import Bad, group_of
-from berth.core.api.meta.wire import Head
+from berth.core.api.meta.wire import Head, tolerant_head
 from berth.core.api.scheduling import normalise as scheduling
 from berth.core.api.scheduling import wire as ws
 from berth.core.api.workloads import normalise as workloads
@@ -149,7 +149,7 @@ def describe(kind: Any, meta: Any) -> str:
     if isinstance(meta, msgspec.Struct):
         meta = {"name": getattr(meta, "name", None), "namespace": getattr(meta, "namespace", None)}
     meta = meta if isinstance(meta, Mapping) else {}
-    name = meta.get("name") if isinstance(meta.get("name"), str) else "<unnamed>"
+    name = meta.get("name") if isinstance(meta.get("name"), str) and meta.get("name") else "<unnamed>"
     ns = meta.get("namespace")
     return f"{kind} {ns}/{name}" if isinstance(ns, str) and ns else f"{kind} {name}"
 
@@ -168,6 +168,8 @@ def decode_wire(kind: Kind, raw: bytes) -> tuple[Any, Any]:
     except msgspec.ValidationError as e:
         try:
             head = _head.decode(raw)
+        except msgspec.ValidationError:
+            head = tolerant_head(msgspec.json.decode(raw))
         except msgspec.DecodeError:
             head = Head()
         raise invalid(describe(head.kind, head.metadata), e, lambda: msgspec.json.decode(raw)) from None

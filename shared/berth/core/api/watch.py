@@ -23,6 +23,7 @@ import msgspec
 
 from berth.core.api.kinds import BY_WIRE, KINDS, ONE_PASS, decode_wire, describe
 from berth.core.api.meta.normalise import Bad, TimeRangeError, group_of, kept_time, parse_time
+from berth.core.api.meta.wire import Head, Names, bus_key, tolerant_head
 from berth.core.errors import InputError
 from berth.core.ports import Message
 
@@ -81,19 +82,6 @@ class _Line(msgspec.Struct):
     resource: msgspec.Raw = msgspec.Raw()
 
 
-class _Names(msgspec.Struct):
-    name: str = ""
-    namespace: str = ""
-
-
-class _Head(msgspec.Struct):
-    """The object's kind and names, when they are well-formed (else the tolerant Head decides)."""
-
-    kind: str = ""
-    apiVersion: str = ""
-    metadata: _Names | None = None
-
-
 class _Out(msgspec.Struct, omit_defaults=True, kw_only=True):
     ts: str | None = None
     type: str
@@ -145,15 +133,15 @@ class _HeadLine(msgspec.Struct):
     ts: str | None = None
     position: int | None = None
     type: str | None = None
-    object: _Head | msgspec.UnsetType | None = msgspec.UNSET
+    object: Head | msgspec.UnsetType | None = msgspec.UNSET
     time: str | None = None
     event: str | None = None
-    resource: _Head | msgspec.UnsetType | None = msgspec.UNSET
+    resource: Head | msgspec.UnsetType | None = msgspec.UNSET
 
 
 _head_line = msgspec.json.Decoder(_HeadLine)
 _line = msgspec.json.Decoder(_Line)
-_head = msgspec.json.Decoder(_Head)
+_head = msgspec.json.Decoder(Head)
 _any = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
 
@@ -217,7 +205,7 @@ def _passed_over(data: bytes, position: int, only: frozenset[tuple[str, str]]) -
         etype, obj, stamp = _SIMULATOR.get(head.event or ""), head.resource, head.time
     else:
         etype, obj, stamp = head.type, head.object, head.ts
-    if etype is None or etype not in TYPES or etype == "BOOKMARK" or not isinstance(obj, _Head) or not obj.kind:
+    if etype is None or etype not in TYPES or etype == "BOOKMARK" or not isinstance(obj, Head) or not obj.kind:
         return None
     kind = (group_of(obj.apiVersion), obj.kind)
     if kind in only:
@@ -226,9 +214,9 @@ def _passed_over(data: bytes, position: int, only: frozenset[tuple[str, str]]) -
         ts = parse_time(stamp) if stamp else None
     except ValueError:
         return None
-    meta = obj.metadata or _Names()
+    meta = obj.metadata or Names()
     at = head.position if head.position is not None else position
-    return Event(etype, None, kind, f"{obj.kind}/{meta.namespace}/{meta.name}".encode(), data, ts, at)
+    return Event(etype, None, kind, bus_key(obj.kind, meta.namespace, meta.name), data, ts, at)
 
 
 _CHANGES = frozenset(TYPES) - {"BOOKMARK"}
@@ -266,9 +254,9 @@ def _one_pass(
     except (ValueError, Bad, InputError):
         return None
     meta = obj.metadata
-    key = f"{kind[1]}/{meta.namespace or ''}/{meta.name or ''}" if meta is not None else f"{kind[1]}//"
+    key = bus_key(kind[1], meta.namespace, meta.name) if meta is not None else bus_key(kind[1], None, None)
     at = typed.position if typed.position is not None else position
-    return Event(etype, model, kind, key.encode(), data, ts, at, obj if wire else None)
+    return Event(etype, model, kind, key, data, ts, at, obj if wire else None)
 
 
 def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] | None, wire: bool) -> Event:
@@ -294,7 +282,13 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
     try:
         head = _head.decode(obj)
     except msgspec.ValidationError:
-        head = _tolerant_head(obj, where)
+        value = _any.decode(obj)
+        if not isinstance(value, dict):
+            got = {list: "array", bool: "bool", int: "int", float: "float", str: "str"}.get(type(value), "value")
+            raise InputError(
+                where, "", f"not a watch event: Expected `object | null`, got `{got}` - at `$.object`"
+            ) from None
+        head = tolerant_head(value)
     ts = None
     if stamp:
         try:
@@ -304,8 +298,8 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
         except ValueError:
             raise InputError(where, "ts", f"invalid RFC 3339 time {stamp!r}") from None
     at = raw.position if raw.position is not None else position
-    meta = head.metadata or _Names()
-    key = f"{head.kind}/{meta.namespace}/{meta.name}".encode()
+    meta = head.metadata or Names()
+    key = bus_key(head.kind, meta.namespace, meta.name)
     if etype == "BOOKMARK":
         return Event(etype, None, None, key, data, ts, at)
     if not head.kind:
@@ -321,21 +315,6 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
         out = _Out(ts=None if ts is None else format_time(ts), type=etype, object=obj, position=at)
         raise UnreadableObject(e, _encoder.encode(out), at) from None
     return Event(etype, model, kind, key, data, ts, at, struct if wire else None)
-
-
-def _tolerant_head(obj: msgspec.Raw, where: str) -> _Head:
-    """The head of an object whose kind or names are not plain strings (a rare, slow path)."""
-    value = _any.decode(obj)
-    if not isinstance(value, dict):
-        got = {list: "array", bool: "bool", int: "int", float: "float", str: "str"}.get(type(value), "value")
-        raise InputError(where, "", f"not a watch event: Expected `object | null`, got `{got}` - at `$.object`")
-    kind, api, meta = value.get("kind"), value.get("apiVersion"), value.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    return _Head(
-        kind=kind if isinstance(kind, str) else "",
-        apiVersion=api if isinstance(api, str) else "",
-        metadata=_Names(name=str(meta.get("name", "")), namespace=str(meta.get("namespace", ""))),
-    )
 
 
 def encode_line(ev: Event, with_position: bool = False) -> bytes:
@@ -370,7 +349,7 @@ def encode_event(ev: WatchEvent, with_position: bool = False) -> bytes:
 def event_key(ev: WatchEvent) -> bytes:
     """The bus key: kind, namespace and name, so that one object's events stay in order."""
     meta = ev.object.get("metadata") or {}
-    return f"{ev.object.get('kind', '')}/{meta.get('namespace', '')}/{meta.get('name', '')}".encode()
+    return bus_key(ev.object.get("kind", ""), meta.get("namespace", ""), meta.get("name", ""))
 
 
 def decode_message(msg: Message, only: frozenset[tuple[str, str]] | None = None) -> Event:

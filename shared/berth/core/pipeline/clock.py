@@ -36,14 +36,26 @@ class _Times(msgspec.Struct):
     status: _Status | None = None
 
 
-_decoder = msgspec.json.Decoder(_Times)
+class _Line(msgspec.Struct):
+    """A watch event's line with only its object's times: read in one pass over the line's bytes."""
+
+    object: _Times | None = None
+    event: str | None = None  # the scheduler simulator's line holds its object as `resource`
+    resource: _Times | None = None
 
 
-def object_time(raw: bytes) -> datetime | None:
-    """The latest time an object's JSON carries, or None (no time, or not an object berth can read so)."""
+_decoder = msgspec.json.Decoder(_Line)
+
+
+def object_time(line: bytes) -> datetime | None:
+    """The latest time an event line's object carries, or None (no time, or not an object berth can
+    read so)."""
     try:
-        t = _decoder.decode(raw)
+        got = _decoder.decode(line)
     except msgspec.DecodeError:
+        return None
+    t = got.resource if got.event is not None or got.resource is not None else got.object
+    if t is None:
         return None
     texts = [t.metadata.creationTimestamp, t.metadata.deletionTimestamp]
     if t.status is not None:
@@ -66,8 +78,9 @@ class ObjectClock:
     def __init__(self) -> None:
         self.now: datetime | None = None
 
-    def time(self, raw: bytes) -> datetime | None:
-        t = object_time(raw)
+    def time(self, line: bytes) -> datetime | None:
+        """The clock after an event: line is the event's whole line, read once more for its object's times."""
+        t = object_time(line)
         if t is not None and (self.now is None or t > self.now):
             self.now = t
         return self.now

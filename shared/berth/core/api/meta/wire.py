@@ -69,9 +69,33 @@ class Object(Wire, frozen=True, tag_field="kind"):
     metadata: ObjectMeta | None = None
 
 
-class Head(msgspec.Struct):
-    """What names an object in a message: read on its own when the object itself does not decode."""
+class Names(msgspec.Struct):
+    name: str = ""
+    namespace: str = ""
 
-    kind: Any = None
-    api_version: Any = msgspec.field(default=None, name="apiVersion")
-    metadata: Any = None
+
+class Head(msgspec.Struct):
+    """What names an object in a message: its kind and names, read on their own when the object
+    itself is not read or does not decode. Strings only: `tolerant_head` reads junk."""
+
+    kind: str = ""
+    apiVersion: str = ""
+    metadata: Names | None = None
+
+
+def tolerant_head(value: Any) -> Head:
+    """The head of an object as Python data whose kind or names may not be strings (a rare, slow path)."""
+    value = value if isinstance(value, dict) else {}
+    kind, api, meta = value.get("kind"), value.get("apiVersion"), value.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    name, ns = meta.get("name"), meta.get("namespace")
+    return Head(
+        kind=kind if isinstance(kind, str) else "",
+        apiVersion=api if isinstance(api, str) else "",
+        metadata=Names(name=name if isinstance(name, str) else "", namespace=ns if isinstance(ns, str) else ""),
+    )
+
+
+def bus_key(kind: str, namespace: str | None, name: str | None) -> bytes:
+    """The bus key of an object: kind/namespace/name, so that one object's events stay in order."""
+    return f"{kind}/{namespace or ''}/{name or ''}".encode()
