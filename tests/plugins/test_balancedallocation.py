@@ -26,6 +26,8 @@ def mk(name: str, milli: int, memory: int, gpu: int | None = None) -> dict[str, 
     return knode(name, cpu=f"{milli}m", memory=memory, **extra)
 
 
+# kube 1.36's table (TestNodeResourcesBalancedAllocation), less its DRA extended-resource rows: berth
+# does not model DynamicResources. Scores are 50 + (50 + balance with the pod - without it) // 2.
 CASES = [
     (
         "nothing scheduled, nothing requested, skip in PreScore",
@@ -41,7 +43,7 @@ CASES = [
         kpod("p", *CPU_AND_MEMORY),
         [mk("node1", 4000, 10000), mk("node2", 6000, 10000)],
         [],
-        [87, 100],
+        [68, 75],
     ),
     (
         "resources requested, pods scheduled with resources",
@@ -49,7 +51,7 @@ CASES = [
         kpod("p", *CPU_AND_MEMORY),
         [mk("node1", 10000, 20000), mk("node2", 10000, 20000)],
         [kpod("e1", *CPU_ONLY, node="node1"), kpod("e2", *CPU_AND_MEMORY, node="node2")],
-        [82, 95],
+        [73, 74],
     ),
     (
         "resources requested, pods scheduled with resources, differently sized nodes",
@@ -57,7 +59,15 @@ CASES = [
         kpod("p", *CPU_AND_MEMORY),
         [mk("node1", 10000, 20000), mk("node2", 10000, 50000)],
         [kpod("e1", *CPU_ONLY, node="node1"), kpod("e2", *CPU_AND_MEMORY, node="node2")],
-        [82, 80],
+        [73, 70],
+    ),
+    (
+        "resources requested, pods scheduled with resources, nodes to reach min/max score",
+        None,
+        kpod("p", {"memory": "2000"}, {"memory": "3000"}),
+        [mk("node1", 3000, 5000), mk("node2", 3000, 5000)],
+        [kpod("e1", *CPU_ONLY, node="node1")],
+        [100, 50],
     ),
     (
         "requested resources at node capacity",
@@ -65,23 +75,23 @@ CASES = [
         kpod("p", *CPU_ONLY),
         [mk("node1", 6000, 10000), mk("node2", 6000, 10000)],
         [kpod("e1", *CPU_ONLY, node="node1"), kpod("e2", *CPU_AND_MEMORY, node="node2")],
-        [50, 75],
+        [62, 62],
     ),
     (
-        "include scalar resource on a node for balanced resource allocation",
+        "scalar resource is included in the score computation if pod requests the scalar resource",
         WITH_GPU,
-        kpod("p", {"memory": "0", GPU: "1"}),
+        kpod("p", {"cpu": "0", "memory": "0", GPU: "1"}),
         [mk("node1", 3500, 40000, 8), mk("node2", 3500, 40000, 8)],
-        [kpod("e1", *CPU_AND_MEMORY, node="node2"), kpod("e2", *CPU_MEMORY_GPU, node="node1")],
-        [70, 65],
+        [kpod("e1", *CPU_MEMORY_GPU, node="node1"), kpod("e2", *CPU_AND_MEMORY, node="node2")],
+        [75, 76],
     ),
     (
-        "node without the scalar resource should skip the scalar resource",
+        "scalar resource is not included in the score computation if pod doesn't request the scalar resource",
         WITH_GPU,
         kpod("p", *CPU_AND_MEMORY),
         [mk("node1", 3500, 40000, 8), mk("node2", 3500, 40000)],
         [],
-        [63, 63],
+        [56, 56],
     ),
 ]
 
@@ -119,8 +129,9 @@ def test_args_validation(case: str, args: dict[str, Any], want: list[str]) -> No
     if want:
         assert config_problems("NodeResourcesBalancedAllocation", args) == want
     else:
+        # 0 -> 1000/2000 cpu, no memory: balance 75 with the pod, 100 without
         assert scores("NodeResourcesBalancedAllocation", args, kpod("p", {"cpu": "1"}), [mk("n", 2000, 10)]) == {
-            "n": 75
+            "n": 62
         }
 
 

@@ -175,6 +175,31 @@ def test_equal_capacity_ties_go_to_pv_name() -> None:
     assert bindings(decide(node("n1"), *objs)) == [("default/c", "pv-a")]
 
 
+@pytest.mark.parametrize(
+    ("request_size", "want"),
+    [
+        ("1E", "local001"),  # successful-match-very-large
+        ("800E", "local002"),  # successful-match-exact-extremely-large
+        ("950E", None),  # successful-no-match-way-too-large
+    ],
+)
+def test_sizes_past_int64_match_exactly(request_size: str, want: str | None) -> None:
+    """kube's TestFindMatchVolumeWithNode (pkg/controller/volume/persistentvolume/index_test.go): PVs of
+    200E and 800E bytes, past int64, matched by Quantity.Cmp, exactly."""
+    objs = (
+        SC,
+        pod("p", ("c",)),
+        pvc("c", request_size),
+        pv("local001", "200E", on="n1"),
+        pv("local002", "800E", on="n1"),
+    )
+    d = decide(node("n1"), *objs)
+    if want is None:
+        assert d.status == "Unschedulable" and "didn't find available persistent volumes to bind" in d.message
+    else:
+        assert (d.node, bindings(d)) == ("n1", [("default/c", want)])
+
+
 def test_claims_are_matched_smallest_request_first() -> None:
     objs = (
         SC,

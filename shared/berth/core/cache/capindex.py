@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from berth.core.api.core.model import CSIStorageCapacity
-from berth.core.api.meta.quantity import ceil_units
+from berth.core.api.meta.quantity import bytes_capped, ceil_units
 from berth.core.cache.nodes import NodeTable
 
 Ints = npt.NDArray[np.int64]
@@ -41,7 +41,7 @@ class CapacityIndex:
         self._dirty = False
         self._labels = nodes.label_version
         self.order = sorted((o for o in self.objects.values() if o.limit is not None), key=lambda o: o.key)
-        self.limit = np.array([ceil_units(o.limit or 0) for o in self.order], dtype=np.int64)
+        self.limit = np.array([bytes_capped(ceil_units(o.limit or 0)) for o in self.order], dtype=np.int64)
         slots = [np.flatnonzero(nodes.label_selector_mask(o.node_topology)) for o in self.order]
         counts = np.array([len(s) for s in slots], dtype=np.int64)
         self.pair_slot = np.concatenate(slots).astype(np.int64) if slots else np.zeros(0, dtype=np.int64)
@@ -50,7 +50,7 @@ class CapacityIndex:
     def first_fit(self, request_bytes: int, nodes: NodeTable) -> Ints:
         """Per slot, the first object (in key order) whose limit covers the request, or -1."""
         self._ensure(nodes)
-        pm = (self.limit >= request_bytes)[self.pair_entry]
+        pm = (self.limit >= bytes_capped(request_bytes))[self.pair_entry]
         best = np.full(len(nodes.valid), _NONE, dtype=np.int64)
         np.minimum.at(best, self.pair_slot[pm], self.pair_entry[pm])
         best[best == _NONE] = -1

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from berth.core.api.core.model import PersistentVolume, PersistentVolumeClaim
-from berth.core.api.meta.quantity import NANO, ceil_units
+from berth.core.api.meta.quantity import NANO, SIZE_CAP, bytes_capped, ceil_units
 from berth.core.cache.nodes import NodeTable
 
 Ints = npt.NDArray[np.int64]
@@ -135,8 +135,8 @@ class ClassIndex:
         self._alive_cap = {p.name: p.capacity for p in self.order}
         n = len(self.order)
         self.alive = np.ones(n, dtype=bool)
-        self.cap_floor = np.array([p.capacity // NANO for p in self.order], dtype=np.int64)
-        self.cap_ceil = np.array([ceil_units(p.capacity) for p in self.order], dtype=np.int64)
+        self.cap_floor = np.array([bytes_capped(p.capacity // NANO) for p in self.order], dtype=np.int64)
+        self.cap_ceil = np.array([bytes_capped(ceil_units(p.capacity)) for p in self.order], dtype=np.int64)
         self.modes = np.array([mode_bits(p.access_modes) for p in self.order], dtype=np.int64)
         self.block = np.array([p.volume_mode == "Block" for p in self.order], dtype=bool)
         self.vac = np.array([bool(p.attributes_class) for p in self.order], dtype=bool)
@@ -204,8 +204,8 @@ class ClassIndex:
         self.order.insert(i, pv)
         self._alive_cap[pv.name] = pv.capacity
         self.alive = np.insert(self.alive, i, True)
-        self.cap_floor = np.insert(self.cap_floor, i, pv.capacity // NANO)
-        self.cap_ceil = np.insert(self.cap_ceil, i, ceil_units(pv.capacity))
+        self.cap_floor = np.insert(self.cap_floor, i, bytes_capped(pv.capacity // NANO))
+        self.cap_ceil = np.insert(self.cap_ceil, i, bytes_capped(ceil_units(pv.capacity)))
         self.modes = np.insert(self.modes, i, mode_bits(pv.access_modes))
         self.block = np.insert(self.block, i, pv.volume_mode == "Block")
         self.vac = np.insert(self.vac, i, bool(pv.attributes_class))
@@ -226,7 +226,7 @@ class ClassIndex:
     # ---- queries -----------------------------------------------------------
     def _first_fitting(self, request: int) -> int:
         """The first entry whose capacity may cover the request (entries are sorted by capacity)."""
-        return int(np.searchsorted(self.cap_floor, request // NANO, side="left"))
+        return int(np.searchsorted(self.cap_floor, bytes_capped(request // NANO), side="left"))
 
     def candidates(
         self, claim: PersistentVolumeClaim, start: int = 0, stop: int | None = None
@@ -236,7 +236,7 @@ class ClassIndex:
         request = claim.request or 0
         part = slice(start, stop)
         ok = self.alive[part].copy()
-        if request % NANO:  # a fractional byte count: compare exactly
+        if request % NANO or request // NANO >= SIZE_CAP:  # a fractional or capped byte count: compare exactly
             ok &= np.array([p.capacity >= request for p in self.order[part]], dtype=bool)
         need = mode_bits(claim.access_modes)
         if need:

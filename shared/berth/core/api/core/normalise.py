@@ -301,7 +301,7 @@ def _storage(v: wc.Storage | None, at: str) -> int | None:
         return None
     n = _STORAGE.get(q)
     if n is None:
-        n = nanos(q, f"{at}.storage")
+        n = nanos(q, f"{at}.storage", bounded=False)  # a size: any, compared exactly (Quantity.Cmp)
         if len(_STORAGE) >= 4096:
             _STORAGE.clear()
         _STORAGE[q] = n
@@ -507,10 +507,10 @@ def csi_capacity(v: wc.CSIStorageCapacity) -> CSIStorageCapacity:
         name=name_of(meta),
         resource_version=meta.resource_version or "",
         storage_class=v.storage_class_name or "",
-        capacity=None if v.capacity is None else nanos(v.capacity, "capacity"),
+        capacity=None if v.capacity is None else nanos(v.capacity, "capacity", bounded=False),
         maximum_volume_size=None
         if v.maximum_volume_size is None
-        else nanos(v.maximum_volume_size, "maximumVolumeSize"),
+        else nanos(v.maximum_volume_size, "maximumVolumeSize", bounded=False),
         node_topology=None if v.node_topology is None else label_selector(v.node_topology),
     )
 

@@ -38,10 +38,10 @@ _UNITS: dict[Quantity, int] = {}  # quantity -> whole units, rounded up (the res
 # Numbers are kept too: 1 and 1.0 are the same key and the same amount.
 
 
-def nanos(q: Quantity, path: str = "") -> int:
-    """Exact nano-units of one quantity."""
+def nanos(q: Quantity, path: str = "", bounded: bool = True) -> int:
+    """Exact nano-units of one quantity (bounded: see berth.core.api.meta.quantity)."""
     try:
-        return parse_nanos(q)
+        return parse_nanos(q, bounded)
     except ValueError as e:  # QuantityError, and int()'s digit limit
         raise Bad(path, str(e)) from None
 

@@ -4,10 +4,13 @@ A quantity is held as an integer count of nano-units (10^-9), which is exactly
 what the API server keeps: finer precision is rounded up to 1n. Comparisons on
 nano-units are therefore exact.
 
-Bounds: a quantity is at most MAX_LENGTH characters of ASCII, its exponent at most
-400, and its magnitude at most MAX_MILLI_VALUE units, so that its milli-value fits
-kube's int64 (apimachinery's resource.MaxMilliValue, what MilliValue() can hold).
-NaN and infinities are not quantities.
+Bounds: a quantity is at most MAX_LENGTH characters of ASCII and its exponent at most 400. A
+storage size (a PV's capacity, a claim's request, a CSIStorageCapacity) is otherwise of any size,
+compared exactly, as kube's Quantity.Cmp does (`parse_nanos(..., bounded=False)`). Every other
+quantity is at most MAX_MILLI_VALUE units, so that its milli-value fits kube's int64
+(apimachinery's resource.MaxMilliValue, what MilliValue() can hold): kube's NodeInfo holds cpu and
+memory as int64, and a larger one wraps or reads as 0 there, so berth rejects it. NaN and
+infinities are not quantities.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def _too_large(value: object) -> QuantityError:
 
 
 @functools.lru_cache(maxsize=4096)
-def parse_text(value: str) -> int:
+def parse_text(value: str, bounded: bool = True) -> int:
     if len(value) > MAX_LENGTH:
         raise QuantityError(f"quantities are at most {MAX_LENGTH} characters: got {len(value)}")
     m = _RE.match(value)
@@ -76,10 +79,10 @@ def parse_text(value: str) -> int:
     top = -digits * num if sign == "-" else digits * num
     if (top * NANO) % den == 0:  # the common case: whole nano-units, integers only
         nanos = top * NANO // den
-        if abs(nanos) > _MAX_NANOS:
+        if bounded and abs(nanos) > _MAX_NANOS:
             raise _too_large(value)
         return nanos
-    return _to_nanos(Fraction(top, den), value)
+    return _to_nanos(Fraction(top, den), value, bounded)
 
 
 # Nano-units per unit of a suffix, for the fast path: whole numbers of a suffix are whole nanos.
@@ -91,13 +94,14 @@ _MAX_NANOS = _MAX_UNITS * NANO
 _FAST_LENGTH = 15  # longer strings take the exact parser, which bounds their length
 
 
-def parse_nanos(value: object) -> int:
-    """Parse a quantity (string or number) to exact nano-units, rounding up like the API server."""
+def parse_nanos(value: object, bounded: bool = True) -> int:
+    """Parse a quantity (string or number) to exact nano-units, rounding up like the API server.
+    bounded: at most MAX_MILLI_VALUE units (kube's int64 milli-value); a storage size is not."""
     if type(value) is str:
         # Fast path for the usual shapes, "8", "250m", "18065245Ki": digits and at most one suffix.
         # ASCII digits only, as in kube (str.isdecimal() alone takes other scripts' digits).
         if len(value) > _FAST_LENGTH or not value.isascii():
-            return parse_text(value)
+            return parse_text(value, bounded)
         if value.isdecimal():
             nanos = int(value) * NANO
         else:
@@ -108,26 +112,26 @@ def parse_nanos(value: object) -> int:
                 scale = _WHOLE_SCALE.get(value[-1:])
                 digits = value[:-1]
             if scale is None or not digits.isdecimal():
-                return parse_text(value)  # signs, fractions, exponents and everything malformed
+                return parse_text(value, bounded)  # signs, fractions, exponents and everything malformed
             nanos = int(digits) * scale
-        if nanos > _MAX_NANOS:
+        if bounded and nanos > _MAX_NANOS:
             raise _too_large(value)
         return nanos
     if isinstance(value, str):
-        return parse_text(value)
+        return parse_text(value, bounded)
     if isinstance(value, bool):
         raise QuantityError(f"quantities must match the regular expression: got {value!r}")
     if isinstance(value, int):
-        return _to_nanos(Fraction(value), value)
+        return _to_nanos(Fraction(value), value, bounded)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise QuantityError(f"quantities are finite numbers: got {value!r}")
-        return _to_nanos(Fraction(str(value)), value)
+        return _to_nanos(Fraction(str(value)), value, bounded)
     raise QuantityError(f"expected a quantity string, got {type(value).__name__}")
 
 
-def _to_nanos(amount: Fraction, value: object) -> int:
-    if abs(amount) > _MAX_UNITS:
+def _to_nanos(amount: Fraction, value: object, bounded: bool = True) -> int:
+    if bounded and abs(amount) > _MAX_UNITS:
         raise _too_large(value)
     scaled = amount * NANO
     # Round away from zero to the next nano, as the API server does (inf.RoundUp).
@@ -135,6 +139,15 @@ def _to_nanos(amount: Fraction, value: object) -> int:
     if scaled > 0 and whole * scaled.denominator != scaled.numerator:
         whole += 1
     return whole
+
+
+# A size in bytes as int64 arrays hold it: capped just below int64's largest value (a sentinel
+# there). Past the cap, exact comparisons go through the Python ints.
+SIZE_CAP = 2**63 - 2
+
+
+def bytes_capped(n: int) -> int:
+    return n if n < SIZE_CAP else SIZE_CAP
 
 
 def ceil_units(nanos: int) -> int:

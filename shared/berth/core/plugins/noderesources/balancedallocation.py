@@ -1,7 +1,9 @@
-"""NodeResourcesBalancedAllocation (Score): favours nodes whose configured resources would be used
-in equal fractions with the pod: (1 - std of the fractions) x 100, truncated. Actual requests (no
-100m / 200Mi defaults). PreScore skips a pod requesting none of the resources (kube issue 129138).
-No NormalizeScore, as upstream."""
+"""NodeResourcesBalancedAllocation (Score): favours nodes whose configured resources the pod leaves
+more evenly used than it found them. A node's balance is (1 - std of the fractions) x 100, truncated;
+kube 1.36 scores 50 + (50 + balance with the pod - balance without it) // 2 (balancedResourceScorer,
+kube PR #135573; kube <= 1.35 scored the balance with the pod alone). Actual requests (no 100m / 200Mi
+defaults). PreScore skips a pod requesting none of the resources (kube issue 129138). No
+NormalizeScore, as upstream."""
 
 from __future__ import annotations
 
@@ -74,12 +76,25 @@ class BalancedAllocation:
         return None
 
     def _score(self, cycle: Cycle, n: int, slots: Slots | None) -> Scores:
-        columns = allocatable_requested(cycle.state.nodes, cycle.pod, self.args.resources, None, slots=slots)
-        if not columns:
-            return np.full(n, MAX_NODE_SCORE, dtype=np.int64)
-        if len(columns) == 2:
-            return std_score_two(columns[0][1], columns[0][2], columns[1][1], columns[1][2])
-        return std_score([(alloc, req) for _, alloc, req in columns], n)
+        pod = cycle.pod
+        columns = allocatable_requested(cycle.state.nodes, pod, self.args.resources, None, False, slots)
+        if not columns:  # balanced with and without the pod
+            return np.full(n, MAX_NODE_SCORE // 2 + MAX_NODE_SCORE // 4, dtype=np.int64)
+        wants = [pod_request(pod, spec.name, False) for spec, _, _ in columns]
+        with_pod = balance([(alloc, have + want) for (_, alloc, have), want in zip(columns, wants, strict=True)], n)
+        without = balance([(alloc, have) for _, alloc, have in columns], n)
+        with_pod += MAX_NODE_SCORE // 2
+        with_pod -= without
+        with_pod //= 2  # never negative: both balances are between 50 and 100
+        with_pod += MAX_NODE_SCORE // 2
+        return with_pod
+
+
+def balance(columns: list[tuple[Ints, Ints]], n: int) -> Scores:
+    """kube's balancedResourceScore on each node, from (allocatable, requested) per resource."""
+    if len(columns) == 2:
+        return std_score_two(columns[0][0], columns[0][1], columns[1][0], columns[1][1])
+    return std_score(columns, n)
 
 
 def std_score(columns: list[tuple[Ints, Ints]], n: int) -> Scores:

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from berth.core.api.core.model import PersistentVolume, PersistentVolumeClaim, Pod
-from berth.core.api.meta.quantity import ceil_units
+from berth.core.api.meta.quantity import bytes_capped, ceil_units
 from berth.core.cache.pvindex import ClassIndex
 from berth.core.cache.state import ClusterState
 from berth.core.framework.cycle import Cycle
@@ -57,7 +57,7 @@ class _Static:
     def capacity_bytes(self, slots: Ints) -> Ints:
         """The matched PV's capacity on each of `slots` (0 where none)."""
         if self.prebound is not None:
-            return np.full(len(slots), ceil_units(self.prebound.capacity), dtype=np.int64)
+            return np.full(len(slots), bytes_capped(ceil_units(self.prebound.capacity)), dtype=np.int64)
         if self.index is None or not len(self.index.order):
             return np.zeros(len(slots), dtype=np.int64)
         best = self.best[slots]
@@ -300,7 +300,9 @@ class VolumeBinding:
         if index is None:
             return no_topology, every, none
         first = index.first_fit(ceil_units(claim.request), nodes)
-        caps = np.array([ceil_units(o.capacity) if o.capacity is not None else -1 for o in index.order] or [0])
+        caps = np.array(
+            [bytes_capped(ceil_units(o.capacity)) if o.capacity is not None else -1 for o in index.order] or [0]
+        )
         capacity = np.where(first >= 0, caps[np.maximum(first, 0)], -1)
         return no_topology, first < 0, capacity
 
@@ -325,7 +327,7 @@ class VolumeBinding:
             m = st.matched()[idx]
             has_static |= m
             a = acc(static, st.claim.storage_class)
-            a[0][m] += ceil_units(st.claim.request or 0)
+            a[0][m] += bytes_capped(ceil_units(st.claim.request or 0))
             a[1][m] += st.capacity_bytes(idx[m])
             a[2] |= m
         dynamic: dict[str, list[Ints]] = {}
@@ -333,7 +335,7 @@ class VolumeBinding:
             cap = p.capacity[idx]
             m = p.listed[idx] & (cap >= 0) & ~has_static
             a = acc(dynamic, p.claim.storage_class)
-            a[0][m] += ceil_units(p.claim.request or 0)
+            a[0][m] += bytes_capped(ceil_units(p.claim.request or 0))
             a[1][m] = cap[m]
             a[2] |= m
         scores, weights, present = [], [], []
