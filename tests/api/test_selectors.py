@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from berth.core.api.meta.selectors import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement, TopologyTerm
+from berth.core.api.meta.selectors import (
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorTerm,
+    Requirement,
+    TopologyTerm,
+    selector_error,
+)
 
 L = {"zone": "a", "tier": "db", "gen": "5"}
 
@@ -101,3 +108,57 @@ def test_topology_terms() -> None:
     assert TopologyTerm((("zone", ("a", "b")),)).matches(L)
     assert not TopologyTerm((("zone", ("a",)), ("tier", ("web",)))).matches(L)
     assert not TopologyTerm(()).matches(L)
+
+
+VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation "
+    "is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+KEY_NAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+
+
+@pytest.mark.parametrize(
+    ("labels", "exprs", "want"),
+    [
+        ((), (), None),
+        ((("app", "web"),), (Requirement("tier", "In", ("a", "b")),), None),
+        (
+            (),
+            (Requirement("service", "In", ("{{.bad-value.}}",)),),
+            f'values[0][service]: Invalid value: "{{{{.bad-value.}}}}": {VALUE_MSG}',
+        ),
+        ((("app", "bad value"),), (), f'values[0][app]: Invalid value: "bad value": {VALUE_MSG}'),
+        ((), (Requirement("-x", "Exists"),), f'key: Invalid value: "-x": {KEY_NAME_MSG}'),
+        ((), (Requirement("x", "Foo"),), '"Foo" is not a valid label selector operator'),
+        (
+            (),
+            (Requirement("x", "In"),),
+            "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty",
+        ),
+        (
+            (),
+            (Requirement("x", "Exists", ("a",)),),
+            'values: Invalid value: ["a"]: values set must be empty for exists and does not exist',
+        ),
+        (
+            (),
+            (Requirement("-x", "In"),),
+            f"[key: Invalid value: \"-x\": {KEY_NAME_MSG}, values: Invalid value: null: for 'in', 'notin' "
+            "operators, values set can't be empty]",
+        ),
+        # the first requirement that does not parse is the error
+        (
+            (),
+            (Requirement("x", "In", ("ok",)), Requirement("y", "Foo"), Requirement("-z", "Exists")),
+            '"Foo" is not a valid label selector operator',
+        ),
+    ],
+)
+def test_selector_errors_as_kube_words_them(labels: tuple, exprs: tuple, want: str | None) -> None:
+    """apimachinery's LabelSelectorAsSelector and labels.NewRequirement (field.Error, utilerrors aggregate)."""
+    assert selector_error(LabelSelector(labels, exprs)) == want

@@ -76,8 +76,12 @@ def filter_codes(
     state, plugin = setup(module, objs, args, deletions)
     cycle = Cycle(convert(pod), state, NOW)
     out = {n: "SUCCESS" for n in state.nodes.slot}
-    if isinstance(plugin, PreFilterPlugin) and plugin.pre_filter(cycle).code is Code.SKIP:
-        return out
+    if isinstance(plugin, PreFilterPlugin):
+        status = plugin.pre_filter(cycle)
+        if status.code is Code.SKIP:
+            return out
+        if status.rejects:  # on every node
+            return {n: f"{status.code.name}: {status.message}" for n in out}
     for f in plugin.filter(cycle):
         for slot in np.flatnonzero(f.mask):
             out[state.nodes.names[slot] or ""] = f"{f.code.name}: {f.reason}"

@@ -9,11 +9,13 @@ from typing import Any
 import pytest
 
 from berth.core.api.kinds import convert
-from berth.core.cache.state import Reservation
+from berth.core.cache.state import ClusterState, Reservation
+from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.errors import ConfigError
 from berth.core.framework.cycle import Cycle
 from berth.core.plugins import interpodaffinity
 from berth.core.plugins.interpodaffinity import Args
+from berth.core.scheduler.schedule_one import Scheduler
 from tests.builders import NOW
 from tests.plugins.interpod.builders import affinity, namespace, profile
 from tests.plugins.interpod.harness import filter_codes, knode, kpod, scores, setup
@@ -66,6 +68,13 @@ def existing(labels: dict[str, str], node: str = "machine1", ns: str = "default"
 
 
 SINGLE = "TestRequiredAffinitySingleNode/"
+BAD = "{{.bad-value.}}"
+PARSING = (
+    "UNRESOLVABLE: parsing pod: requiredAffinityTerms: values[0][service]: Invalid value: "
+    '"{{.bad-value.}}": a valid label must be an empty string or consist of alphanumeric characters, '
+    "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value', "
+    " or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
 # (upstream test/case, incoming pod, existing pods, want on machine1)
 FILTER: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]] = [
     (
@@ -207,9 +216,18 @@ FILTER: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]] = [
         [existing({"abc": "", "xyz": ""}, anti=[t("zone", expr("abc", "Exists")), t("zone", expr("def", "Exists"))])],
         ANTI,
     ),
-    # Not carried over: "PodAffinity fails PreFilter with an invalid affinity label syntax" and "PodAntiAffinity
-    # fails PreFilter with an invalid antiaffinity label syntax": kube fails PreFilter with the parse error;
-    # berth reads a selector that does not parse as matching no pod (docs/plugins.md).
+    (
+        SINGLE + "PodAffinity fails PreFilter with an invalid affinity label syntax",
+        incoming(S1, required=[t("region", expr("service", "In", BAD)), t("node", IN_ANTIVIRUS)]),
+        [],
+        PARSING,
+    ),
+    (
+        SINGLE + "PodAntiAffinity fails PreFilter with an invalid antiaffinity label syntax",
+        incoming(S1, required=[t("region", expr("service", "In", "foo")), t("node", expr("service", "In", BAD))]),
+        [],
+        PARSING,
+    ),
     (
         SINGLE + "affinity with NamespaceSelector",
         incoming(S1, required=[t("region", IN_SCAN, namespaceSelector=TEAM1)]),
@@ -529,3 +547,26 @@ def test_filter_on_several_nodes_as_upstream(
 ) -> None:
     objs = [namespace("NS1"), *(knode(n, **labels) for n, labels in nodes.items()), *pods]
     assert filter_codes(interpodaffinity, pod, objs) == dict(zip(nodes, want, strict=True))
+
+
+def test_parse_errors_of_several_groups_are_aggregated_as_kube_does() -> None:
+    """PodInfo.Update: per group the first term that does not parse, groups joined as `[e1, e2]`."""
+    bad_key = expr("-x", "Exists")
+    pod = incoming(
+        S1,
+        required=[t("zone", IN_SCAN), t("zone", expr("service", "In", BAD))],
+        preferred_anti=[(1, t("zone", bad_key))],
+    )
+    got = filter_codes(interpodaffinity, pod, [*NAMESPACES, MACHINE1])["machine1"]
+    assert got.startswith("UNRESOLVABLE: parsing pod: [requiredAffinityTerms: values[0][service]: Invalid value: ")
+    assert ', preferredAntiAffinityTerms: key: Invalid value: "-x": name part must consist of' in got
+    assert got.endswith("]")
+
+
+def test_a_pod_that_does_not_parse_is_turned_away_before_any_node() -> None:
+    state = ClusterState()
+    for raw in (MACHINE1, incoming(S1, required=[t("zone", expr("service", "In", BAD))])):
+        state.apply(convert(raw))
+    d = Scheduler(parse_config(None).build(state)).decide(state.pods["default/p"], NOW).decision
+    assert d.status == "Unschedulable"
+    assert d.message.startswith("0/1 nodes are available: parsing pod: requiredAffinityTerms: values[0][service]:")

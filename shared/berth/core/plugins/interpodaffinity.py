@@ -1,5 +1,7 @@
 """InterPodAffinity: required and preferred pod affinity and anti-affinity, as kube's plugin.
 
+PreFilter: a pod whose affinity terms do not parse is turned away on every node
+(UnschedulableAndUnresolvable, `parsing pod: ...`, as kube's NewPodInfo says it).
 Filter (kube's PreFilter + Filter), per node, the first failing check wins:
 1. the pod's required affinity (UnschedulableAndUnresolvable),
 2. the pod's required anti-affinity (Unschedulable),
@@ -19,7 +21,7 @@ import msgspec
 import numpy as np
 
 from berth.core.api.core.model import Node, Pod, PodAffinityTerm
-from berth.core.api.meta.selectors import LabelSelector
+from berth.core.api.meta.selectors import LabelSelector, selector_error
 from berth.core.api.meta.validation import Problems, is_int, unknown_fields
 from berth.core.cache.state import ClusterState
 from berth.core.framework.cycle import Cycle
@@ -143,8 +145,12 @@ class InterPodAffinity:
         dom = np.bincount(d[inside], weights=pods[inside], minlength=n + 1).astype(np.int64)
         return _Totals(ids, dom)
 
-    # ---- Filter -------------------------------------------------------------------------------
-    # ---- Filter -------------------------------------------------------------------------------
+    # ---- PreFilter and Filter ---------------------------------------------------------------
+    def pre_filter(self, cycle: Cycle) -> Status:
+        """kube's PreFilter turns a pod away when framework.NewPodInfo cannot parse its terms."""
+        error = parse_error(cycle.pod)
+        return OK if error is None else Status(Code.UNRESOLVABLE, f"parsing pod: {error}", NAME)
+
     def filter(self, cycle: Cycle) -> list[Failure]:
         pod, state = cycle.pod, cycle.state
         valid = state.nodes.valid
@@ -322,6 +328,33 @@ class InterPodAffinity:
             return a is not None and (bool(a.required_anti) or any(t.topology_key in labels for t in a.required))
 
         return lambda pods, version: each_pod(pods, helps)
+
+
+_TERM_GROUPS = (
+    ("required", "requiredAffinityTerms"),
+    ("required_anti", "requiredAntiAffinityTerms"),
+    ("preferred", "preferredAffinityTerms"),
+    ("preferred_anti", "preferredAntiAffinityTerms"),
+)
+
+
+def parse_error(pod: Pod) -> str | None:
+    """kube's PodInfo.Update error for the pod's affinity terms: per group, the first term whose label
+    or namespace selector does not parse (GetAffinityTerms stops there), the groups aggregated."""
+    affinity = pod.pod_affinity
+    if affinity is None:
+        return None
+    errors = []
+    for field, name in _TERM_GROUPS:
+        for term in getattr(affinity, field):
+            error = selector_error(term.selector) or selector_error(term.namespace_selector)
+            if error is not None:
+                errors.append(f"{name}: {error}")
+                break
+    if not errors:
+        return None
+    unique = list(dict.fromkeys(errors))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 class _Totals:

@@ -2,10 +2,12 @@
 
 Parsing never raises: a requirement that Kubernetes would reject makes its term
 invalid, and an invalid term never matches (kube's "lazy" parse errors).
+`selector_error` gives the error kube's LabelSelectorAsSelector returns for one, word for word.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 
@@ -135,3 +137,120 @@ class TopologyTerm(msgspec.Struct, frozen=True, gc=False):
         if not self.expressions:
             return False
         return all(labels.get(k) in vals and k in labels for k, vals in self.expressions)
+
+
+# ---- kube 1.36's parse errors (apimachinery LabelSelectorAsSelector, labels.NewRequirement and
+# api/validate/content's IsLabelKey, IsLabelValue, IsDNS1123Subdomain) ---------------------------
+_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_VALUE_FMT = f"({_KEY_FMT})?"
+_SUBDOMAIN_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_KEY_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+)
+_VALUE_MSG = f"a valid label must be an empty string or consist of {_KEY_MSG[len('must consist of ') :]}"
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character"
+)
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def _subdomain_errors(value: str) -> list[str]:
+    errs = []
+    if len(value.encode()) > 253:
+        errs.append("must be no more than 253 bytes")
+    if not _DNS1123.match(value):
+        errs.append(_regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def label_key_errors(key: str) -> list[str]:
+    """kube's IsLabelKey."""
+    errs: list[str] = []
+    parts = key.split("/")
+    if len(parts) > 2:
+        example = _regex_error(_KEY_MSG, _KEY_FMT, "MyName", "my.name", "123-abc")
+        return [
+            f"a valid label key {example} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    name = parts[-1]
+    if len(parts) == 2:
+        if not parts[0]:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs += [f"prefix part {m}" for m in _subdomain_errors(parts[0])]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name.encode()) > 63:
+        errs.append("name part must be no more than 63 bytes")
+    if not _NAME.match(name):
+        errs.append("name part " + _regex_error(_KEY_MSG, _KEY_FMT, "MyName", "my.name", "123-abc"))
+    return errs
+
+
+def label_value_errors(value: str) -> list[str]:
+    """kube's IsLabelValue."""
+    errs = []
+    if len(value.encode()) > 63:
+        errs.append("must be no more than 63 bytes")
+    if value and not _NAME.match(value):
+        errs.append(_regex_error(_VALUE_MSG, _VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def _invalid(path: str, value: str | tuple[str, ...] | None, detail: str) -> str:
+    shown = (
+        json.dumps(value, ensure_ascii=False) if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    )
+    return f"{path}: Invalid value: {shown}: {detail}"
+
+
+def _aggregate(errors: list[str]) -> str | None:
+    """kube's utilerrors.NewAggregate(...).Error(): one as it is, more (duplicates dropped) in brackets."""
+    unique = list(dict.fromkeys(errors))
+    if not unique:
+        return None
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def _requirement_error(key: str, op: str, values: tuple[str, ...] | None) -> str | None:
+    """kube's labels.NewRequirement error (op: Equals for a matchLabels entry)."""
+    errs = []
+    problems = label_key_errors(key)
+    if problems:
+        errs.append(_invalid("key", key, "; ".join(problems)))
+    if op in ("In", "NotIn") and not values:
+        errs.append(_invalid("values", values or None, "for 'in', 'notin' operators, values set can't be empty"))
+    elif op in ("Exists", "DoesNotExist") and values:
+        errs.append(_invalid("values", values, "values set must be empty for exists and does not exist"))
+    for i, v in enumerate(values or ()):
+        problems = label_value_errors(v)
+        if problems:
+            errs.append(_invalid(f"values[{i}][{key}]", v, "; ".join(problems)))
+    return _aggregate(errs)
+
+
+def selector_error(sel: LabelSelector | None) -> str | None:
+    """The error kube's LabelSelectorAsSelector returns for the selector, or None when it parses: the
+    first requirement that does not. matchLabels come first in key order (kube ranges over a Go map:
+    in no fixed order, which matters only when two entries are bad)."""
+    if sel is None:
+        return None
+    for k, v in sel.match_labels:
+        err = _requirement_error(k, "Equals", (v,))
+        if err:
+            return err
+    for r in sel.match_expressions:
+        if r.operator not in _OPERATORS:
+            return f"{json.dumps(r.operator, ensure_ascii=False)} is not a valid label selector operator"
+        err = _requirement_error(r.key, r.operator, r.values)
+        if err:
+            return err
+    return None
