@@ -321,3 +321,12 @@ def test_a_resource_version_of_unicode_digits_is_opaque(capsys: pytest.CaptureFi
     code, _, err = replay(capsys, str(path), "--decisions", str(tmp_path / "d.jsonl"))
     assert code == 0, err
     assert (tmp_path / "d.jsonl").read_text().count("Scheduled") > 0
+
+
+@pytest.mark.parametrize("value", ["1e-300", "0.0001", "1e7", "nan"])
+def test_speed_outside_its_range_is_a_clean_error(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 34: `--speed 1e-300` slept for ever."""
+    with pytest.raises(SystemExit) as e:
+        main(["replay", str(LOGS / "local-pvs.jsonl"), "--speed", value])
+    assert e.value.code == 2
+    assert "argument --speed: want a" in capsys.readouterr().err

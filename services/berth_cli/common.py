@@ -28,6 +28,18 @@ def rfc3339(value: str) -> datetime:
         raise argparse.ArgumentTypeError(f"invalid RFC 3339 time {value!r}") from None
 
 
+SPEEDS = (1e-3, 1e6)  # --speed: a thousand times slower than the log to a million times faster
+
+
+def speed(text: str) -> float:
+    """argparse type: a replay speed within SPEEDS (a tiny one would sleep for ever)."""
+    low, high = SPEEDS
+    value = positive_float(text)
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"want a number from {low:g} to {high:g}, got {text!r}")
+    return value
+
+
 def positive_float(text: str) -> float:
     """argparse type: a number above zero."""
     try:

@@ -33,8 +33,8 @@ from berth_cli.common import (
     load_config,
     non_negative_float,
     non_negative_int,
-    positive_float,
     rfc3339,
+    speed,
 )
 from berth_cli.pipeline import Lane, Pipeline
 from berth_cli.progress import watch
@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration-style YAML")
     p.add_argument("--strict-config", action="store_true", help=STRICT_HELP)
     pace = p.add_mutually_exclusive_group()
-    pace.add_argument("--speed", type=positive_float, metavar="X", help="replay in log time divided by X")
+    pace.add_argument("--speed", type=speed, metavar="X", help="replay in log time divided by X (0.001 to 1000000)")
     pace.add_argument("--as-fast-as-possible", action="store_true", help="no pacing (the default)")
     p.add_argument(
         "--from", dest="start", type=rfc3339, metavar="TS", help="events before TS only build the starting state"

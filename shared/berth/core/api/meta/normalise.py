@@ -184,10 +184,34 @@ def moment(v: str | None, path: str = "") -> datetime | None:
         raise Bad(path, f"invalid RFC 3339 time {v!r}") from None
 
 
+_GOOD_TIMES: dict[str, None] = {}  # metadata times seen well-formed lately (an object's repeat across its events)
+
+
+def check_meta_times(meta: w.ObjectMeta | None) -> None:
+    """metadata.creationTimestamp and deletionTimestamp, when present, are RFC 3339 times within years
+    1..9999: a line whose object carries a bad one is rejected, whatever its kind, so that it cannot
+    move the clock or the order valid objects are read in."""
+    if meta is None:
+        return
+    for v, path in (
+        (meta.creation_timestamp, "metadata.creationTimestamp"),
+        (meta.deletion_timestamp, "metadata.deletionTimestamp"),
+    ):
+        if v is None or v in _GOOD_TIMES:
+            continue
+        if not isinstance(v, str):
+            raise Bad(path, f"invalid RFC 3339 time {v!r}")
+        moment(v, path)
+        if len(_GOOD_TIMES) >= _LIMIT:
+            _GOOD_TIMES.clear()
+        _GOOD_TIMES[v] = None
+
+
 __all__ = [
     "Bad",
     "QuantityError",
     "TimeRangeError",
+    "check_meta_times",
     "kept_time",
     "milli_list",
     "moment",
