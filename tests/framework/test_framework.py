@@ -22,7 +22,7 @@ from berth.core.pipeline.stats import StatsObserver
 from berth.core.scheduler.schedule_one import Scheduler
 from tests.builders import NOW, cluster, node, pod
 
-TAINT = "node(s) had untolerated taint {gpu: yes}"
+TAINT = "node(s) had untolerated taint(s)"
 
 
 def test_a_nodes_status_is_its_first_failing_plugin_while_the_report_lists_every_reason() -> None:

@@ -17,7 +17,7 @@ from berth.core.plugins.volumebinding import NODE_CONFLICT
 from berth.core.scheduler.schedule_one import Scheduler
 from tests.builders import HOST, NOW, cluster, node, pod, pv, pvc, storage_class
 
-MASTER_TAINT = "node(s) had untolerated taint {node-role.kubernetes.io/master: }"
+MASTER_TAINT = "node(s) had untolerated taint(s)"
 PRE = "Node(s) failed PreFilter plugin FalsePreFilter"
 POST = "Error running PostFilter plugin FailedPostFilter"
 F1 = "Node(s) failed Filter plugin FalseFilter-1"
