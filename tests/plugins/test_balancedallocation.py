@@ -1,4 +1,5 @@
-"""NodeResourcesBalancedAllocation, as upstream's TestNodeResourcesBalancedAllocation and
+"""NodeResourcesBalancedAllocation, as upstream's TestNodeResourcesBalancedAllocation (kube 1.36's table: the
+score is the change in balance the pod makes, 50 + (50 + with - without) // 2) and
 TestValidateNodeResourcesBalancedAllocationArgs say (noderesources/balanced_allocation_test.go,
 apis/config/validation/validation_pluginargs_test.go)."""
 
@@ -41,7 +42,7 @@ CASES = [
         kpod("p", *CPU_AND_MEMORY),
         [mk("node1", 4000, 10000), mk("node2", 6000, 10000)],
         [],
-        [87, 100],
+        [68, 75],
     ),
     (
         "resources requested, pods scheduled with resources",
@@ -49,7 +50,7 @@ CASES = [
         kpod("p", *CPU_AND_MEMORY),
         [mk("node1", 10000, 20000), mk("node2", 10000, 20000)],
         [kpod("e1", *CPU_ONLY, node="node1"), kpod("e2", *CPU_AND_MEMORY, node="node2")],
-        [82, 95],
+        [73, 74],
     ),
     (
         "resources requested, pods scheduled with resources, differently sized nodes",
@@ -57,7 +58,15 @@ CASES = [
         kpod("p", *CPU_AND_MEMORY),
         [mk("node1", 10000, 20000), mk("node2", 10000, 50000)],
         [kpod("e1", *CPU_ONLY, node="node1"), kpod("e2", *CPU_AND_MEMORY, node="node2")],
-        [82, 80],
+        [73, 70],
+    ),
+    (
+        "resources requested, pods scheduled with resources, nodes to reach min/max score",
+        None,
+        kpod("p", {"memory": "2000"}, {"memory": "3000"}),
+        [mk("node1", 3000, 5000), mk("node2", 3000, 5000)],
+        [kpod("e1", *CPU_ONLY, node="node1")],
+        [100, 50],
     ),
     (
         "requested resources at node capacity",
@@ -65,23 +74,23 @@ CASES = [
         kpod("p", *CPU_ONLY),
         [mk("node1", 6000, 10000), mk("node2", 6000, 10000)],
         [kpod("e1", *CPU_ONLY, node="node1"), kpod("e2", *CPU_AND_MEMORY, node="node2")],
-        [50, 75],
+        [62, 62],
     ),
     (
-        "include scalar resource on a node for balanced resource allocation",
+        "scalar resource is included in the score computation if pod requests the scalar resource",
         WITH_GPU,
         kpod("p", {"memory": "0", GPU: "1"}),
         [mk("node1", 3500, 40000, 8), mk("node2", 3500, 40000, 8)],
         [kpod("e1", *CPU_AND_MEMORY, node="node2"), kpod("e2", *CPU_MEMORY_GPU, node="node1")],
-        [70, 65],
+        [75, 76],
     ),
     (
-        "node without the scalar resource should skip the scalar resource",
+        "scalar resource is not included in the score computation if pod doesn't request the scalar resource",
         WITH_GPU,
         kpod("p", *CPU_AND_MEMORY),
         [mk("node1", 3500, 40000, 8), mk("node2", 3500, 40000)],
         [],
-        [63, 63],
+        [56, 56],
     ),
 ]
 
@@ -120,7 +129,7 @@ def test_args_validation(case: str, args: dict[str, Any], want: list[str]) -> No
         assert config_problems("NodeResourcesBalancedAllocation", args) == want
     else:
         assert scores("NodeResourcesBalancedAllocation", args, kpod("p", {"cpu": "1"}), [mk("n", 2000, 10)]) == {
-            "n": 75
+            "n": 62
         }
 
 

@@ -75,9 +75,10 @@ class TaintToleration:
 
     def filter(self, cycle: Cycle) -> list[Failure]:
         nodes = cycle.state.nodes
-        out = []
         tolerations = cycle.pod.tolerations
-        bad = [t for t, taints in enumerate(nodes.taint_sets) if taints and untolerated(taints, tolerations) is not None]
+        bad = [
+            t for t, taints in enumerate(nodes.taint_sets) if taints and untolerated(taints, tolerations) is not None
+        ]
         if not bad:
             return []
         mask = np.isin(nodes.taint_set, bad) & nodes.valid

@@ -1,6 +1,7 @@
-"""NodeResourcesBalancedAllocation (Score): favours nodes whose configured resources would be used
-in equal fractions with the pod: (1 - std of the fractions) x 100, truncated. Actual requests (no
-100m / 200Mi defaults). PreScore skips a pod requesting none of the resources (kube issue 129138).
+"""NodeResourcesBalancedAllocation (Score): favours nodes whose configured resources the pod brings
+closer to equal fractions: with b = (1 - std of the fractions) x 100, truncated, with and without the
+pod, the score is 50 + (50 + b_with - b_without) // 2 (kube 1.36). Actual requests (no 100m / 200Mi
+defaults). PreScore skips a pod requesting none of the resources (kube issue 129138).
 No NormalizeScore, as upstream."""
 
 from __future__ import annotations
@@ -74,7 +75,20 @@ class BalancedAllocation:
         return None
 
     def _score(self, cycle: Cycle, n: int, slots: Slots | None) -> Scores:
-        columns = allocatable_requested(cycle.state.nodes, cycle.pod, self.args.resources, None, slots=slots)
+        """kube 1.36's balancedResourceScorer: the change in the node's balance the pod makes, brought back
+        to [50, 100]: 50 + (50 + with - without) // 2 (TestNodeResourcesBalancedAllocation)."""
+        with_pod = self._balance(cycle, n, slots, True)
+        without = self._balance(cycle, n, slots, False)
+        half = MAX_NODE_SCORE // 2
+        with_pod += half - without  # in [0, 100]: Go's division and floor division agree
+        with_pod //= 2
+        with_pod += half
+        return with_pod
+
+    def _balance(self, cycle: Cycle, n: int, slots: Slots | None, with_pod: bool) -> Scores:
+        """kube's balancedResourceScore: (1 - std of the fractions) x 100, the pod's requests counted or not."""
+        resources = self.args.resources
+        columns = allocatable_requested(cycle.state.nodes, cycle.pod, resources, None, with_pod, slots)
         if not columns:
             return np.full(n, MAX_NODE_SCORE, dtype=np.int64)
         if len(columns) == 2:
