@@ -137,7 +137,9 @@ class Kube:
             "lastHeartbeatTime": now,
             "lastTransitionTime": now,
         }
-        status = {"capacity": cap, "allocatable": alloc, "conditions": [ready]} | ({"images": list(images)} if images else {})
+        status = {"capacity": cap, "allocatable": alloc, "conditions": [ready]} | (
+            {"images": list(images)} if images else {}
+        )
         self.api.patch(f"/api/v1/nodes/{full}/status", {"status": status})
         return full
 

@@ -69,6 +69,9 @@ def volumes(berth: Berth, on: Decision, k: KubeResult) -> list[str]:
     out = []
     pvs = berth.state.pvs
     for claim, pv in k.volumes.items():
+        before = berth.state.pvcs.get(claim)
+        if before is not None and before.volume_name:  # bound already: nothing for either to choose
+            continue
         b = mine.get(claim)
         if b is None:
             out.append(f"claim {claim}: kube bound {pv}; berth binds nothing")

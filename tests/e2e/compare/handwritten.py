@@ -161,7 +161,9 @@ def interpod(n: Names) -> Scenario:
         pod("nowhere", affinity=node_affinity(ZONE, "In", "z3")),
         pod(
             "needs-queue-2",
-            affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [pod_term({"app": "q"}, ZONE)]}},
+            affinity={
+                "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [pod_term({"app": "q"}, ZONE)]}
+            },
         ),
     ]
     return Scenario("interpod", nodes, running=running, pending=[Pending(p) for p in pending])

@@ -240,6 +240,11 @@ def kube_decide(kube: Kube, pending: Pending, classes: Mapping[str, Mapping[str,
     pod = wait_for(f"kube-scheduler's decision on {name}", decided, describe=lambda: kube.describe(name))
     if pod["spec"].get("nodeName"):
         out.bound = pod["spec"]["nodeName"]
+        gone = before - set(pods_in(kube))
+        if gone:  # it preempted, and was bound before its Unschedulable status was seen
+            out.victims = sorted(f"{kube.ns}/{v}" for v in gone)
+            out.nominated = pod.get("status", {}).get("nominatedNodeName") or out.bound
+            out.message = first_failed_scheduling(kube, name)
     else:
         out.message = condition(pod, "PodScheduled").get("message", "")  # type: ignore[union-attr]
         out.nominated = pod.get("status", {}).get("nominatedNodeName", "")
@@ -254,6 +259,14 @@ def kube_decide(kube: Kube, pending: Pending, classes: Mapping[str, Mapping[str,
         for claim in claims:
             out.volumes[f"{kube.ns}/{claim}"] = wait_claim_bound(kube, claim)
     return out
+
+
+def first_failed_scheduling(kube: Kube, name: str) -> str:
+    events = kube.events(name, "FailedScheduling")
+    if not events:
+        events = wait_for(f"FailedScheduling event of {name}", lambda: kube.events(name, "FailedScheduling") or None)
+    events.sort(key=lambda e: e.get("eventTime") or e.get("firstTimestamp") or "")
+    return str(events[0].get("message", ""))
 
 
 def aftermath(kube: Kube, name: str, before: set[str]) -> tuple[list[str], str | None]:
