@@ -276,3 +276,20 @@ HANDWRITTEN: dict[str, Callable[[Names], Scenario]] = {
     "preemption": preemption,
     "scoring": scoring,
 }
+
+
+def fit_scores(n: Names) -> Scenario:
+    """NodeResourcesFit's LeastAllocated with pods that name no memory (kube counts 200Mi for them)."""
+    a, b = n.node("a"), n.node("b")
+    nodes = [NodeSpec(a, cpu="2", memory="16Gi"), NodeSpec(b, cpu="2", memory="16Gi")]
+    running = [
+        pod("r1", "500m", node=a),
+        pod("r2", "100m", "512Mi", node=a),
+        pod("r3", "1", node=a),
+        pod("r4", "1", node=b),
+    ]
+    pending = [pod("p", "250m", "4Gi")]
+    return Scenario("fit-scores", nodes, running=running, pending=[Pending(p) for p in pending])
+
+
+HANDWRITTEN["fit-scores"] = fit_scores
