@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 SNAPSHOT ?= tests/data/snapshots/local-pvs.yaml
 
 .DEFAULT_GOAL := help
-.PHONY: help venv servers lint test unit e2e fuzz bench demo evaluate lock clean up down
+.PHONY: help venv servers lint test unit e2e compare-kube fuzz bench demo evaluate lock clean up down
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -46,6 +46,12 @@ unit: $(STAMP) servers ## Only the test suite, without lint
 
 e2e: $(STAMP) ## Only the e2e tests, on a real Kubernetes control plane (KUBEBUILDER_ASSETS)
 	$(WITH_KUBE) $(BIN)/pytest -m e2e tests/e2e
+
+# berth against the real kube-scheduler, side by side (tests/e2e/compare): N generated pods (default 220,
+# as make test runs) besides the hand-written scenarios, over kube's default profile and two other configs.
+N ?= 220
+compare-kube: $(STAMP) ## berth against the real kube-scheduler 1.36, side by side (N=generated pods, SEED=...)
+	$(WITH_KUBE) COMPARE_ALL=1 $(if $(N),COMPARE_PODS=$(N)) $(if $(SEED),COMPARE_SEED=$(SEED)) $(BIN)/pytest -m e2e tests/e2e/test_compare_kube.py
 
 fuzz: $(STAMP) ## The fuzz tests with many more mutated inputs than make test runs (HYPOTHESIS_PROFILE=fuzz)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider tests/fuzz

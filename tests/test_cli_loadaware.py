@@ -57,7 +57,7 @@ def test_metrics_expire_by_the_injected_clock(capsys: pytest.CaptureFixture[str]
     assert main(["evaluate", "--snapshot", SNAPSHOT, *later]) == 0
     d = json.loads(capsys.readouterr().out)["decisions"][0]
     assert d["message"] == (
-        "0/3 nodes are available: 3 node(s) nodeMetric expired. "
+        "0/3 nodes are available: 3 node(s) nodeMetric expired. no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )
     cfg = tmp_path / "lenient.yaml"

@@ -166,7 +166,9 @@ def test_decisions_are_compact_by_default_and_complete_with_all_nodes(
             # kube's counts: each node's first failing plugin, whose first reason leads the node's report
             assert s["reasons"] == f["reasons"]
             # then DefaultPreemption's tail (kube's FitError with its PostFilter message)
-            assert s["message"].startswith(fit_error(len(f["nodes"]), s["reasons"]) + " preemption: ")
+            assert s["message"].startswith(
+                fit_error(len(f["nodes"]), s["reasons"]) + " no new claims to deallocate, preemption: "
+            )
             assert {r["reasons"][0] for r in f["nodes"].values()} <= s["reasons"].keys()
             assert sum(s["reasons"].values()) <= sum(len(r["reasons"]) for r in f["nodes"].values())
     assert any(r["status"] == "Unschedulable" for r in short)

@@ -113,8 +113,11 @@ class Kube:
         taints: Sequence[Mapping[str, str]] = (),
         allocatable: Mapping[str, str] | None = None,
         capacity: Mapping[str, str] | None = None,
+        images: Sequence[Mapping[str, Any]] = (),
+        unschedulable: bool = False,
     ) -> str:
-        """A Node named name-<test id>, Ready, with kubernetes.io/hostname set; allocatable defaults to capacity.
+        """A Node named name-<test id>, Ready, with kubernetes.io/hostname set; allocatable defaults to capacity;
+        images as a kubelet lists them in status.images ({names, sizeBytes}); unschedulable cordons it.
         Returns its name."""
         full = f"{name}-{self.id}"
         cap = {"cpu": cpu, "memory": memory, "pods": pods} | dict(capacity or {})
@@ -123,7 +126,8 @@ class Kube:
             "name": full,
             "labels": {"kubernetes.io/hostname": full, "kubernetes.io/os": "linux"} | dict(labels or {}),
         }
-        self.create_cluster_object("/api/v1/nodes", {"metadata": meta, "spec": {"taints": list(taints)}})
+        spec: dict[str, Any] = {"taints": list(taints)} | ({"unschedulable": True} if unschedulable else {})
+        self.create_cluster_object("/api/v1/nodes", {"metadata": meta, "spec": spec})
         now = _now()
         ready = {
             "type": "Ready",
@@ -133,7 +137,9 @@ class Kube:
             "lastHeartbeatTime": now,
             "lastTransitionTime": now,
         }
-        status = {"capacity": cap, "allocatable": alloc, "conditions": [ready]}
+        status = {"capacity": cap, "allocatable": alloc, "conditions": [ready]} | (
+            {"images": list(images)} if images else {}
+        )
         self.api.patch(f"/api/v1/nodes/{full}/status", {"status": status})
         return full
 

@@ -56,7 +56,7 @@ def test_its_reason_is_counted_in_the_unschedulable_message() -> None:
     outcome = scheduler.decide(state.pods["default/p"], NOW)
     assert outcome.decision.message == (
         "0/2 nodes are available: 2 node(s) didn't have label team. "
-        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     assert outcome.rejected_by == {"NodeLabelGate"}
     assert outcome.statuses is not None

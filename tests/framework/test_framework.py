@@ -22,13 +22,14 @@ from berth.core.pipeline.stats import StatsObserver
 from berth.core.scheduler.schedule_one import Scheduler
 from tests.builders import NOW, cluster, node, pod
 
-TAINT = "node(s) had untolerated taint {gpu: yes}"
+TAINT = "node(s) had untolerated taint(s)"
 
 
 def test_a_nodes_status_is_its_first_failing_plugin_while_the_report_lists_every_reason() -> None:
     state = cluster(
         node("n1", cpu="1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]),
-        node("n2", cpu="1"),
+        node("n2", cpu="3"),
+        pod("q", cpu="2", node_name="n2"),
         pod("p", cpu="2"),
     )
     outcome = Scheduler(parse_config(None).build(state)).decide(state.pods["default/p"], NOW)
@@ -40,7 +41,7 @@ def test_a_nodes_status_is_its_first_failing_plugin_while_the_report_lists_every
     # the report lists every failing plugin's reasons; the message counts first failing plugins, as kube
     assert outcome.decision.nodes["n1"].reasons == [TAINT, "Insufficient cpu"]
     assert outcome.decision.message == (
-        f"0/2 nodes are available: 1 Insufficient cpu, 1 {TAINT}. preemption: 0/2 nodes are available: "
+        f"0/2 nodes are available: 1 Insufficient cpu, 1 {TAINT}. no new claims to deallocate, preemption: 0/2 nodes are available: "
         "1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
     )
 

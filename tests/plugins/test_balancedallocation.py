@@ -1,4 +1,5 @@
-"""NodeResourcesBalancedAllocation, as upstream's TestNodeResourcesBalancedAllocation and
+"""NodeResourcesBalancedAllocation, as upstream's TestNodeResourcesBalancedAllocation (kube 1.36's table: the
+score is the change in balance the pod makes, 50 + (50 + with - without) // 2) and
 TestValidateNodeResourcesBalancedAllocationArgs say (noderesources/balanced_allocation_test.go,
 apis/config/validation/validation_pluginargs_test.go)."""
 

@@ -68,6 +68,12 @@ def short(*names: str) -> list[str]:
     return [f"UNSCHEDULABLE: Insufficient {n}" for n in names]
 
 
+def whole(*names: str) -> list[str]:
+    """More than the node's whole allocatable: UnschedulableAndUnresolvable, as upstream's wantStatus
+    (fitsRequest's InsufficientResource.Unresolvable)."""
+    return [f"UNRESOLVABLE: Insufficient {n}" for n in names]
+
+
 ENOUGH = "TestEnoughRequests/"
 # (upstream case, incoming pod spec, the running pod's spec, args, reasons)
 FIT: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any] | None, list[str]]] = [
@@ -93,31 +99,31 @@ FIT: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any] | None, list
      []),
     (ENOUGH + "extended resource fits", spec(res(A=1)), spec(res()), None, []),
     (ENOUGH + "extended resource fits for init container", spec(res(), init=(res(A=1),)), spec(res()), None, []),
-    (ENOUGH + "extended resource capacity enforced", spec(res(1, 1, A=10)), spec(res(A=0)), None, short(A)),
+    (ENOUGH + "extended resource capacity enforced", spec(res(1, 1, A=10)), spec(res(A=0)), None, whole(A)),
     (ENOUGH + "extended resource capacity enforced for init container", spec(res(), init=(res(1, 1, A=10),)),
-     spec(res(A=0)), None, short(A)),
+     spec(res(A=0)), None, whole(A)),
     (ENOUGH + "extended resource allocatable enforced", spec(res(1, 1, A=1)), spec(res(A=5)), None, short(A)),
     (ENOUGH + "extended resource allocatable enforced for init container", spec(res(), init=(res(1, 1, A=1),)),
      spec(res(A=5)), None, short(A)),
     (ENOUGH + "extended resource allocatable enforced for multiple containers",
-     spec(res(1, 1, A=3), res(1, 1, A=3)), spec(res(A=2)), None, short(A)),
+     spec(res(1, 1, A=3), res(1, 1, A=3)), spec(res(A=2)), None, whole(A)),
     (ENOUGH + "extended resource allocatable admits multiple init containers",
      spec(res(), init=(res(1, 1, A=3), res(1, 1, A=3))), spec(res(A=2)), None, []),
     (ENOUGH + "extended resource allocatable enforced for multiple init containers",
-     spec(res(), init=(res(1, 1, A=6), res(1, 1, A=3))), spec(res(A=2)), None, short(A)),
+     spec(res(), init=(res(1, 1, A=6), res(1, 1, A=3))), spec(res(A=2)), None, whole(A)),
     (ENOUGH + "extended resource allocatable enforced for unknown resource", spec(res(1, 1, B=1)), spec(res()),
-     None, short(B)),
+     None, whole(B)),
     (ENOUGH + "extended resource allocatable enforced for unknown resource for init container",
-     spec(res(), init=(res(1, 1, B=1),)), spec(res()), None, short(B)),
-    (ENOUGH + "kubernetes.io resource capacity enforced", spec(res(1, 1, KA=10)), spec(res()), None, short(KA)),
+     spec(res(), init=(res(1, 1, B=1),)), spec(res()), None, whole(B)),
+    (ENOUGH + "kubernetes.io resource capacity enforced", spec(res(1, 1, KA=10)), spec(res()), None, whole(KA)),
     (ENOUGH + "kubernetes.io resource capacity enforced for init container", spec(res(), init=(res(1, 1, KB=10),)),
-     spec(res()), None, short(KB)),
+     spec(res()), None, whole(KB)),
     (ENOUGH + "hugepages resource capacity enforced", spec(res(1, 1, HUGE=10)), spec(res(HUGE=0)), None,
-     short(HUGE)),
+     whole(HUGE)),
     (ENOUGH + "hugepages resource capacity enforced for init container", spec(res(), init=(res(1, 1, HUGE=10),)),
-     spec(res(HUGE=0)), None, short(HUGE)),
+     spec(res(HUGE=0)), None, whole(HUGE)),
     (ENOUGH + "hugepages resource allocatable enforced for multiple containers",
-     spec(res(1, 1, HUGE=3), res(1, 1, HUGE=3)), spec(res(HUGE=2)), None, short(HUGE)),
+     spec(res(1, 1, HUGE=3), res(1, 1, HUGE=3)), spec(res(HUGE=2)), None, whole(HUGE)),
     (ENOUGH + "skip checking ignored extended resource", spec(res(1, 1, B=1)), spec(res()),
      {"ignoredResources": [B]}, []),
     (ENOUGH + "resources + pod overhead fits", spec(res(1, 1), overhead={"cpu": "3m", "memory": "13"}),
@@ -125,7 +131,7 @@ FIT: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any] | None, list
     (ENOUGH + "requests + overhead does not fit for memory", spec(res(1, 1), overhead={"cpu": "1m", "memory": "15"}),
      spec(res(5, 5)), None, short("memory")),
     (ENOUGH + "skip checking ignored extended resource via resource groups", spec(res(1, 1, B=1, KA=1)),
-     spec(res()), {"ignoredResourceGroups": ["example.com"]}, short(KA)),
+     spec(res()), {"ignoredResourceGroups": ["example.com"]}, whole(KA)),
     (ENOUGH + "skip checking extended resource request with quantity zero via resource groups",
      spec(res(1, 1, A=0)), spec(res(A=6)), None, []),
     (ENOUGH + "skip checking resource request with quantity zero", spec(res(A=1)), spec(res(20, 30, A=1)), None, []),
@@ -144,7 +150,7 @@ FIT: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any] | None, list
      {"cpu": "10m", "memory": "20", "pods": "1"}, None, ["UNSCHEDULABLE: Too many pods"]),
     ("TestStorageRequests/empty storage requested, and pod fits", spec(res(1, 1)), spec(res(2, 10)), None, []),
     ("TestStorageRequests/storage ephemeral local storage request exceeds allocatable", spec(res(storage=25)),
-     spec(res(2, 2)), None, short("ephemeral-storage")),
+     spec(res(2, 2)), None, whole("ephemeral-storage")),
     ("TestStorageRequests/ephemeral local storage is sufficient", spec(res(storage=5)),
      spec(res(2, 2, storage=10)), None, []),
     ("TestStorageRequests/pod fits", spec(res(storage=10)), spec(res(2, 2)), None, []),

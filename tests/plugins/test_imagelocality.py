@@ -130,3 +130,12 @@ def test_the_spread_follows_nodes_as_they_change_and_go() -> None:
     assert node1() == 66
     state.apply(convert(inode("node3")), deleted=True)  # two nodes: 4000M x 1/2
     assert node1() == 100
+
+
+def test_an_images_size_is_the_first_node_that_listed_it() -> None:
+    # kube's cache keeps one ImageStateSummary per image name (backend/cache addNodeImageStates): the size
+    # the first node listed, for every node that lists it, until no node does. Seen on kube 1.36 (the
+    # side-by-side comparison, tests/e2e/compare): 900 MiB on n1, 50 MiB on n2 scores n2 as 900 MiB.
+    nodes = [inode("n1", (["app:1"], 900)), inode("n2", (["app:1"], 50)), inode("n3")]
+    # 900 MiB x 2/3 nodes = 600 MiB: 100 x (600 - 23) // (1000 - 23) = 59 on both
+    assert scores("ImageLocality", None, ipod("app:1"), nodes) == {"n1": 59, "n2": 59, "n3": 0}

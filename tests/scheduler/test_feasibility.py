@@ -36,12 +36,12 @@ from tests.plugins.volumebinding.vb_helpers import bindings, decide, reasons
         (
             node("n1", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}]),
             pod("p"),
-            "node(s) had untolerated taint {gpu: yes}",
+            "node(s) had untolerated taint(s)",
         ),
         (
             node("n1", taints=[{"key": "drain", "effect": "NoExecute"}]),
             pod("p"),
-            "node(s) had untolerated taint {drain: }",
+            "node(s) had untolerated taint(s)",
         ),
         (node("n1", cpu="1"), pod("p", cpu="2"), "Insufficient cpu"),
         (node("n1", memory="1Gi"), pod("p", memory="2Gi"), "Insufficient memory"),
@@ -58,9 +58,13 @@ def test_filters_reject_with_kube_reasons(n: dict, p: dict, reason: str) -> None
     assert d.status == "Unschedulable"
     assert reasons(d) == {"n1": [reason]}
     # kube's PostFilter tail: nothing of lower priority to evict, or a node preemption cannot help
-    helps = reason.startswith(("Insufficient", "Too many"))
+    # (each Insufficient case asks for more than the node's whole allocatable: kube's Unresolvable there)
+    helps = reason == "Too many pods"
     tail = "No preemption victims found for incoming pod" if helps else "Preemption is not helpful for scheduling"
-    assert d.message == f"0/1 nodes are available: 1 {reason}. preemption: 0/1 nodes are available: 1 {tail}."
+    assert d.message == (
+        f"0/1 nodes are available: 1 {reason}. no new claims to deallocate, preemption: 0/1 nodes are available: "
+        f"1 {tail}."
+    )
 
 
 @pytest.mark.parametrize(
@@ -118,11 +122,13 @@ def test_finished_pods_free_the_node() -> None:
 
 def test_fit_error_sorts_count_and_reason_as_strings() -> None:
     # each node counts its first failing plugin only; "10 .." sorts before "9 .." as kube's sort.Strings
-    nodes = [node(f"n{i}", cpu="1") for i in range(10)] + [node(f"x{i}", cpu="1", unschedulable=True) for i in range(9)]
-    d = decide(*nodes, pod("p", cpu="2"))
+    # (the pod fits the n nodes' allocatable, not what is free there: Unschedulable, preemption's business)
+    nodes = [node(f"n{i}", cpu="3") for i in range(10)] + [node(f"x{i}", cpu="3", unschedulable=True) for i in range(9)]
+    used = [pod(f"q{i}", cpu="2", node_name=f"n{i}") for i in range(10)]
+    d = decide(*nodes, *used, pod("p", cpu="2"))
     assert d.message == (
         "0/19 nodes are available: 10 Insufficient cpu, 9 node(s) were unschedulable. "
-        "preemption: 0/19 nodes are available: 10 No preemption victims found for incoming pod, "
+        "no new claims to deallocate, preemption: 0/19 nodes are available: 10 No preemption victims found for incoming pod, "
         "9 Preemption is not helpful for scheduling."
     )
 

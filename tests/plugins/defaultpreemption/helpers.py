@@ -115,8 +115,7 @@ class Harness:
         doc: dict[str, Any] = {"profiles": [profile]}
         self.state = ClusterState()
         self.scheduler = Scheduler(parse_config(doc).build(self.state))
-        plugin = self.scheduler.profile.post_filters[0]
-        assert isinstance(plugin, DefaultPreemption)
+        plugin = next(p for p in self.scheduler.profile.post_filters if isinstance(p, DefaultPreemption))
         self.plugin = plugin
 
     def add(self, *raws: dict[str, Any]) -> Harness:

@@ -89,11 +89,11 @@ def test_candidate_count(potential: int, args: dict[str, Any], want: int) -> Non
 
 def test_post_filter_can_be_disabled() -> None:
     cfg = parse_config({"profiles": [{"plugins": {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}}]})
-    assert cfg.profiles[0].points["postFilter"] == ()
+    assert cfg.profiles[0].points["postFilter"] == ("DynamicResources",)  # kube 1.36's other PostFilter
     # kube refuses a plugin at a point it does not implement; berth warns and ignores it there
     cfg = parse_config({"profiles": [{"plugins": {"postFilter": {"enabled": [{"name": "NodeResourcesFit"}]}}}]})
     assert cfg.warnings == (
         'profiles[0].plugins.postFilter.enabled[0]: plugin "NodeResourcesFit" does not extend PostFilterPlugin '
         "plugin: ignored at postFilter",
     )
-    assert cfg.profiles[0].points["postFilter"] == ("DefaultPreemption",)
+    assert cfg.profiles[0].points["postFilter"] == ("DynamicResources", "DefaultPreemption")

@@ -51,7 +51,7 @@ def test_when_preemption_cannot_help_the_fields_are_absent_and_the_message_says_
         "pod": "default/web",
         "status": "Unschedulable",
         "node": None,
-        "message": "0/1 nodes are available: 1 Insufficient cpu. "
+        "message": "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
         "volumeBindings": [],
     }
@@ -66,7 +66,7 @@ def test_unresolvable_nodes_are_not_helped() -> None:
     message = decide(s, "web")["message"]
     assert isinstance(message, str)
     assert message.endswith(
-        "were unschedulable. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        "were unschedulable. no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
 
 
@@ -93,7 +93,7 @@ def test_a_pod_that_never_preempts_says_so() -> None:
     got = decide(s, "web")
     assert (
         got["message"]
-        == "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+        == "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
     )
     assert "nominatedNode" not in got
 

@@ -12,7 +12,12 @@ N2 = (node("n1", zone="z1"), node("n2", zone="z2"))
 SC = storage_class()
 
 # kube's PostFilter tail when every node is UnschedulableAndUnresolvable
-NOT_HELPFUL = "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+NOT_HELPFUL = (
+    "no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+)
+# kube 1.36 after a PreFilter's UnschedulableAndUnresolvable: DynamicResources' PostFilter cannot read the
+# state its own PreFilter never wrote (docs/plugins.md, DynamicResources)
+NOT_FOUND = "not found"
 
 
 # ---- PreFilter -----------------------------------------------------------------
@@ -74,7 +79,7 @@ def test_prefilter(objs: tuple, status: str, message: str) -> None:
     assert d.status == status
     assert message in d.message
     if status == "Unschedulable":
-        assert d.message == f"0/2 nodes are available: {message}. {NOT_HELPFUL}"
+        assert d.message == f"0/2 nodes are available: {message}. {NOT_FOUND}"
         assert all(r.reasons == [message] for r in d.nodes.values())
 
 
@@ -129,7 +134,7 @@ def test_conflict_stops_before_missing_pv() -> None:
 
 def test_in_the_default_profile_volume_zone_turns_a_missing_pv_away_first() -> None:
     d = decide(*N2, pod("p", ("c",)), pvc("c", volume="gone", bound=True))
-    assert d.message == f'0/2 nodes are available: persistentvolume "gone" not found. {NOT_HELPFUL}'
+    assert d.message == f'0/2 nodes are available: persistentvolume "gone" not found. {NOT_FOUND}'
 
 
 # ---- WaitForFirstConsumer static matching -----------------------------------------------

@@ -28,6 +28,9 @@ class ImageSpread:
 
     def __init__(self) -> None:
         self.on: dict[str, dict[int, int]] = {}  # image name -> slot -> size
+        # image name -> its size as kube's cache keeps it: the size on the first node that listed it, kept
+        # while any node lists it (backend/cache addNodeImageStates: one ImageStateSummary per name)
+        self.size: dict[str, int] = {}
         self._listed: dict[int, tuple[str, ...]] = {}
 
     def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
@@ -42,10 +45,12 @@ class ImageSpread:
             slots.pop(slot, None)
             if not slots:
                 del self.on[name]
+                del self.size[name]
         node = state.nodes.node(slot)
         if node is not None and node.images:
             self._listed[slot] = tuple(node.images)
             for name, size in node.images.items():
+                self.size.setdefault(name, size)
                 self.on.setdefault(name, {})[slot] = size
 
 
@@ -67,10 +72,10 @@ class ImageLocality:
             if not slots or total_nodes == 0:
                 continue
             found = True
-            share = len(slots) / total_nodes
-            for slot, size in slots.items():
+            scaled = int(self.spread.size[image] * (len(slots) / total_nodes))  # kube's scaledImageScore
+            for slot in slots:
                 if slot < len(sums):
-                    sums[slot] += int(size * share)
+                    sums[slot] += scaled
         if not found:  # every sum 0, below the threshold: 0 everywhere
             return sums
         top = MAX_CONTAINER_THRESHOLD * len(cycle.pod.images)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from berth.core.framework.interface import PluginModule
 from berth.core.plugins import (
     defaultpreemption,
+    dynamicresources,
     imagelocality,
     interpodaffinity,
     loadawarescheduling,
@@ -42,7 +43,7 @@ class Registered:
 
 
 # kube's default profile (pkg/scheduler/apis/config/v1/default_plugins.go getDefaultPlugins, the
-# MultiPoint list), in its order, with its weights, less the plugins berth does not implement
+# MultiPoint list, with applyDynamicResources: DynamicResources before DefaultPreemption), in its order, with its weights, less the plugins berth does not implement
 # (PrioritySort, NodeName, the in-tree EBS/GCEPD/AzureDisk limits,
 # DefaultBinder); plus berth's VolumeBinding score (capacity priority) and
 # LoadAwareScheduling (Koordinator's). docs/plugins.md has the table.
@@ -59,6 +60,7 @@ REGISTRY: tuple[Registered, ...] = (
     Registered(volumezone, default=True),
     Registered(podtopologyspread, default=True, weight=2),
     Registered(interpodaffinity, default=True, weight=2),
+    Registered(dynamicresources, default=True, weight=2),  # kube 1.36: DRA is GA, its PostFilter first
     Registered(defaultpreemption, default=True),
     Registered(balancedallocation, default=True, weight=1),
     Registered(imagelocality, default=True, weight=1),

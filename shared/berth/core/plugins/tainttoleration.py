@@ -20,7 +20,8 @@ from berth.core.plugins.helper.normalize_score import default_normalize
 
 NAME = "TaintToleration"
 Args = None
-REASON_PREFIX = "node(s) had untolerated taint"
+# kube 1.36: the reason names no taint (taint_toleration.go, Filter; TestTaintTolerationFilter)
+REASON = "node(s) had untolerated taint(s)"
 _NONE_COUNTED = f"{NAME}.none"  # cycle.data: this cycle's scores are all zero
 
 
@@ -74,14 +75,14 @@ class TaintToleration:
 
     def filter(self, cycle: Cycle) -> list[Failure]:
         nodes = cycle.state.nodes
-        out = []
-        for tid, taints in enumerate(nodes.taint_sets):
-            bad = untolerated(taints, cycle.pod.tolerations) if taints else None
-            if bad is not None:
-                mask = (nodes.taint_set == tid) & nodes.valid
-                if mask.any():
-                    out.append(Failure(mask, f"{REASON_PREFIX} {{{bad.key}: {bad.value}}}", Code.UNRESOLVABLE))
-        return out
+        tolerations = cycle.pod.tolerations
+        bad = [
+            t for t, taints in enumerate(nodes.taint_sets) if taints and untolerated(taints, tolerations) is not None
+        ]
+        if not bad:
+            return []
+        mask = np.isin(nodes.taint_set, bad) & nodes.valid
+        return [Failure(mask, REASON, Code.UNRESOLVABLE)] if mask.any() else []
 
     def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
         cycle.data[self.name] = tuple(t for t in cycle.pod.tolerations if t.effect in ("", "PreferNoSchedule"))

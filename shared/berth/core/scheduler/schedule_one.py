@@ -373,7 +373,7 @@ class Scheduler:
 
     def _preempt(self, cycle: Cycle, outcome: Outcome) -> Outcome:
         """PostFilter for a pod that fits nowhere: its message gains the plugins' (kube's FitError
-        with PostFilterMsg; an Error is not shown), a nomination its node and victims."""
+        with PostFilterMsg, an Error's message too), a nomination its node and victims."""
         if not self.profile.post_filters or not self._post_filtering or outcome.statuses is None:
             return outcome
         post = self._post_filter(cycle, outcome.statuses)
@@ -381,8 +381,8 @@ class Scheduler:
         if post is None:
             return outcome
         d = outcome.decision
-        if post.status.code is not Code.ERROR:
-            d = msgspec.structs.replace(d, message=with_post_filter(d.message, post.status.message))
+        # kube's FitError shows the PostFilter's message whatever its code (an Error's too)
+        d = msgspec.structs.replace(d, message=with_post_filter(d.message, post.status.message))
         if post.status.code is Code.SUCCESS and post.nominated_node:
             d = msgspec.structs.replace(d, nominated_node=post.nominated_node, victims=list(post.victims))
         outcome.decision = d
@@ -403,13 +403,25 @@ class Scheduler:
         return kept
 
     def _post_filter(self, cycle: Cycle, statuses: NodeToStatus) -> PostFilterResult | None:
-        """kube runs PostFilter plugins in order until one succeeds or rejects the pod outright."""
+        """kube's RunPostFilterPlugins: the plugins in order until one succeeds, rejects the pod outright
+        or fails; otherwise Unschedulable with every plugin's reasons joined by ", " (a Status's
+        Message()), the first rejecting plugin's name and the last result that nominates or clears."""
         result = None
+        reasons: list[str] = []
+        rejector = ""
         for plugin in self.profile.post_filters:
-            result = self._timed(plugin.name, "PostFilter", plugin.post_filter, cycle, statuses, self.dry_runner)
-            if result.status.code in (Code.SUCCESS, Code.UNRESOLVABLE, Code.ERROR):
-                break
-        return result
+            found = self._timed(plugin.name, "PostFilter", plugin.post_filter, cycle, statuses, self.dry_runner)
+            if found.status.code in (Code.SUCCESS, Code.UNRESOLVABLE, Code.ERROR):
+                return found
+            if found.nominated_node is not None:
+                result = found
+            if found.status.message:
+                reasons.append(found.status.message)
+            rejector = rejector or found.status.plugin or plugin.name
+        if result is None and not rejector:
+            return None
+        status = Status(Code.UNSCHEDULABLE, ", ".join(reasons), rejector)
+        return PostFilterResult(status) if result is None else replace(result, status=status)
 
     def reserve(self, cycle: Cycle, slot: int) -> Status | None:
         """Reserve plugins in order; on a failure the ones that ran are unreserved in reverse."""

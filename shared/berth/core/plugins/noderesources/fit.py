@@ -5,6 +5,7 @@ scoring does: 100m / 200Mi for a container naming neither). No NormalizeScore, a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -101,27 +102,43 @@ class NodeResourcesFit:
 
     def filter(self, cycle: Cycle) -> list[Failure]:
         nodes = cycle.state.nodes
+        return self._short(cycle.pod, nodes.valid, nodes.allocatable, nodes.requested)
+
+    def _short(
+        self, pod: Pod, valid: Mask, allocatable: Callable[[str], Ints], requested: Callable[[str], Ints]
+    ) -> list[Failure]:
+        """Each resource the pod wants more of than is free: Unschedulable, or UnschedulableAndUnresolvable
+        where it wants more than the node's whole allocatable (kube's fitsRequest, InsufficientResource.Unresolvable:
+        preemption cannot help there; Too many pods never is). Per resource, the Unschedulable slots first."""
         out = []
-        for name, want in self.wants(cycle.pod):
-            short = nodes.valid & (nodes.allocatable(name) - nodes.requested(name) < want)
-            if short.any():
-                out.append(Failure(short, self.reason(name)))
+        for name, want in self.wants(pod):
+            alloc = allocatable(name)
+            short = valid & (alloc - requested(name) < want)
+            if not short.any():
+                continue
+            reason = self.reason(name)
+            whole = short & (alloc < want) if name != PODS else np.zeros_like(short)
+            if whole.any():
+                if not (short & ~whole).any():
+                    out.append(Failure(short, reason, Code.UNRESOLVABLE))
+                    continue
+                out.append(Failure(short & ~whole, reason))
+                out.append(Failure(whole, reason, Code.UNRESOLVABLE))
+            else:
+                out.append(Failure(short, reason))
         return out
 
     # node-local (berth.core.framework.runtime.incremental): a node's answer reads that node's allocatable and requests
     def filter_shape(self, cycle: Cycle) -> Shape:
         wants = tuple(self.wants(cycle.pod))
-        return Shape(wants, tuple((self.reason(name), Code.UNSCHEDULABLE) for name, _ in wants))
+        codes = (Code.UNSCHEDULABLE, Code.UNRESOLVABLE)
+        return Shape(wants, tuple((self.reason(name), c) for name, _ in wants for c in codes[: 1 + (name != PODS)]))
 
     def filter_on(self, cycle: Cycle, slots: Slots) -> list[Failure]:
         nodes = cycle.state.nodes
-        valid = nodes.valid[slots]
-        out = []
-        for name, want in self.wants(cycle.pod):
-            short = valid & (nodes.allocatable(name)[slots] - nodes.requested(name)[slots] < want)
-            if short.any():
-                out.append(Failure(short, self.reason(name)))
-        return out
+        return self._short(
+            cycle.pod, nodes.valid[slots], lambda n: nodes.allocatable(n)[slots], lambda n: nodes.requested(n)[slots]
+        )
 
     def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None:
         return None

@@ -28,7 +28,7 @@ Args = VolumeBindingArgs
 
 Ints = npt.NDArray[np.int64]
 
-NODE_CONFLICT = "node(s) had volume node affinity conflict"
+NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"  # kube 1.36 (binder.go ErrReasonNodeConflict)
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
