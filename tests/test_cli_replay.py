@@ -130,7 +130,6 @@ def test_positions_run_on_across_logs(capsys: pytest.CaptureFixture[str], tmp_pa
 @pytest.mark.parametrize(
     ("text", "hint"),
     [
-        ('{\n  "apiVersion": "v1",\n  "items": [],\n  "kind": "List"\n}\n', True),  # kubectl get -o json
         ('{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}\n', True),  # bare objects
         ("not json\n", False),
     ],
@@ -144,6 +143,28 @@ def test_a_run_with_every_line_rejected_exits_2(
     assert code == 2
     assert "every line of" in err and "--output-watch-events" in err
     assert ("berth watcher --record" in err) == hint
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("snap.json", '{\n  "apiVersion": "v1",\n  "items": [],\n  "kind": "List"\n}\n'),  # kubectl get -o json
+        ("snap.yaml", "apiVersion: v1\nkind: List\nitems: []\n"),  # kubectl get -o yaml
+        ("snap.txt", "---\nkind: Node\nmetadata:\n  name: a\n"),
+    ],
+)
+def test_a_snapshot_given_to_replay_points_at_evaluate(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str
+) -> None:
+    snap = tmp_path / name
+    snap.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = replay(capsys, str(snap))
+    assert (code, out) == (2, "")
+    error, hint = err.splitlines()
+    assert error.startswith(f"berth replay: error: {snap}: is ")
+    assert hint.startswith("berth replay: hint: ") and f"berth evaluate --snapshot {snap}" in hint
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no ./berth-rejects.jsonl
 
 
 SCARCE = str(LOGS / "scarce-pvs.jsonl")

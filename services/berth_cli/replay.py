@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 from rich.console import Console
 
-from berth.adapters.files.eventlog import Reject, read_events, write_rejects
+from berth.adapters.files.eventlog import Reject, open_log, read_events, write_rejects
 from berth.core.api.watch import Event
 from berth.core.errors import InputError
 from berth.core.pipeline.clock import ObjectClock
@@ -156,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
     for path in args.logs:
         if not Path(path).is_file():
             raise InputError(path, "", "No such file")
+    for path in args.logs:
+        _not_a_snapshot(path)
     _check_outputs(args)
     if args.bootstrap_servers:
         return publish(args)
@@ -272,7 +274,16 @@ def replay_one(
         stream: Iterable[Event] = events(args.logs, log.rejects, args.strict, args.until, log.unreadable)
     else:
         stream = log.events
-    asyncio.run(watch(pipeline, stream, Console(stderr=True), enabled=progress and not args.no_progress))
+    total = len(log.events) if log.events else None
+    asyncio.run(
+        watch(
+            pipeline,
+            stream,
+            Console(stderr=True),
+            enabled=progress and not args.no_progress,
+            total=(lambda: total) if total else lambda: count_lines(args.logs),
+        )
+    )
     stats = pipeline.stats(lane, time.perf_counter() - started)
     stats.rejects += len(log.rejects) + len(log.unreadable)
     stats.events = pipeline.published + len(log.unreadable)
@@ -286,6 +297,19 @@ def replay_one(
             placements[r.pod] = (r.node or "", [b.pv for b in r.volume_bindings if b.pv]) if placed else None
     dead = [r for r in pipeline.dead_letters(lane) if isinstance(r, RejectRecord)]
     return RunResult(stats, pipeline.published, log.rejects, log.unreadable, dead, placements)
+
+
+def count_lines(paths: list[str]) -> int | None:
+    """The lines of the logs (the progress bar's total): a quick pass over the bytes before the replay."""
+    n = 0
+    try:
+        for path in paths:
+            with open_log(path) as f:
+                while chunk := f.read(1 << 20):
+                    n += chunk.count(b"\n")
+    except (OSError, EOFError, InputError):
+        return None
+    return n or None
 
 
 def placement_diff(
@@ -385,6 +409,36 @@ HINT = (
     "for nodes, pv, pvc, storageclasses, or run `berth watcher --record cluster.jsonl.gz --no-publish`; "
     "a snapshot as it stands goes to `berth evaluate --snapshot`"
 )
+
+
+def _not_a_snapshot(path: str) -> None:
+    """A YAML document (a snapshot, a config) given as a log: fail before reading it, and write no
+    rejects file for it."""
+    try:
+        with open_log(path) as f:
+            head = f.read(4096)
+    except (OSError, EOFError):
+        return  # read_events reports it
+    first = next(
+        (line.strip() for line in head.splitlines() if line.strip() and not line.lstrip().startswith(b"#")), b""
+    )
+    if first in (b"{", b"["):  # a pretty-printed JSON document: `kubectl get -o json`
+        raise InputError(
+            path,
+            "",
+            "is one JSON document over many lines, not an event log of JSON lines",
+            hint=f"a snapshot (objects as `kubectl get -o json` prints them) goes to `berth evaluate --snapshot {path}`",
+        )
+    if not first or first.startswith((b"{", b"[")):
+        return
+    yaml_like = first == b"---" or first.split(b":", 1)[0].strip() in (b"apiVersion", b"kind", b"items", b"metadata")
+    if yaml_like or path.endswith((".yaml", ".yml")):
+        raise InputError(
+            path,
+            "",
+            "is YAML, not an event log of JSON lines",
+            hint=f"a snapshot (objects as `kubectl get -o yaml` prints them) goes to `berth evaluate --snapshot {path}`",
+        )
 
 
 def nothing_read(logs: list[str], rejects: list[Reject], path: str | None) -> str:
