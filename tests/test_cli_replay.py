@@ -90,7 +90,7 @@ def test_compare_replays_under_two_configs(capsys: pytest.CaptureFixture[str], t
     assert code == 0
     assert "default" in stdout and "most-free" in stdout
     mine = {r["pod"]: r["volumeBindings"][0]["pv"] for r in lines(out)}
-    theirs = {r["pod"]: r["volumeBindings"][0]["pv"] for r in lines(tmp_path / "d.compare.jsonl")}
+    theirs = {r["pod"]: r["volumeBindings"][0]["pv"] for r in lines(tmp_path / "d.most-free.jsonl")}
     assert mine["db/small-0"] == "pv-b-10g"
     assert theirs["db/small-0"] != "pv-b-10g"
 
@@ -207,14 +207,14 @@ def test_n_way_compare_in_processes_gives_what_one_process_gives(
         assert code == 0
         outs[jobs] = d
     one, three = outs["1"], outs["3"]
-    for name in ("d.jsonl", "d.compare.jsonl", "d.compare2.jsonl", "diff.jsonl"):
+    for name in ("d.jsonl", "d.most-free-1.jsonl", "d.most-free-2.jsonl", "diff.jsonl"):
         assert (one / name).read_bytes() == (three / name).read_bytes()
     runs = json.loads((three / "s.json").read_text())["runs"]
     assert [r["label"] for r in runs] == ["default", "most-free #1", "most-free #2"]
     assert {**runs[1], "label": ""} == {**runs[2], "label": ""}
     diff = lines(three / "diff.jsonl")
     default = {r["pod"]: r for r in lines(three / "d.jsonl") if r["kind"] == "Decision"}
-    other = {r["pod"]: r for r in lines(three / "d.compare.jsonl") if r["kind"] == "Decision"}
+    other = {r["pod"]: r for r in lines(three / "d.most-free-1.jsonl") if r["kind"] == "Decision"}
     differ = sorted(p for p in default.keys() | other.keys() if _placed(default.get(p)) != _placed(other.get(p)))
     assert [d["pod"] for d in diff] == differ and differ
     assert diff[0]["runs"][0]["label"] == "default"
@@ -225,7 +225,7 @@ def test_n_way_compare_in_processes_gives_what_one_process_gives(
     code, _, _ = replay(capsys, LOCAL, "--config", most_free, "--decisions", str(alone / "d.jsonl"),
                         "--summary", str(alone / "s.json"))  # fmt: skip
     assert code == 0
-    assert (alone / "d.jsonl").read_bytes() == (three / "d.compare2.jsonl").read_bytes()
+    assert (alone / "d.jsonl").read_bytes() == (three / "d.most-free-2.jsonl").read_bytes()
     assert {**json.loads((alone / "s.json").read_text())["runs"][0], "label": ""} == {**runs[2], "label": ""}
 
 
@@ -247,14 +247,16 @@ def test_each_run_of_a_compare_writes_what_its_config_writes_alone(
     assert read == logs  # each log decoded once, here, whatever the replays
     monkeypatch.undo()
     runs = json.loads((both / "s.json").read_text())["runs"]
-    for i, (config, name) in enumerate(zip([None, *configs], ["d", "d.compare", "d.compare2"], strict=True)):
+    for i, (config, name) in enumerate(
+        zip([None, *configs], ["d", "d.most-free", "d.capacity-priority-off"], strict=True)
+    ):
         alone = tmp_path / f"alone{i}"
         argv = [*logs, *(["--config", config] if config else []), "--decisions", str(alone / "d.jsonl")]
         assert replay(capsys, *argv, "--summary", str(alone / "s.json"))[0] == 0
         assert (alone / "d.jsonl").read_bytes() == (both / f"{name}.jsonl").read_bytes()
         assert json.loads((alone / "s.json").read_text())["runs"] == [runs[i]]
         assert (alone / "d.rejects.jsonl").read_bytes() == (both / "d.rejects.jsonl").read_bytes()
-    assert len({(both / f"{name}.jsonl").read_bytes() for name in ("d", "d.compare", "d.compare2")}) > 1
+    assert len({(both / f"{name}.jsonl").read_bytes() for name in ("d", "d.most-free", "d.capacity-priority-off")}) > 1
 
 
 def _placed(r: dict | None) -> tuple[str, list[str]] | None:
@@ -342,3 +344,13 @@ def test_a_resource_version_of_unicode_digits_is_opaque(capsys: pytest.CaptureFi
     code, _, err = replay(capsys, str(path), "--decisions", str(tmp_path / "d.jsonl"))
     assert code == 0, err
     assert (tmp_path / "d.jsonl").read_text().count("Scheduled") > 0
+
+
+def test_diff_covers_every_run_against_the_first() -> None:
+    a = {"p1": ("n1", []), "p2": ("n1", []), "p3": None}
+    b = {"p1": ("n1", []), "p2": ("n2", []), "p3": None}
+    c = {"p1": ("n3", ["pv"]), "p2": ("n1", []), "p3": None}
+    diff = cli_replay.placement_diff(["default", "b", "c"], [a, b, c])
+    assert [d["pod"] for d in diff] == ["p1", "p2"]
+    assert [r["label"] for r in diff[0]["runs"]] == ["default", "b", "c"]
+    assert diff[0]["runs"][2] == {"label": "c", "node": "n3", "pvs": ["pv"]}

@@ -21,7 +21,7 @@ from berth.core.generate.params import parse_mix, parse_seconds, parse_shapes
 from berth_cli.common import rfc3339
 
 PRESET_HELP = {
-    "small": "the demo sample: 30 nodes in 3 zones, 330 PVs, 150 pending pods, 2 buffers, 30 minutes",
+    "small": "the demo sample: 30 nodes in 3 zones, 330 PVs, 150 pending pods, 3 buffers, 30 minutes",
     "cold-burst": "8 warm nodes, one of them cold, then a burst of 50 pods within a second",
     "small-churn": "small, with every workload living about 5 minutes: most pods leave before the end",
     "bench": "5,000 nodes, 100,000 PVs, 20,000 pending pods, about 200,000 events",

@@ -23,7 +23,7 @@ from berth.adapters.files.eventlog import Reject, open_log, read_events, write_r
 from berth.core.api.watch import Event
 from berth.core.errors import InputError
 from berth.core.pipeline.clock import ObjectClock
-from berth.core.pipeline.metrics import run_labels
+from berth.core.pipeline.metrics import distinct, run_labels
 from berth.core.pipeline.records import DecisionRecord, Record, RejectRecord, encode_record
 from berth.core.pipeline.stats import RunStats
 from berth_cli.common import (
@@ -71,7 +71,11 @@ def add_parser(sub: Any) -> None:
         help="replay the same logs under these configs too, each in its own process, side by side",
     )
     p.add_argument("--jobs", type=int, metavar="N", help="replays run at once with --compare (default: all of them)")
-    p.add_argument("--diff", metavar="OUT.jsonl", help="the pods the first two runs placed differently")
+    p.add_argument(
+        "--diff",
+        metavar="OUT.jsonl",
+        help="the pods any --compare run placed differently from the first, with every run's placement",
+    )
     p.add_argument(
         "--rejects",
         metavar="FILE",
@@ -176,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     all_stats = [r.stats for r in results]
     diff: list[dict[str, Any]] = []
     if len(results) > 1:
-        diff = placement_diff(run_labels(all_stats)[:2], results[0].placements, results[1].placements)
+        diff = placement_diff(run_labels(all_stats), [r.placements for r in results])
         if args.diff:
             Path(args.diff).parent.mkdir(parents=True, exist_ok=True)
             Path(args.diff).write_bytes(b"".join(msgspec.json.encode(d) + b"\n" for d in diff))
@@ -201,7 +205,7 @@ def _replay_all(args: argparse.Namespace, configs: list[str | None]) -> list[Run
     --jobs replays run at once (default: all of them): the first in this process, the others each
     in a process forked from it, which inherits the decoded events instead of decoding them again.
     All at once, not one per CPU: three replays on two idle CPUs then take about 1.5 times one
-    replay, not two rounds (docs/replay.md, Performance)."""
+    replay, not two rounds (docs/performance/replay.md)."""
     if len(configs) == 1:
         return [replay_one(args, configs[0], 0)]
     log = read_log(args)
@@ -289,7 +293,7 @@ def replay_one(
     stats.events = pipeline.published + len(log.unreadable)
     records = pipeline.records(lane)
     if args.decisions:
-        _write_records(_decisions_path(args.decisions, index), records)
+        _write_records(_decisions_path(args.decisions, index, _configs(args)), records)
     placements: dict[str, tuple[str, list[str]] | None] = {}
     for r in records:
         if isinstance(r, DecisionRecord):
@@ -312,21 +316,18 @@ def count_lines(paths: list[str]) -> int | None:
     return n or None
 
 
-def placement_diff(
-    labels: list[str],
-    a: dict[str, tuple[str, list[str]] | None],
-    b: dict[str, tuple[str, list[str]] | None],
-) -> list[dict[str, Any]]:
-    """Pods the two runs placed differently (by each pod's last decision), in pod order."""
+def placement_diff(labels: list[str], runs: list[dict[str, tuple[str, list[str]] | None]]) -> list[dict[str, Any]]:
+    """Pods that any run placed differently from the first (by each pod's last decision), in pod
+    order, with every run's placement."""
     out = []
-    for pod in sorted(a.keys() | b.keys()):
-        x, y = a.get(pod), b.get(pod)
-        if x != y:
-            runs = [
+    for pod in sorted(set().union(*runs)):
+        placed = [r.get(pod) for r in runs]
+        if any(p != placed[0] for p in placed[1:]):
+            rows = [
                 {"label": label, "node": p[0] if p else None, "pvs": p[1] if p else []}
-                for label, p in zip(labels, (x, y), strict=True)
+                for label, p in zip(labels, placed, strict=True)
             ]
-            out.append({"pod": pod, "runs": runs})
+            out.append({"pod": pod, "runs": rows})
     return out
 
 
@@ -363,7 +364,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
     """Every file and directory the run will write can be written, checked before the run."""
     if args.decisions:
         for index in range(1 + len(args.compare or [])):
-            check_file_target(_decisions_path(args.decisions, index))
+            check_file_target(_decisions_path(args.decisions, index, _configs(args)))
     check_file_target(_rejects_path(args))
     for path in (args.summary, args.diff):
         if path:
@@ -372,10 +373,20 @@ def _check_outputs(args: argparse.Namespace) -> None:
         check_dir_target(args.report)
 
 
-def _decisions_path(path: str, index: int) -> str:
-    """The decisions file of the run at `index`: the base config's, then `.compare`, `.compare2`, ..."""
-    tag = "" if index == 0 else ".compare" if index == 1 else f".compare{index}"
-    return _sibling(path, tag) if tag else path
+def _configs(args: argparse.Namespace) -> list[str | None]:
+    return [args.config, *(args.compare or [])]
+
+
+def _decisions_path(path: str, index: int, configs: list[str | None]) -> str:
+    """The decisions file of the run at `index`: OUT.jsonl for the first, then OUT.<config's name>.jsonl
+    for each --compare config (`most-free`; made distinct as the summary's columns are: `most-free-1`)."""
+    if index == 0:
+        return path
+    names = [label.replace(" #", "-") for label in distinct([_label(c) for c in configs])]
+    name = names[index]
+    if name in ("rejects", *names[:index]) or name == "":
+        name = f"{name}-{index}"
+    return _sibling(path, "." + name.replace("/", "_"))
 
 
 def _rejects_path(args: argparse.Namespace) -> str:
