@@ -7,6 +7,9 @@ import difflib
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
 from berth.core.cache.state import ClusterState
 from berth.core.errors import InputError
 from berth.core.plugins.loadawarescheduling.store import NodeMetricStore
@@ -91,8 +94,12 @@ def run(args: argparse.Namespace) -> int:
     state = ClusterState()
     config = load_config(args.config, args.strict_config)
     schedulers = {p.scheduler_name: Scheduler(p.build(state)) for p in config.profiles}
+    bar = _bar()
     try:
-        load_state(args.snapshot, state)
+        with bar:
+            reading = bar.add_task(f"reading {args.snapshot}", total=None)
+            load_state(args.snapshot, state)
+            bar.remove_task(reading)
     except InputError as e:
         e.hint = e.hint or _log_hint(args.snapshot, e)
         raise
@@ -120,16 +127,19 @@ def run(args: argparse.Namespace) -> int:
     decisions: list[Decision] = []
     skipped: list[dict[str, str]] = []  # pods of schedulers the config has no profile for
     gated: list[dict[str, str]] = []  # pods a PreEnqueue plugin holds back (scheduling gates)
-    for pod in pods:
-        scheduler = schedulers.get(pod.scheduler_name)
-        if scheduler is None:
-            skipped.append({"pod": pod.key, "schedulerName": pod.scheduler_name})
-            continue
-        held = scheduler.pre_enqueue(pod)
-        if held.rejects:
-            gated.append({"pod": pod.key, "plugin": held.plugin, "message": held.message})
-        else:
-            decisions += scheduler.run([pod], now)
+    with _bar() as bar:
+        deciding = bar.add_task("deciding pending pods", total=len(pods))
+        for pod in pods:
+            bar.advance(deciding)
+            scheduler = schedulers.get(pod.scheduler_name)
+            if scheduler is None:
+                skipped.append({"pod": pod.key, "schedulerName": pod.scheduler_name})
+                continue
+            held = scheduler.pre_enqueue(pod)
+            if held.rejects:
+                gated.append({"pod": pod.key, "plugin": held.plugin, "message": held.message})
+            else:
+                decisions += scheduler.run([pod], now)
     if args.now is None and decisions:
         _hint_now(state, now)
     if args.output in ("json", "yaml"):
@@ -146,6 +156,28 @@ def run(args: argparse.Namespace) -> int:
         for g in gated:
             print(f"gated {g['pod']}: {g['message']}")
     return 0
+
+
+def _bar() -> Progress:
+    """A transient bar on stderr, drawn only on a terminal and only for a step past 2 s."""
+    console = Console(stderr=True)
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    return _LateProgress(*columns, console=console, transient=True, disable=not console.is_terminal)
+
+
+class _LateProgress(Progress):
+    """Progress that draws nothing for its first 2 seconds: quick runs print no bar at all."""
+
+    def get_renderables(self) -> Any:
+        if self.tasks and all((t.elapsed or 0) < 2 for t in self.tasks):
+            return []
+        return super().get_renderables()
 
 
 def _log_hint(path: str, e: InputError) -> str | None:
