@@ -18,8 +18,10 @@ async def watch(
     console: Console,
     enabled: bool = True,
     total: Callable[[], int | None] | None = None,
+    name: str | None = None,
 ) -> None:
-    """total: the number of lines to replay, asked only when the bar is shown (a terminal)."""
+    """total: the number of lines to replay, asked only when the bar is shown (a terminal);
+    name: the run's, with --compare."""
     runner = asyncio.create_task(pipeline.run(events))
     if not enabled or not console.is_terminal:
         await runner
@@ -36,10 +38,11 @@ async def watch(
             waiting = len(lane.scorer.queue)
             rate = lane.progress.events / max(loop.time() - start, 1e-6)
             of = f"/{lines:,}" if lines else ""
+            who = f"{name}: " if name else ""
             bar.update(
                 task,
                 completed=lane.progress.events,
-                description=f"{lane.progress.events:,}{of} events ({rate:,.0f}/s)  {decided} decisions  "
+                description=f"{who}{lane.progress.events:,}{of} events ({rate:,.0f}/s)  {decided} decisions  "
                 f"{waiting} unschedulable",
             )
             await asyncio.wait([runner], timeout=0.2)

@@ -210,16 +210,26 @@ def _replay_all(args: argparse.Namespace, configs: list[str | None]) -> list[Run
         return [replay_one(args, configs[0], 0)]
     log = read_log(args)
     jobs = max(1, args.jobs or len(configs))
+    names = _names(configs)
     if jobs == 1:
-        return [replay_one(args, c, i, False, log) for i, c in enumerate(configs)]
+        out = []
+        for i, c in enumerate(configs):
+            out.append(replay_one(args, c, i, True, log, names[i]))
+            _done(args, names[i], out[-1])
+        return out
     global _LOG
     _LOG = log
     ctx = multiprocessing.get_context("fork")  # no thread or event loop runs yet in this process
     try:
         with ProcessPoolExecutor(max_workers=min(jobs, len(configs)) - 1, mp_context=ctx) as pool:
             futures = [pool.submit(_replay_forked, args, c, i) for i, c in enumerate(configs) if i]
-            first = replay_one(args, configs[0], 0, False, log)  # meanwhile, here
-            return [first, *(f.result() for f in futures)]
+            first = replay_one(args, configs[0], 0, True, log, names[0])  # meanwhile, here, with its bar
+            _done(args, names[0], first)
+            rest = []
+            for i, f in enumerate(futures, 1):
+                rest.append(f.result())
+                _done(args, names[i], rest[-1])
+            return [first, *rest]
     finally:
         _LOG = None
 
@@ -251,13 +261,30 @@ def read_log(args: argparse.Namespace) -> Log:
     return Log(kept, rejects, unreadable)
 
 
+def _names(configs: list[str | None]) -> list[str]:
+    return distinct([_label(c) for c in configs])
+
+
+def _done(args: argparse.Namespace, name: str, result: RunResult) -> None:
+    """With --compare on a terminal: one line on stderr as each run ends."""
+    if args.no_progress or not sys.stderr.isatty():
+        return
+    s = result.stats
+    print(f"berth replay: {name}: {len(s.decisions):,} decisions in {s.seconds:.1f} s", file=sys.stderr)
+
+
 def _replay_forked(args: argparse.Namespace, config: str | None, index: int) -> RunResult:
     assert _LOG is not None  # set before the fork
     return replay_one(args, config, index, False, _LOG)
 
 
 def replay_one(
-    args: argparse.Namespace, config: str | None, index: int, progress: bool = True, log: Log | None = None
+    args: argparse.Namespace,
+    config: str | None,
+    index: int,
+    progress: bool = True,
+    log: Log | None = None,
+    name: str | None = None,
 ) -> RunResult:
     """The logs replayed under one config, in this process; its decisions written if asked.
     log: the logs already decoded (--compare), else they are read as the replay goes."""
@@ -286,6 +313,7 @@ def replay_one(
             Console(stderr=True),
             enabled=progress and not args.no_progress,
             total=(lambda: total) if total else lambda: count_lines(args.logs),
+            name=name,
         )
     )
     stats = pipeline.stats(lane, time.perf_counter() - started)
