@@ -28,7 +28,7 @@ MERGE = "tag:yaml.org,2002:merge"
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_Base):  # type: ignore[misc]
+class _Strict:
     """Strict YAML as kubectl reads it: a mapping key given twice is an error (PyYAML keeps the
     last one silently, so two documents pasted without `---` lose an object). Keys brought in by a
     merge key (`<<`) may be overridden, as in YAML 1.1. No implicit timestamps: times stay RFC 3339
@@ -39,7 +39,7 @@ class _Loader(_Base):  # type: ignore[misc]
         for key_node, _ in node.value:
             if key_node.tag == MERGE:
                 continue
-            key = self.construct_object(key_node, deep=True)  # cached: built once
+            key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]  # cached: built once
             try:
                 first = seen.setdefault((type(key), key), key_node)  # 1, 1.0 and true are different keys
             except TypeError:  # an unhashable key: the base constructor reports it
@@ -49,14 +49,28 @@ class _Loader(_Base):  # type: ignore[misc]
                 line = first.start_mark.line + 1
                 problem = f"mapping key {shown} already defined at line {line}"
                 raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
-        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)  # type: ignore[misc]
         return mapping
+
+
+class _Loader(_Strict, _Base):  # type: ignore[misc]
+    """The strict loader on libyaml's parser where PyYAML has it."""
 
 
 _Loader.yaml_implicit_resolvers = {
     k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
     for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+
+
+class _PyLoader(_Strict, yaml.SafeLoader):
+    """The same strict loader on PyYAML's pure-Python parser, which recurses per level of nesting
+    (so nesting is bounded by the recursion limit): for documents the event builder leaves aside."""
+
+    yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+
+
+MAX_DEPTH = 100  # nesting in a document: Kubernetes objects stay well within it; past it, an error
 
 
 class _Unusual(Exception):
@@ -152,6 +166,8 @@ def _fast_documents(text: str) -> list[Any]:
                 raise _Unusual  # a collection as a mapping key
             put(new)
             stack.append(frame)
+            if len(stack) > MAX_DEPTH:
+                raise RecursionError(f"nested deeper than {MAX_DEPTH}")
         elif cls is yaml.MappingEndEvent or cls is yaml.SequenceEndEvent:
             stack.pop()
         elif cls is yaml.AliasEvent:
@@ -196,7 +212,7 @@ def parse_documents(text: str, source: str) -> list[Any]:
         try:
             docs = _fast_documents(text)
         except _Unusual:  # merge keys, explicit tags, complex or duplicate keys: the full loader says it
-            docs = list(yaml.load_all(text, Loader=_Loader))
+            docs = list(yaml.load_all(text, Loader=_PyLoader))
         return [d for d in docs if d is not None]
     except RecursionError:
         raise InputError(source, "", "invalid YAML: nested too deeply") from None
