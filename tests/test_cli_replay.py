@@ -194,6 +194,7 @@ def test_decisions_are_compact_by_default_and_complete_with_all_nodes(
     assert compact.stat().st_size < full.stat().st_size
 
 
+@pytest.mark.timeout(300)  # seven replays of the sample: past the default 60 s on a busy 2-CPU machine
 def test_n_way_compare_in_processes_gives_what_one_process_gives(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
