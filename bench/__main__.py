@@ -20,6 +20,7 @@ BENCHES = [
     "decide50k",
     "preemption",
     "memory",
+    "snapshot_yaml",
 ]
 
 

@@ -243,3 +243,101 @@ def test_an_object_just_within_the_size_limit_is_read(capsys: pytest.CaptureFixt
     path.write_text(json.dumps({"kind": "List", "items": [_big((3 << 20) - 200)]}))  # its JSON is under the limit
     code, _, err = run(capsys, "evaluate", "--snapshot", str(path))
     assert code == 0, err
+
+
+# ---- issue 35: kubectl habits, more output forms, hints -------------------------------------------
+
+
+def test_bare_pod_name_resolves_in_namespace(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "evaluate", "--snapshot", LOCAL, "-n", "db", "--pod", "small-0")
+    assert code == 0 and [d["pod"] for d in json.loads(out)["decisions"]] == ["db/small-0"]
+
+
+def test_pod_not_found_hints_ns_name_and_close_matches(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "evaluate", "--snapshot", LOCAL, "--pod", "small-0")
+    assert code == 2 and out == ""
+    assert "not found in namespace default" in err and "db/small-0" in err and "NS/NAME" in err and "-n" in err
+
+
+def test_namespace_limits_listing_and_all_namespaces_is_default(capsys: pytest.CaptureFixture[str]) -> None:
+    _, every, _ = run(capsys, "evaluate", "--snapshot", LOCAL)
+    _, all_ns, _ = run(capsys, "evaluate", "--snapshot", LOCAL, "-A")
+    assert every == all_ns
+    code, out, err = run(capsys, "evaluate", "--snapshot", LOCAL, "-n", "web")
+    assert code == 0 and json.loads(out)["decisions"] == []
+    assert err.count("\n") == 1 and "hint: " in err and "no pending pod in namespace web" in err
+
+
+def test_yaml_output_carries_the_json_decisions(capsys: pytest.CaptureFixture[str]) -> None:
+    _, as_json, _ = run(capsys, "evaluate", "--snapshot", LOCAL)
+    code, as_yaml, _ = run(capsys, "evaluate", "--snapshot", LOCAL, "-o", "yaml")
+    assert code == 0 and yaml.safe_load(as_yaml) == json.loads(as_json)
+
+
+def test_wide_names_plugins_scores_and_victims(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "evaluate", "--snapshot", str(DATA / "load-aware.yaml"), "-o", "wide", "--pod", "db/db-0"
+    )
+    assert code == 0
+    assert "LoadAwareScheduling: node(s) nodeMetric expired" in out and "nominated" in out and "victims" in out
+
+
+def test_wide_shows_nomination_and_victims() -> None:
+    from berth.core.scheduler.results import Decision, NodeResult
+    from berth_cli.show import render_table
+
+    d = Decision(
+        "ns/p",
+        "Unschedulable",
+        None,
+        "0/2 nodes are available",
+        nodes={
+            "a": NodeResult(False, ["Insufficient cpu"]),
+            "b": NodeResult(False, ["node(s) had untolerated taint {x: y}", "Too many pods"]),
+        },
+        nominated_node="a",
+        victims=["ns/low-1"],
+    )
+    buf = io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stdout(buf):
+        render_table([d], wide=True)
+    text = buf.getvalue()
+    assert "ns/low-1" in text and "NodeResourcesFit: Insufficient cpu" in text
+    assert "TaintToleration: node(s) had untolerated taint" in text
+
+
+def test_plugin_of_knows_every_filter_reason() -> None:
+    from berth_cli.show import plugin_of
+
+    assert plugin_of("node(s) didn't match pod anti-affinity rules") == "InterPodAffinity"
+    assert plugin_of("node(s) didn't find available persistent volumes to bind") == "VolumeBinding"
+    assert plugin_of("node(s) cpu usage exceed threshold") == "LoadAwareScheduling"
+    assert plugin_of("something new") is None
+
+
+def test_expired_metrics_hint_now(capsys: pytest.CaptureFixture[str]) -> None:
+    snap = str(DATA / "load-aware.yaml")
+    code, _, err = run(capsys, "evaluate", "--snapshot", snap, "-o", "table")
+    assert code == 0 and err.count("\n") == 1 and "hint:" in err and "--now 2026-11-01T12:00:00Z" in err
+    code, _, err = run(capsys, "evaluate", "--snapshot", snap, "--now", "2026-11-01T12:00:30Z")
+    assert (code, err) == (0, "")
+
+
+def test_event_log_given_to_evaluate_points_at_replay(capsys: pytest.CaptureFixture[str]) -> None:
+    log = str(Path(__file__).parent.parent / "examples" / "cold-burst.jsonl")
+    code, out, err = run(capsys, "evaluate", "--snapshot", log)
+    assert code == 2 and out == ""
+    assert err.splitlines()[1] == (
+        f"berth evaluate: hint: {log} looks like an event log (JSON Lines, one watch event per line): "
+        f"replay it with `berth replay {log}`"
+    )
+
+
+def test_empty_snapshot_says_what_it_found(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("apiVersion: v1\nkind: List\nitems: []\n")
+    code, out, err = run(capsys, "evaluate", "--snapshot", str(empty), "-o", "table")
+    assert code == 0 and "0 pending pod(s)" in out
+    assert "found 0 nodes and 0 pending pods" in err and "kubectl get" in err and err.count("\n") == 1

@@ -90,7 +90,7 @@ def test_compare_replays_under_two_configs(capsys: pytest.CaptureFixture[str], t
     assert code == 0
     assert "default" in stdout and "most-free" in stdout
     mine = {r["pod"]: r["volumeBindings"][0]["pv"] for r in lines(out)}
-    theirs = {r["pod"]: r["volumeBindings"][0]["pv"] for r in lines(tmp_path / "d.compare.jsonl")}
+    theirs = {r["pod"]: r["volumeBindings"][0]["pv"] for r in lines(tmp_path / "d.most-free.jsonl")}
     assert mine["db/small-0"] == "pv-b-10g"
     assert theirs["db/small-0"] != "pv-b-10g"
 
@@ -130,7 +130,6 @@ def test_positions_run_on_across_logs(capsys: pytest.CaptureFixture[str], tmp_pa
 @pytest.mark.parametrize(
     ("text", "hint"),
     [
-        ('{\n  "apiVersion": "v1",\n  "items": [],\n  "kind": "List"\n}\n', True),  # kubectl get -o json
         ('{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}\n', True),  # bare objects
         ("not json\n", False),
     ],
@@ -144,6 +143,28 @@ def test_a_run_with_every_line_rejected_exits_2(
     assert code == 2
     assert "every line of" in err and "--output-watch-events" in err
     assert ("berth watcher --record" in err) == hint
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("snap.json", '{\n  "apiVersion": "v1",\n  "items": [],\n  "kind": "List"\n}\n'),  # kubectl get -o json
+        ("snap.yaml", "apiVersion: v1\nkind: List\nitems: []\n"),  # kubectl get -o yaml
+        ("snap.txt", "---\nkind: Node\nmetadata:\n  name: a\n"),
+    ],
+)
+def test_a_snapshot_given_to_replay_points_at_evaluate(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str
+) -> None:
+    snap = tmp_path / name
+    snap.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = replay(capsys, str(snap))
+    assert (code, out) == (2, "")
+    error, hint = err.splitlines()
+    assert error.startswith(f"berth replay: error: {snap}: is ")
+    assert hint.startswith("berth replay: hint: ") and f"berth evaluate --snapshot {snap}" in hint
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no ./berth-rejects.jsonl
 
 
 SCARCE = str(LOGS / "scarce-pvs.jsonl")
@@ -175,6 +196,7 @@ def test_decisions_are_compact_by_default_and_complete_with_all_nodes(
     assert compact.stat().st_size < full.stat().st_size
 
 
+@pytest.mark.timeout(300)  # seven replays of the sample: past the default 60 s on a busy 2-CPU machine
 def test_n_way_compare_in_processes_gives_what_one_process_gives(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -188,14 +210,14 @@ def test_n_way_compare_in_processes_gives_what_one_process_gives(
         assert code == 0
         outs[jobs] = d
     one, three = outs["1"], outs["3"]
-    for name in ("d.jsonl", "d.compare.jsonl", "d.compare2.jsonl", "diff.jsonl"):
+    for name in ("d.jsonl", "d.most-free-1.jsonl", "d.most-free-2.jsonl", "diff.jsonl"):
         assert (one / name).read_bytes() == (three / name).read_bytes()
     runs = json.loads((three / "s.json").read_text())["runs"]
     assert [r["label"] for r in runs] == ["default", "most-free #1", "most-free #2"]
     assert {**runs[1], "label": ""} == {**runs[2], "label": ""}
     diff = lines(three / "diff.jsonl")
     default = {r["pod"]: r for r in lines(three / "d.jsonl") if r["kind"] == "Decision"}
-    other = {r["pod"]: r for r in lines(three / "d.compare.jsonl") if r["kind"] == "Decision"}
+    other = {r["pod"]: r for r in lines(three / "d.most-free-1.jsonl") if r["kind"] == "Decision"}
     differ = sorted(p for p in default.keys() | other.keys() if _placed(default.get(p)) != _placed(other.get(p)))
     assert [d["pod"] for d in diff] == differ and differ
     assert diff[0]["runs"][0]["label"] == "default"
@@ -206,7 +228,7 @@ def test_n_way_compare_in_processes_gives_what_one_process_gives(
     code, _, _ = replay(capsys, LOCAL, "--config", most_free, "--decisions", str(alone / "d.jsonl"),
                         "--summary", str(alone / "s.json"))  # fmt: skip
     assert code == 0
-    assert (alone / "d.jsonl").read_bytes() == (three / "d.compare2.jsonl").read_bytes()
+    assert (alone / "d.jsonl").read_bytes() == (three / "d.most-free-2.jsonl").read_bytes()
     assert {**json.loads((alone / "s.json").read_text())["runs"][0], "label": ""} == {**runs[2], "label": ""}
 
 
@@ -228,14 +250,16 @@ def test_each_run_of_a_compare_writes_what_its_config_writes_alone(
     assert read == logs  # each log decoded once, here, whatever the replays
     monkeypatch.undo()
     runs = json.loads((both / "s.json").read_text())["runs"]
-    for i, (config, name) in enumerate(zip([None, *configs], ["d", "d.compare", "d.compare2"], strict=True)):
+    for i, (config, name) in enumerate(
+        zip([None, *configs], ["d", "d.most-free", "d.capacity-priority-off"], strict=True)
+    ):
         alone = tmp_path / f"alone{i}"
         argv = [*logs, *(["--config", config] if config else []), "--decisions", str(alone / "d.jsonl")]
         assert replay(capsys, *argv, "--summary", str(alone / "s.json"))[0] == 0
         assert (alone / "d.jsonl").read_bytes() == (both / f"{name}.jsonl").read_bytes()
         assert json.loads((alone / "s.json").read_text())["runs"] == [runs[i]]
         assert (alone / "d.rejects.jsonl").read_bytes() == (both / "d.rejects.jsonl").read_bytes()
-    assert len({(both / f"{name}.jsonl").read_bytes() for name in ("d", "d.compare", "d.compare2")}) > 1
+    assert len({(both / f"{name}.jsonl").read_bytes() for name in ("d", "d.most-free", "d.capacity-priority-off")}) > 1
 
 
 def _placed(r: dict | None) -> tuple[str, list[str]] | None:
@@ -332,3 +356,13 @@ def test_speed_outside_its_range_is_a_clean_error(value: str, capsys: pytest.Cap
         main(["replay", str(LOGS / "local-pvs.jsonl"), "--speed", value])
     assert e.value.code == 2
     assert "argument --speed: want a" in capsys.readouterr().err
+
+
+def test_diff_covers_every_run_against_the_first() -> None:
+    a = {"p1": ("n1", []), "p2": ("n1", []), "p3": None}
+    b = {"p1": ("n1", []), "p2": ("n2", []), "p3": None}
+    c = {"p1": ("n3", ["pv"]), "p2": ("n1", []), "p3": None}
+    diff = cli_replay.placement_diff(["default", "b", "c"], [a, b, c])
+    assert [d["pod"] for d in diff] == ["p1", "p2"]
+    assert [r["label"] for r in diff[0]["runs"]] == ["default", "b", "c"]
+    assert diff[0]["runs"][2] == {"label": "c", "node": "n3", "pvs": ["pv"]}

@@ -131,3 +131,42 @@ def test_duplicates_anywhere_are_refused(text: str, where: str) -> None:
     with pytest.raises(InputError) as e:
         parse_documents(text, "s.yaml")
     assert str(e.value) == f"s.yaml: {where}"
+
+
+# The event builder (libyaml's events straight to objects) gives what the full strict loader gives.
+_SAMPLES = [
+    "a: &x {b: 1}\nc: *x\n",
+    "a: 1\nb: 1.0\nc: true\nd: null\ne: '1'\nf: 2026-01-01T00:00:00Z\ng: ~\nh: 0x1f\ni: .inf\nj: 1_000\n",
+    "---\n---\na: [1, 2, {x: y}]\n...\n",
+    "a: !!str 5\nb: !!int '7'\nc: !!binary aGk=\n",
+    "<<: {a: 1}\nb: 2\n",
+    "1: a\n1.0: b\ntrue: c\n",
+    "list:\n- &p {name: a}\n- *p\n- - nested\n  - [deeper, {k: v}]\n",
+    "key with spaces: 'quoted: value'\nfolded: >\n  two\n  lines\nliteral: |\n  kept\n",
+]
+
+
+@pytest.mark.parametrize("text", _SAMPLES)
+def test_event_builder_matches_the_full_loader(text: str) -> None:
+    import yaml
+
+    from berth.adapters.files.snapshot import _Loader
+
+    want = [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    assert parse_documents(text, "s.yaml") == want
+
+
+def test_samples_parse_alike_both_ways() -> None:
+    import yaml
+
+    from berth.adapters.files.snapshot import _fast_documents, _Loader
+
+    root = Path(__file__).parent.parent
+    files = sorted((root / "tests" / "data").rglob("*.yaml")) + sorted((root / "examples").glob("*.yaml"))
+    for path in files:
+        text = path.read_text()
+        try:
+            want = list(yaml.load_all(text, Loader=_Loader))
+        except yaml.YAMLError:
+            continue
+        assert _fast_documents(text) == want, path

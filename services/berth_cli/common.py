@@ -126,6 +126,11 @@ def load_state(path: str, state: ClusterState | None = None) -> ClusterState:
     return state
 
 
+def hint(command: str, text: str) -> None:
+    """One line on stderr: what the user most likely meant."""
+    print(f"berth {command}: hint: {text}", file=sys.stderr)
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode())
     sys.stdout.write("\n")

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from berth.core.cache.state import ClusterState
 from berth.core.errors import InputError
+from berth.core.plugins.loadawarescheduling.store import NodeMetricStore
 from berth.core.scheduler.results import Decision
 from berth.core.scheduler.schedule_one import Scheduler
-from berth_cli.common import STRICT_HELP, load_config, load_state, now_or, print_json, rfc3339
+from berth_cli.common import STRICT_HELP, hint, load_config, load_state, now_or, print_json, rfc3339
+from berth_cli.show import OUTPUTS, print_yaml, render_table
 
 
 def add_parser(sub: Any) -> None:
@@ -40,24 +44,70 @@ def add_parser(sub: Any) -> None:
         "--pod",
         action="append",
         default=[],
-        metavar="NS/NAME",
-        help="decide only these pods, in this order",
+        metavar="[NS/]NAME",
+        help="decide only these pods, in this order (a bare NAME is in --namespace)",
     )
-    p.add_argument("-o", "--output", choices=("json", "table"), default="json")
+    add_namespace_flags(p)
+    p.add_argument(
+        "-o",
+        "--output",
+        choices=OUTPUTS,
+        default="json",
+        help="json (default), yaml, table, or wide: the table with every node's reasons, "
+        "each naming its plugin, the scores per plugin, nomination and victims",
+    )
     p.set_defaults(run=run)
+
+
+def add_namespace_flags(p: argparse.ArgumentParser) -> None:
+    """-n/--namespace and -A/--all-namespaces, as kubectl has them."""
+    ns = p.add_mutually_exclusive_group()
+    ns.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="bare --pod names are in NS (default: default); without --pod, only NS's pending pods",
+    )
+    ns.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace's pending pods (the default)")
+
+
+def find_pod(state: ClusterState, key: str, namespace: str | None, source: str) -> Any:
+    """The pod NS/NAME, or NAME in `namespace` (default: default); not found: an InputError that
+    names the namespace looked in and lists close matches."""
+    full = key if "/" in key else f"{namespace or 'default'}/{key}"
+    pod = state.pods.get(full)
+    if pod is not None:
+        return pod
+    name = full.split("/", 1)[1]
+    same = sorted(k for k in state.pods if k.split("/", 1)[1] == name)
+    close = same or difflib.get_close_matches(full, list(state.pods), n=5, cutoff=0.6)
+    where = f"in namespace {full.split('/', 1)[0]}" if "/" not in key else "in the snapshot"
+    problem = f"not found {where}"
+    if close:
+        problem += f"; did you mean {', '.join(close[:5])}?"
+    if "/" not in key:
+        problem += " Write NS/NAME, or give -n NAMESPACE"
+    raise InputError(source, f"Pod {key}", problem)
 
 
 def run(args: argparse.Namespace) -> int:
     state = ClusterState()
     config = load_config(args.config, args.strict_config)
     schedulers = {p.scheduler_name: Scheduler(p.build(state)) for p in config.profiles}
-    load_state(args.snapshot, state)
+    bar = _bar()
+    try:
+        with bar:
+            reading = bar.add_task(f"reading {args.snapshot}", total=None)
+            load_state(args.snapshot, state)
+            bar.remove_task(reading)
+    except InputError as e:
+        e.hint = e.hint or _log_hint(args.snapshot, e)
+        raise
+    source = "<stdin>" if args.snapshot == "-" else args.snapshot
     if args.pod:
         pods = []
         for key in args.pod:
-            pod = state.pods.get(key if "/" in key else f"default/{key}")
-            if pod is None:
-                raise InputError(args.snapshot, f"Pod {key}", "not found in the snapshot")
+            pod = find_pod(state, key, args.namespace, source)
             if not pod.pending:
                 raise InputError(
                     args.snapshot,
@@ -67,30 +117,40 @@ def run(args: argparse.Namespace) -> int:
             pods.append(pod)
     else:
         # kube's PrioritySort (priority depends on the state alone: any profile's queue orders alike)
-        pods = next(iter(schedulers.values())).queue(state.pending_pods())
+        pending = state.pending_pods()
+        if args.namespace and not args.all_namespaces:
+            pending = [p for p in pending if p.namespace == args.namespace]
+        pods = next(iter(schedulers.values())).queue(pending)
+        if not pods:
+            _hint_empty(state, source, args.namespace)
     now = now_or(args.now)
     decisions: list[Decision] = []
     skipped: list[dict[str, str]] = []  # pods of schedulers the config has no profile for
     gated: list[dict[str, str]] = []  # pods a PreEnqueue plugin holds back (scheduling gates)
-    for pod in pods:
-        scheduler = schedulers.get(pod.scheduler_name)
-        if scheduler is None:
-            skipped.append({"pod": pod.key, "schedulerName": pod.scheduler_name})
-            continue
-        held = scheduler.pre_enqueue(pod)
-        if held.rejects:
-            gated.append({"pod": pod.key, "plugin": held.plugin, "message": held.message})
-        else:
-            decisions += scheduler.run([pod], now)
-    if args.output == "json":
+    with _bar() as bar:
+        deciding = bar.add_task("deciding pending pods", total=len(pods))
+        for pod in pods:
+            bar.advance(deciding)
+            scheduler = schedulers.get(pod.scheduler_name)
+            if scheduler is None:
+                skipped.append({"pod": pod.key, "schedulerName": pod.scheduler_name})
+                continue
+            held = scheduler.pre_enqueue(pod)
+            if held.rejects:
+                gated.append({"pod": pod.key, "plugin": held.plugin, "message": held.message})
+            else:
+                decisions += scheduler.run([pod], now)
+    if args.now is None and decisions:
+        _hint_now(state, now)
+    if args.output in ("json", "yaml"):
         out: dict[str, Any] = {"decisions": decisions}
         if skipped:
             out["skipped"] = skipped
         if gated:
             out["gated"] = gated
-        print_json(out)
+        print_json(out) if args.output == "json" else print_yaml(out)
     else:
-        render_table(decisions)
+        render_table(decisions, wide=args.output == "wide")
         for s in skipped:
             print(f"skipped {s['pod']}: schedulerName {s['schedulerName']} has no profile in the config")
         for g in gated:
@@ -98,22 +158,72 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def render_table(decisions: list[Decision], top: int = 3) -> None:
-    table = Table(title=f"berth evaluate: {len(decisions)} pending pod(s)")
-    for col in ("pod", "status", "node", "volumes", "best nodes (total)", "message"):
-        table.add_column(col, overflow="fold")
-    for d in decisions:
-        ranked = sorted(
-            ((n, r.total or 0) for n, r in d.nodes.items() if r.feasible),
-            key=lambda x: (-x[1], x[0]),
-        )[:top]
-        volumes = "\n".join(
-            f"{b.claim} -> {b.pv}" if b.pv else f"{b.claim} -> provision on {b.provision.node if b.provision else '?'}"
-            for b in d.volume_bindings
+def _bar() -> Progress:
+    """A transient bar on stderr, drawn only on a terminal and only for a step past 2 s."""
+    console = Console(stderr=True)
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    return _LateProgress(*columns, console=console, transient=True, disable=not console.is_terminal)
+
+
+class _LateProgress(Progress):
+    """Progress that draws nothing for its first 2 seconds: quick runs print no bar at all."""
+
+    def get_renderables(self) -> Any:
+        if self.tasks and all((t.elapsed or 0) < 2 for t in self.tasks):
+            return []
+        return super().get_renderables()
+
+
+def _log_hint(path: str, e: InputError) -> str | None:
+    """An event log given as a snapshot: point at berth replay."""
+    log = path.endswith((".jsonl", ".jsonl.gz", ".gz"))
+    if "Extra data" in e.problem or (log and e.obj == path):
+        return f"{path} looks like an event log (JSON Lines, one watch event per line): replay it with `berth replay {path}`"
+    return None
+
+
+def _hint_empty(state: ClusterState, source: str, namespace: str | None) -> None:
+    pending = len(state.pending_pods())
+    found = f"{len(state.nodes)} node(s), {len(state.pods)} pod(s), {pending} pending"
+    if namespace and pending:
+        hint(
+            "evaluate",
+            f"{source}: no pending pod in namespace {namespace} ({found}); drop -n to decide every namespace's",
         )
-        best = "\n".join(f"{n} ({t})" for n, t in ranked)
-        table.add_row(d.pod, d.status, d.node or "-", volumes, best, "" if d.node else d.message)
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
-    console.print(table)
+    elif not state.nodes and not state.pods:
+        hint(
+            "evaluate",
+            f"{source}: found 0 nodes and 0 pending pods: a snapshot holds the cluster's objects, e.g. "
+            "`kubectl get nodes,pods,pv,pvc,storageclasses,priorityclasses,poddisruptionbudgets -A -o yaml`",
+        )
+    else:
+        hint("evaluate", f"{source}: {found}: nothing to decide; berth evaluate decides pods with no spec.nodeName")
+
+
+def _hint_now(state: ClusterState, now: datetime) -> None:
+    """--now, when the clock makes every NodeMetric expired: the snapshot is older than its metrics' expiry."""
+    for ext in state.extensions:
+        if not isinstance(ext, NodeMetricStore) or ext.args.enable_schedule_when_node_metrics_expired:
+            continue
+        if not ext.args.filter_expired_node_metrics:
+            continue
+        st = ext.views()
+        times = st.time_us[st.has_time]
+        if not len(times):
+            continue
+        newest = int(times.max())
+        limit = ext.args.node_metric_expiration_seconds
+        if now.timestamp() * 1e6 - newest >= limit * 1e6:
+            at = datetime.fromtimestamp(newest / 1e6, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            hint(
+                "evaluate",
+                f"every NodeMetric is older than its expiry ({limit} s) at the wall clock; the newest is from "
+                f"{at}: to evaluate the snapshot as of then, add --now {at}",
+            )
+            return

@@ -7,8 +7,12 @@ import dataclasses
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from berth.adapters.files.eventlog import EventWriter
 from berth.core.api.watch import WatchEvent, encode_event
@@ -17,7 +21,7 @@ from berth.core.generate.params import parse_mix, parse_seconds, parse_shapes
 from berth_cli.common import rfc3339
 
 PRESET_HELP = {
-    "small": "the demo sample: 30 nodes in 3 zones, 330 PVs, 150 pending pods, 2 buffers, 30 minutes",
+    "small": "the demo sample: 30 nodes in 3 zones, 330 PVs, 150 pending pods, 3 buffers, 30 minutes",
     "cold-burst": "8 warm nodes, one of them cold, then a burst of 50 pods within a second",
     "small-churn": "small, with every workload living about 5 minutes: most pods leave before the end",
     "bench": "5,000 nodes, 100,000 PVs, 20,000 pending pods, about 200,000 events",
@@ -161,17 +165,20 @@ def run(args: argparse.Namespace) -> int:
     params = params_of(args)
     started = time.perf_counter()
     counts: Counter[str] = Counter()
-    if args.output == "-":
-        out = sys.stdout.buffer
-        for ev in generate(params, args.seed):
-            _count_event(counts, ev)
-            out.write(encode_event(ev) + b"\n")
-        out.flush()
-    else:
-        with EventWriter(args.output) as w:
+    with _progress(params, enabled=not args.quiet) as advance:
+        if args.output == "-":
+            out = sys.stdout.buffer
             for ev in generate(params, args.seed):
                 _count_event(counts, ev)
-                w.write(ev)
+                out.write(encode_event(ev) + b"\n")
+                advance(ev)
+            out.flush()
+        else:
+            with EventWriter(args.output) as w:
+                for ev in generate(params, args.seed):
+                    _count_event(counts, ev)
+                    w.write(ev)
+                    advance(ev)
     if not args.quiet:
         took = time.perf_counter() - started
         where = "stdout" if args.output == "-" else args.output
@@ -181,6 +188,28 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+@contextmanager
+def _progress(params: Params, enabled: bool) -> Iterator[Callable[[WatchEvent], None]]:
+    """A bar on stderr over the log's time (0 to --duration), on a terminal only."""
+    console = Console(stderr=True)
+    if not enabled or not console.is_terminal:
+        yield lambda ev: None
+        return
+    start, total = params.start, float(max(params.duration, 1))
+    columns = (BarColumn(), TextColumn("log time {task.completed:,.0f}/{task.total:,.0f} s"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("generating", total=total)
+        seen = 0
+
+        def advance(ev: WatchEvent) -> None:
+            nonlocal seen
+            seen += 1
+            if seen % 500 == 0 and ev.ts is not None:
+                bar.update(task, completed=min(total, max(0.0, (ev.ts - start).total_seconds())))
+
+        yield advance
 
 
 def _count_event(counts: Counter[str], ev: WatchEvent) -> None:

@@ -37,6 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except InputError as e:
         print(f"berth {args.command}: error: {e}", file=sys.stderr)
+        if e.hint:
+            print(f"berth {args.command}: hint: {e.hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -19,11 +19,11 @@ from typing import Any
 import msgspec
 from rich.console import Console
 
-from berth.adapters.files.eventlog import Reject, read_events, write_rejects
+from berth.adapters.files.eventlog import Reject, open_log, read_events, write_rejects
 from berth.core.api.watch import Event
 from berth.core.errors import InputError
 from berth.core.pipeline.clock import ObjectClock
-from berth.core.pipeline.metrics import run_labels
+from berth.core.pipeline.metrics import distinct, run_labels
 from berth.core.pipeline.records import DecisionRecord, Record, RejectRecord, encode_record
 from berth.core.pipeline.stats import RunStats
 from berth_cli.common import (
@@ -71,7 +71,11 @@ def add_parser(sub: Any) -> None:
         help="replay the same logs under these configs too, each in its own process, side by side",
     )
     p.add_argument("--jobs", type=int, metavar="N", help="replays run at once with --compare (default: all of them)")
-    p.add_argument("--diff", metavar="OUT.jsonl", help="the pods the first two runs placed differently")
+    p.add_argument(
+        "--diff",
+        metavar="OUT.jsonl",
+        help="the pods any --compare run placed differently from the first, with every run's placement",
+    )
     p.add_argument(
         "--rejects",
         metavar="FILE",
@@ -156,6 +160,8 @@ def run(args: argparse.Namespace) -> int:
     for path in args.logs:
         if not Path(path).is_file():
             raise InputError(path, "", "No such file")
+    for path in args.logs:
+        _not_a_snapshot(path)
     _check_outputs(args)
     if args.bootstrap_servers:
         return publish(args)
@@ -174,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     all_stats = [r.stats for r in results]
     diff: list[dict[str, Any]] = []
     if len(results) > 1:
-        diff = placement_diff(run_labels(all_stats)[:2], results[0].placements, results[1].placements)
+        diff = placement_diff(run_labels(all_stats), [r.placements for r in results])
         if args.diff:
             Path(args.diff).parent.mkdir(parents=True, exist_ok=True)
             Path(args.diff).write_bytes(b"".join(msgspec.json.encode(d) + b"\n" for d in diff))
@@ -199,21 +205,31 @@ def _replay_all(args: argparse.Namespace, configs: list[str | None]) -> list[Run
     --jobs replays run at once (default: all of them): the first in this process, the others each
     in a process forked from it, which inherits the decoded events instead of decoding them again.
     All at once, not one per CPU: three replays on two idle CPUs then take about 1.5 times one
-    replay, not two rounds (docs/replay.md, Performance)."""
+    replay, not two rounds (docs/performance/replay.md)."""
     if len(configs) == 1:
         return [replay_one(args, configs[0], 0)]
     log = read_log(args)
     jobs = max(1, args.jobs or len(configs))
+    names = _names(configs)
     if jobs == 1:
-        return [replay_one(args, c, i, False, log) for i, c in enumerate(configs)]
+        out = []
+        for i, c in enumerate(configs):
+            out.append(replay_one(args, c, i, True, log, names[i]))
+            _done(args, names[i], out[-1])
+        return out
     global _LOG
     _LOG = log
     ctx = multiprocessing.get_context("fork")  # no thread or event loop runs yet in this process
     try:
         with ProcessPoolExecutor(max_workers=min(jobs, len(configs)) - 1, mp_context=ctx) as pool:
             futures = [pool.submit(_replay_forked, args, c, i) for i, c in enumerate(configs) if i]
-            first = replay_one(args, configs[0], 0, False, log)  # meanwhile, here
-            return [first, *(f.result() for f in futures)]
+            first = replay_one(args, configs[0], 0, True, log, names[0])  # meanwhile, here, with its bar
+            _done(args, names[0], first)
+            rest = []
+            for i, f in enumerate(futures, 1):
+                rest.append(f.result())
+                _done(args, names[i], rest[-1])
+            return [first, *rest]
     finally:
         _LOG = None
 
@@ -245,13 +261,30 @@ def read_log(args: argparse.Namespace) -> Log:
     return Log(kept, rejects, unreadable)
 
 
+def _names(configs: list[str | None]) -> list[str]:
+    return distinct([_label(c) for c in configs])
+
+
+def _done(args: argparse.Namespace, name: str, result: RunResult) -> None:
+    """With --compare on a terminal: one line on stderr as each run ends."""
+    if args.no_progress or not sys.stderr.isatty():
+        return
+    s = result.stats
+    print(f"berth replay: {name}: {len(s.decisions):,} decisions in {s.seconds:.1f} s", file=sys.stderr)
+
+
 def _replay_forked(args: argparse.Namespace, config: str | None, index: int) -> RunResult:
     assert _LOG is not None  # set before the fork
     return replay_one(args, config, index, False, _LOG)
 
 
 def replay_one(
-    args: argparse.Namespace, config: str | None, index: int, progress: bool = True, log: Log | None = None
+    args: argparse.Namespace,
+    config: str | None,
+    index: int,
+    progress: bool = True,
+    log: Log | None = None,
+    name: str | None = None,
 ) -> RunResult:
     """The logs replayed under one config, in this process; its decisions written if asked.
     log: the logs already decoded (--compare), else they are read as the replay goes."""
@@ -272,13 +305,23 @@ def replay_one(
         stream: Iterable[Event] = events(args.logs, log.rejects, args.strict, args.until, log.unreadable)
     else:
         stream = log.events
-    asyncio.run(watch(pipeline, stream, Console(stderr=True), enabled=progress and not args.no_progress))
+    total = len(log.events) if log.events else None
+    asyncio.run(
+        watch(
+            pipeline,
+            stream,
+            Console(stderr=True),
+            enabled=progress and not args.no_progress,
+            total=(lambda: total) if total else lambda: count_lines(args.logs),
+            name=name,
+        )
+    )
     stats = pipeline.stats(lane, time.perf_counter() - started)
     stats.rejects += len(log.rejects) + len(log.unreadable)
     stats.events = pipeline.published + len(log.unreadable)
     records = pipeline.records(lane)
     if args.decisions:
-        _write_records(_decisions_path(args.decisions, index), records)
+        _write_records(_decisions_path(args.decisions, index, _configs(args)), records)
     placements: dict[str, tuple[str, list[str]] | None] = {}
     for r in records:
         if isinstance(r, DecisionRecord):
@@ -288,21 +331,31 @@ def replay_one(
     return RunResult(stats, pipeline.published, log.rejects, log.unreadable, dead, placements)
 
 
-def placement_diff(
-    labels: list[str],
-    a: dict[str, tuple[str, list[str]] | None],
-    b: dict[str, tuple[str, list[str]] | None],
-) -> list[dict[str, Any]]:
-    """Pods the two runs placed differently (by each pod's last decision), in pod order."""
+def count_lines(paths: list[str]) -> int | None:
+    """The lines of the logs (the progress bar's total): a quick pass over the bytes before the replay."""
+    n = 0
+    try:
+        for path in paths:
+            with open_log(path) as f:
+                while chunk := f.read(1 << 20):
+                    n += chunk.count(b"\n")
+    except (OSError, EOFError, InputError):
+        return None
+    return n or None
+
+
+def placement_diff(labels: list[str], runs: list[dict[str, tuple[str, list[str]] | None]]) -> list[dict[str, Any]]:
+    """Pods that any run placed differently from the first (by each pod's last decision), in pod
+    order, with every run's placement."""
     out = []
-    for pod in sorted(a.keys() | b.keys()):
-        x, y = a.get(pod), b.get(pod)
-        if x != y:
-            runs = [
+    for pod in sorted(set().union(*runs)):
+        placed = [r.get(pod) for r in runs]
+        if any(p != placed[0] for p in placed[1:]):
+            rows = [
                 {"label": label, "node": p[0] if p else None, "pvs": p[1] if p else []}
-                for label, p in zip(labels, (x, y), strict=True)
+                for label, p in zip(labels, placed, strict=True)
             ]
-            out.append({"pod": pod, "runs": runs})
+            out.append({"pod": pod, "runs": rows})
     return out
 
 
@@ -339,7 +392,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
     """Every file and directory the run will write can be written, checked before the run."""
     if args.decisions:
         for index in range(1 + len(args.compare or [])):
-            check_file_target(_decisions_path(args.decisions, index))
+            check_file_target(_decisions_path(args.decisions, index, _configs(args)))
     check_file_target(_rejects_path(args))
     for path in (args.summary, args.diff):
         if path:
@@ -348,10 +401,20 @@ def _check_outputs(args: argparse.Namespace) -> None:
         check_dir_target(args.report)
 
 
-def _decisions_path(path: str, index: int) -> str:
-    """The decisions file of the run at `index`: the base config's, then `.compare`, `.compare2`, ..."""
-    tag = "" if index == 0 else ".compare" if index == 1 else f".compare{index}"
-    return _sibling(path, tag) if tag else path
+def _configs(args: argparse.Namespace) -> list[str | None]:
+    return [args.config, *(args.compare or [])]
+
+
+def _decisions_path(path: str, index: int, configs: list[str | None]) -> str:
+    """The decisions file of the run at `index`: OUT.jsonl for the first, then OUT.<config's name>.jsonl
+    for each --compare config (`most-free`; made distinct as the summary's columns are: `most-free-1`)."""
+    if index == 0:
+        return path
+    names = [label.replace(" #", "-") for label in distinct([_label(c) for c in configs])]
+    name = names[index]
+    if name in ("rejects", *names[:index]) or name == "":
+        name = f"{name}-{index}"
+    return _sibling(path, "." + name.replace("/", "_"))
 
 
 def _rejects_path(args: argparse.Namespace) -> str:
@@ -385,6 +448,36 @@ HINT = (
     "for nodes, pv, pvc, storageclasses, or run `berth watcher --record cluster.jsonl.gz --no-publish`; "
     "a snapshot as it stands goes to `berth evaluate --snapshot`"
 )
+
+
+def _not_a_snapshot(path: str) -> None:
+    """A YAML document (a snapshot, a config) given as a log: fail before reading it, and write no
+    rejects file for it."""
+    try:
+        with open_log(path) as f:
+            head = f.read(4096)
+    except (OSError, EOFError):
+        return  # read_events reports it
+    first = next(
+        (line.strip() for line in head.splitlines() if line.strip() and not line.lstrip().startswith(b"#")), b""
+    )
+    if first in (b"{", b"["):  # a pretty-printed JSON document: `kubectl get -o json`
+        raise InputError(
+            path,
+            "",
+            "is one JSON document over many lines, not an event log of JSON lines",
+            hint=f"a snapshot (objects as `kubectl get -o json` prints them) goes to `berth evaluate --snapshot {path}`",
+        )
+    if not first or first.startswith((b"{", b"[")):
+        return
+    yaml_like = first == b"---" or first.split(b":", 1)[0].strip() in (b"apiVersion", b"kind", b"items", b"metadata")
+    if yaml_like or path.endswith((".yaml", ".yml")):
+        raise InputError(
+            path,
+            "",
+            "is YAML, not an event log of JSON lines",
+            hint=f"a snapshot (objects as `kubectl get -o yaml` prints them) goes to `berth evaluate --snapshot {path}`",
+        )
 
 
 def nothing_read(logs: list[str], rejects: list[Reject], path: str | None) -> str:

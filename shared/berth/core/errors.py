@@ -6,10 +6,11 @@ from __future__ import annotations
 class InputError(ValueError):
     """A malformed input value. str() is one line: `<object>: <field>: <problem>`."""
 
-    def __init__(self, obj: str, field: str, problem: str) -> None:
+    def __init__(self, obj: str, field: str, problem: str, hint: str | None = None) -> None:
         self.obj = obj
         self.field = field
         self.problem = problem
+        self.hint = hint  # what the user most likely meant: the CLI prints it on a line of its own
         super().__init__(self.line())
 
     def line(self) -> str:

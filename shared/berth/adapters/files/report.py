@@ -57,7 +57,7 @@ class Plot:
 
 def write_report(runs: list[RunStats], directory: str, diff: list[dict[str, Any]] | None = None) -> str:
     """Write <directory>/index.html and its PNGs for one run or several compared; return the page's path.
-    diff: the pods the first two runs placed differently (`berth replay --diff`); the first 100 are shown."""
+    diff: the pods any run placed differently from the first (`berth replay --diff`); the first 100 are shown."""
     if not runs:
         raise ValueError("write_report needs at least one run")
     os.makedirs(directory, exist_ok=True)
@@ -134,7 +134,7 @@ def render_html(
         shows = f' data-shows="{e(" | ".join(plot.texts))}"' if plot.texts else ""
         out.append(f'<img alt="{e(plot.title)}" src="data:image/png;base64,{data}"{shows}>')
     if len(runs) > 1:
-        out.append(_diff_table(diff or [], labels[:2]))
+        out.append(_diff_table(diff or [], labels))
     out += ["</body>", "</html>", ""]
     return "\n".join(out)
 
@@ -142,12 +142,13 @@ def render_html(
 def _diff_table(diff: list[dict[str, Any]], labels: list[str]) -> str:
     e = html.escape
     out = ['<h2 id="diff">Pods placed differently</h2>']
+    others = ", ".join(e(label) for label in labels[1:])
     if not diff:
-        out.append(f'<p class="note">{e(labels[0])} and {e(labels[1])} placed every pod alike.</p>')
+        out.append(f'<p class="note">{others} placed every pod as {e(labels[0])} did.</p>')
         return "\n".join(out)
     shown = diff[:MAX_DIFF_ROWS]
     more = f" (the first {len(shown):,})" if len(diff) > len(shown) else ""
-    out.append(f"<p>{len(diff):,} pods placed differently by {e(labels[0])} and {e(labels[1])}{more}.</p>")
+    out.append(f"<p>{len(diff):,} pods placed differently from {e(labels[0])} by {others}{more}.</p>")
     out.append('<table class="diff"><thead><tr><th>pod</th>')
     out += [f"<th>{e(label)}: node</th><th>PVs</th>" for label in labels]
     out.append("</tr></thead><tbody>")

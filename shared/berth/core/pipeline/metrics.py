@@ -29,7 +29,11 @@ class Section(msgspec.Struct, frozen=True):
 
 def run_labels(runs: list[RunStats]) -> list[str]:
     """The runs' labels, made distinct (`a`, `a` -> `a #1`, `a #2`) so columns and legends can be told apart."""
-    labels = [r.label or "run" for r in runs]
+    return distinct([r.label or "run" for r in runs])
+
+
+def distinct(labels: list[str]) -> list[str]:
+    """`a`, `a`, `b` -> `a #1`, `a #2`, `b`."""
     seen: dict[str, int] = {}
     for label in labels:
         seen[label] = seen.get(label, 0) + 1

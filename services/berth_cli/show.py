@@ -1,0 +1,148 @@
+"""How `berth evaluate` shows its decisions: -o json|yaml|table|wide, and the reasons' plugins.
+
+Only the showing: the decisions are the scheduler's, unchanged."""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from typing import Any
+
+import msgspec
+import yaml
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from berth.core.plugins import (
+    interpodaffinity,
+    nodeaffinity,
+    nodeports,
+    nodeunschedulable,
+    nodevolumelimits,
+    podtopologyspread,
+    tainttoleration,
+    volumebinding,
+    volumerestrictions,
+    volumezone,
+)
+from berth.core.plugins import loadawarescheduling as loadaware
+from berth.core.scheduler.results import Decision, NodeResult
+
+OUTPUTS = ("json", "yaml", "table", "wide")
+NODES_SHOWN = 5  # node names listed per group of rejected nodes in -o wide; the rest are counted
+
+# A reason's plugin, by the reason's exact text or its start (the plugins' own constants).
+_EXACT: dict[str, str] = {
+    interpodaffinity.REASON_AFFINITY: interpodaffinity.NAME,
+    interpodaffinity.REASON_ANTI: interpodaffinity.NAME,
+    interpodaffinity.REASON_EXISTING_ANTI: interpodaffinity.NAME,
+    nodeaffinity.REASON: nodeaffinity.NAME,
+    nodeaffinity.ENFORCED: nodeaffinity.NAME,
+    nodeports.REASON: nodeports.NAME,
+    nodeunschedulable.REASON: nodeunschedulable.NAME,
+    nodevolumelimits.REASON: nodevolumelimits.NAME,
+    podtopologyspread.REASON: podtopologyspread.NAME,
+    podtopologyspread.REASON_MISSING: podtopologyspread.NAME,
+    volumezone.REASON: volumezone.NAME,
+    volumerestrictions.DISK_CONFLICT: volumerestrictions.NAME,
+    volumerestrictions.RWOP_CONFLICT: volumerestrictions.NAME,
+    volumebinding.NODE_CONFLICT: volumebinding.NAME,
+    volumebinding.BIND_CONFLICT: volumebinding.NAME,
+    volumebinding.NOT_ENOUGH_SPACE: volumebinding.NAME,
+    volumebinding.PV_NOT_EXIST: volumebinding.NAME,
+    volumebinding.UNBOUND_IMMEDIATE: volumebinding.NAME,
+    loadaware.EXPIRED: loadaware.NAME,
+}
+_PREFIX: tuple[tuple[str, str], ...] = (
+    ("Insufficient ", "NodeResourcesFit"),
+    ("Too many pods", "NodeResourcesFit"),
+    (tainttoleration.REASON_PREFIX, tainttoleration.NAME),
+)
+
+
+def plugin_of(reason: str) -> str | None:
+    """The filter plugin that gives this reason, or None when berth does not know it."""
+    got = _EXACT.get(reason)
+    if got is not None:
+        return got
+    for prefix, name in _PREFIX:
+        if reason.startswith(prefix):
+            return name
+    if reason.endswith("usage exceed threshold"):
+        return loadaware.NAME
+    return None
+
+
+def named(reason: str) -> str:
+    """`Plugin: reason` (the reason alone where its plugin is not known)."""
+    plugin = plugin_of(reason)
+    return f"{plugin}: {reason}" if plugin else reason
+
+
+def to_builtins(out: dict[str, Any]) -> Any:
+    return msgspec.to_builtins(out)
+
+
+def print_yaml(out: dict[str, Any]) -> None:
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    sys.stdout.write(yaml.dump(to_builtins(out), Dumper=dumper, sort_keys=False, default_flow_style=False))
+
+
+def _best(d: Decision, top: int) -> list[tuple[str, NodeResult]]:
+    return sorted(
+        ((n, r) for n, r in d.nodes.items() if r.feasible),
+        key=lambda x: (-(x[1].total or 0), x[0]),
+    )[:top]
+
+
+def _volumes(d: Decision) -> str:
+    return "\n".join(
+        f"{b.claim} -> {b.pv}" if b.pv else f"{b.claim} -> provision on {b.provision.node if b.provision else '?'}"
+        for b in d.volume_bindings
+    )
+
+
+def _rejected(d: Decision) -> str:
+    """Rejected nodes grouped by their reasons, each reason naming its plugin."""
+    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for name, r in d.nodes.items():
+        if not r.feasible:
+            groups[tuple(r.reasons)].append(name)
+    lines = []
+    for reasons, names in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
+        shown = ", ".join(names[:NODES_SHOWN]) + (
+            f" +{len(names) - NODES_SHOWN} more" if len(names) > NODES_SHOWN else ""
+        )
+        lines.append(f"{len(names)} node(s) ({shown}):")
+        lines += [f"  {named(reason)}" for reason in reasons] or ["  (no reason given)"]
+    return "\n".join(lines)
+
+
+def _scores(r: NodeResult) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted((r.scores or {}).items(), key=lambda kv: (-kv[1], kv[0])) if v)
+
+
+def render_table(decisions: list[Decision], wide: bool = False, top: int = 3) -> None:
+    table = Table(title=f"berth evaluate: {len(decisions)} pending pod(s)", title_justify="left")
+    columns = ["pod", "status", "node", "volumes", "best nodes (total)", "message"]
+    if wide:
+        columns[4] = "best nodes (total: plugin scores)"
+        columns += ["nominated", "victims", "rejected nodes (plugin: reason)"]
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for d in decisions:
+        if wide:
+            best = "\n".join(f"{n} ({r.total or 0}: {_scores(r) or 'all 0'})" for n, r in _best(d, top))
+        else:
+            best = "\n".join(f"{n} ({r.total or 0})" for n, r in _best(d, top))
+        row = [d.pod, d.status, d.node or "-", _volumes(d), best, "" if d.node else d.message]
+        if wide:
+            nominated = d.nominated_node if isinstance(d.nominated_node, str) else ""
+            victims = "\n".join(d.victims) if isinstance(d.victims, list) else ""
+            row += [nominated or "-", victims or "-", _rejected(d)]
+        table.add_row(*(Text(c) for c in row))
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=220 if wide else 160)
+    console.print(table)
