@@ -293,7 +293,7 @@ def test_wide_shows_nomination_and_victims() -> None:
         "0/2 nodes are available",
         nodes={
             "a": NodeResult(False, ["Insufficient cpu"]),
-            "b": NodeResult(False, ["node(s) had untolerated taint {x: y}", "Too many pods"]),
+            "b": NodeResult(False, ["node(s) had untolerated taint(s)", "Too many pods"]),
         },
         nominated_node="a",
         victims=["ns/low-1"],
@@ -305,7 +305,7 @@ def test_wide_shows_nomination_and_victims() -> None:
         render_table([d], wide=True)
     text = buf.getvalue()
     assert "ns/low-1" in text and "NodeResourcesFit: Insufficient cpu" in text
-    assert "TaintToleration: node(s) had untolerated taint" in text
+    assert "TaintToleration: node(s) had untolerated taint(s)" in text
 
 
 def test_plugin_of_knows_every_filter_reason() -> None:

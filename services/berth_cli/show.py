@@ -40,6 +40,7 @@ _EXACT: dict[str, str] = {
     nodeaffinity.REASON: nodeaffinity.NAME,
     nodeaffinity.ENFORCED: nodeaffinity.NAME,
     nodeports.REASON: nodeports.NAME,
+    tainttoleration.REASON: tainttoleration.NAME,
     nodeunschedulable.REASON: nodeunschedulable.NAME,
     nodevolumelimits.REASON: nodevolumelimits.NAME,
     podtopologyspread.REASON: podtopologyspread.NAME,
@@ -57,7 +58,6 @@ _EXACT: dict[str, str] = {
 _PREFIX: tuple[tuple[str, str], ...] = (
     ("Insufficient ", "NodeResourcesFit"),
     ("Too many pods", "NodeResourcesFit"),
-    (tainttoleration.REASON_PREFIX, tainttoleration.NAME),
 )
 
 
