@@ -12,7 +12,7 @@ import sys
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import msgspec
 
@@ -30,35 +30,9 @@ from berth.core.api.core.model import (
 )
 from berth.core.api.core.resources import PODS
 from berth.core.cache.capindex import CapacityIndex
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.nodes import NodeTable
 from berth.core.cache.pvindex import ClassIndex, available
-
-
-class Extension(Protocol):
-    """State for kinds the core does not know (NodeMetrics, CapacityBuffers, ...). A plugin that keeps
-    such state hands it over as KeepsState.extension(); the profile attaches it to the state the
-    plugin was made for.
-
-    An extension whose pod_changed does nothing for pods on no node (a pending pod added, changed or
-    deleted) says so with a class attribute `assigned_only = True`: the state then skips the call
-    unless the old or the new pod names a node."""
-
-    kinds: tuple[type, ...]
-
-    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None: ...
-
-    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None: ...
-
-    def node_changed(self, state: ClusterState, slot: int) -> None:
-        """The node in this slot was added, changed or removed."""
-        ...
-
-
-@runtime_checkable
-class Dozes(Protocol):
-    """An extension that can put off the work of its kinds' changes until it is next read."""
-
-    def doze(self) -> None: ...
 
 
 def newer(new: str, old: str) -> bool:
@@ -104,7 +78,7 @@ class _Held:
 
 
 class ClusterState:
-    def __init__(self, extensions: Iterable[Extension] = ()) -> None:
+    def __init__(self, extensions: Iterable[StateExtension] = ()) -> None:
         self.nodes = NodeTable()
         self.pods: dict[str, Pod] = {}
         self.pvs: dict[str, PersistentVolume] = {}
@@ -115,7 +89,7 @@ class ClusterState:
         self.pv_index: dict[str, ClassIndex] = {}
         self.cap_index: dict[str, CapacityIndex] = {}
         self.pvs_by_claim: dict[str, set[str]] = {}
-        self.extensions: list[Extension] = []
+        self.extensions: list[StateExtension] = []
         # what node-local answers were computed from (berth.core.framework.runtime.incremental): every change of a slot's
         # node, of the pods counted on it or of an extension's row for it is a touch, numbered
         # 1, 2, ...; the journal keeps the slots of the latest touches; epoch: every slot changed at once
@@ -123,7 +97,7 @@ class ClusterState:
         self.epoch = 0
         self._journal: list[int] = []
         self._journal_start = 0  # touches before the journal's first
-        self._by_kind: dict[type, tuple[Extension, ...]] = {}  # the extensions of a model's type
+        self._by_kind: dict[type, tuple[StateExtension, ...]] = {}  # the extensions of a model's type
         for ext in extensions:
             self._own(ext)
             self.extensions.append(ext)
@@ -136,7 +110,7 @@ class ClusterState:
         self._held: dict[str, _Held] = {}
         self._held_on: dict[str, set[str]] = {}  # node -> keys of the pods held there
         self._awake = True  # pods' requests counted on their nodes, touches journalled (see sleep)
-        self._asleep: tuple[list[Extension], list[Extension], _Kept] | None = None  # see sleep
+        self._asleep: tuple[list[StateExtension], list[StateExtension], _Kept] | None = None  # see sleep
         # the core kinds by exact type (models are final); any other type goes to the extensions
         self._appliers: dict[type, Any] = {
             Pod: self._apply_pod,
@@ -148,7 +122,7 @@ class ClusterState:
             CSIStorageCapacity: self._apply_capacity,
         }
 
-    def attach(self, ext: Extension) -> None:
+    def attach(self, ext: StateExtension) -> None:
         """Register an extension late: it sees the nodes and pods already here (not earlier objects of its kinds)."""
         if ext in self.extensions:
             return
@@ -164,24 +138,23 @@ class ClusterState:
             ext.pod_changed(self, None, pod)
         self.touch_all()
 
-    def _told_of_unassigned(self) -> tuple[Extension, ...]:
-        """The extensions told of changes to pods on no node (see Extension)."""
-        return tuple(e for e in self.extensions if not getattr(e, "assigned_only", False))
+    def _told_of_unassigned(self) -> tuple[StateExtension, ...]:
+        """The extensions told of changes to pods on no node (StateExtension.assigned_only)."""
+        return tuple(e for e in self.extensions if not e.assigned_only)
 
-    def _own(self, ext: Extension) -> None:
+    def _own(self, ext: StateExtension) -> None:
         """An extension keeps one cluster view's state: it may not serve two ClusterStates."""
-        owner = getattr(ext, "_berth_owner", None)
+        owner = ext._owner
         if owner is not None and owner() is not None and owner() is not self:
             raise ValueError(f"{type(ext).__name__} already belongs to another ClusterState; build the profile again")
-        ext._berth_owner = weakref.ref(self)  # type: ignore[attr-defined]
+        ext._owner = weakref.ref(self)
 
     def doze(self) -> None:
         """Extensions that can put off their work until read do so (a view that may never be read)."""
         for ext in self.extensions:
-            if isinstance(ext, Dozes):
-                ext.doze()
+            ext.doze()
 
-    def sleep(self, keep: Iterable[Extension] = ()) -> None:
+    def sleep(self, keep: Iterable[StateExtension] = ()) -> None:
         """For a view that may go unread for long (the buffer controller's, until a buffer exists),
         from its start: extensions that can doze do; the others, but those in keep, are detached and
         only the latest object of each of their kinds is kept; pods' requests are not counted on
@@ -191,7 +164,7 @@ class ClusterState:
             raise ValueError("a cluster view sleeps from its start")
         self.doze()
         every = self.extensions
-        awake = [e for e in every if isinstance(e, Dozes) or any(e is k for k in keep)]
+        awake = [e for e in every if e.dozes or any(e is k for k in keep)]
         detached = [e for e in every if not any(e is a for a in awake)]
         kept = _Kept(tuple(dict.fromkeys(k for e in detached for k in e.kinds)))
         self._asleep = (every, detached, kept)
@@ -219,13 +192,13 @@ class ClusterState:
                     ext.apply(self, obj, False)
             for slot in self.nodes.slot.values():
                 ext.node_changed(self, slot)
-            assigned_only = getattr(ext, "assigned_only", False)
+            assigned_only = ext.assigned_only
             for pod in self.pods.values():
                 if pod.node_name or not assigned_only:
                     ext.pod_changed(self, None, pod)
         self.touch_all()
 
-    def _set_extensions(self, extensions: list[Extension]) -> None:
+    def _set_extensions(self, extensions: list[StateExtension]) -> None:
         self.extensions = extensions
         self._by_kind.clear()
         self._unassigned = self._told_of_unassigned()
@@ -513,7 +486,7 @@ class ClusterState:
         return sorted(pods, key=lambda p: (p.creation.timestamp() if p.creation else _LAST, p.key))
 
 
-class _Kept:
+class _Kept(StateExtension):
     """While a view sleeps, an extension in place of the detached ones: the latest object of each of
     their kinds, by type and namespace/name (a deleted one forgotten), in the order their stores
     would hold them."""
@@ -530,12 +503,6 @@ class _Kept:
             self.objs.pop(key, None)
         else:
             self.objs[key] = obj
-
-    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
-        return None
-
-    def node_changed(self, state: ClusterState, slot: int) -> None:
-        return None
 
 
 _LAST = float("inf")

@@ -28,7 +28,8 @@ import numpy.typing as npt
 from berth.core.api.core.model import Pod
 
 if TYPE_CHECKING:
-    from berth.core.cache.state import ClusterState, Extension
+    from berth.core.cache.extension import StateExtension
+    from berth.core.cache.state import ClusterState
 
 from berth.core.framework.cycle import Cycle
 from berth.core.framework.events import ClusterEventWithHint
@@ -240,7 +241,7 @@ class KeepsState(Protocol):
     """A plugin that keeps state for kinds of its own: its ClusterState extension is attached to the
     handle when the profile is built."""
 
-    def extension(self) -> Extension: ...
+    def extension(self) -> StateExtension: ...
 
 
 # ---- a plugin module -------------------------------------------------------------------------

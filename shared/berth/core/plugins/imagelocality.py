@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from berth.core.api.core.model import Pod
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
 from berth.core.framework.cycle import Cycle
 from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores
@@ -20,21 +20,14 @@ MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 
-class ImageSpread:
+class ImageSpread(StateExtension):
     """Per image name, the slots of the nodes listing it and its size there (a ClusterState extension)."""
 
-    kinds: tuple[type, ...] = ()
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    assigned_only = True
 
     def __init__(self) -> None:
         self.on: dict[str, dict[int, int]] = {}  # image name -> slot -> size
         self._listed: dict[int, tuple[str, ...]] = {}
-
-    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        return None
-
-    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
-        return None
 
     def node_changed(self, state: ClusterState, slot: int) -> None:
         for name in self._listed.pop(slot, ()):

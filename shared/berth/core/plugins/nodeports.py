@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from berth.core.api.core.model import Pod
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
 from berth.core.framework.cycle import Cycle
 from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
@@ -20,18 +21,14 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 ANY = "0.0.0.0"
 
 
-class UsedPorts:
+class UsedPorts(StateExtension):
     """Per (protocol, port), the addresses pods bound to each node use (a ClusterState extension)."""
 
-    kinds: tuple[type, ...] = ()
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    assigned_only = True
 
     def __init__(self) -> None:
         self.used: dict[tuple[str, int], dict[str, Counter[str]]] = {}
         self._placed: dict[str, tuple[str, tuple[tuple[str, str, int], ...]]] = {}
-
-    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        return None
 
     def _count(self, node: str, ports: tuple[tuple[str, str, int], ...], sign: int) -> None:
         for ip, proto, port in ports:
@@ -51,9 +48,6 @@ class UsedPorts:
         if new is not None and new.node_name and not new.terminated and new.host_ports:
             self._placed[key] = (new.node_name, new.host_ports)
             self._count(new.node_name, new.host_ports, 1)
-
-    def node_changed(self, state: ClusterState, slot: int) -> None:
-        return None
 
 
 class NodePorts:

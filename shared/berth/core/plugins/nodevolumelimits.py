@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from berth.core.api.core.model import CSINode, Pod
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
 from berth.core.framework.cycle import Cycle
 from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, claim_hint, each_pod
@@ -42,12 +43,12 @@ class _NotOwned(Exception):
     """A generic ephemeral volume's claim that the pod does not own (kube: an Error status)."""
 
 
-class VolumeCounts:
+class VolumeCounts(StateExtension):
     """CSINodes by node name, and which bound pods with claims each node holds (a ClusterState
     extension): a decision reads only the pods on nodes that have a limit for the pod's drivers."""
 
     kinds: tuple[type, ...] = (CSINode,)
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    assigned_only = True
 
     def __init__(self) -> None:
         self.csi_nodes: dict[str, CSINode] = {}
@@ -68,9 +69,6 @@ class VolumeCounts:
         if new is not None and new.node_name and not new.terminated and (new.volumes or new.inline_csi):
             self._placed[key] = new.node_name
             self.pods_on.setdefault(new.node_name, set()).add(key)
-
-    def node_changed(self, state: ClusterState, slot: int) -> None:
-        return None
 
 
 def attachable(state: ClusterState, pod: Pod, pending: bool) -> dict[str, str]:

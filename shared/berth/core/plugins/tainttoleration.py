@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from berth.core.api.core.model import Node, Pod, Taint, Toleration
+from berth.core.api.core.model import Node, Taint, Toleration
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.nodes import NodeTable
 from berth.core.cache.state import ClusterState
 from berth.core.framework.cycle import Cycle
@@ -28,23 +29,16 @@ def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) 
     return next((t for t in taints if not any(tol.tolerates(t) for tol in tolerations)), None)
 
 
-class PreferTaints:
+class PreferTaints(StateExtension):
     """Each slot's PreferNoSchedule taints, as an id into a list of distinct sets (a ClusterState
     extension kept as nodes change), so the Score counts once per distinct set."""
 
-    kinds: tuple[type, ...] = ()
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    assigned_only = True
 
     def __init__(self) -> None:
         self.sets: list[tuple[Taint, ...]] = [()]
         self._index: dict[tuple[Taint, ...], int] = {(): 0}
         self._ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
-
-    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        return None
-
-    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
-        return None
 
     def ids(self, nodes: NodeTable) -> npt.NDArray[np.int64]:
         n = len(nodes.valid)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from berth.core.api.core.model import InlineDisk, Pod
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
 from berth.core.framework.cycle import Cycle
 from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, claim_hint, each_pod
@@ -36,20 +37,16 @@ def conflict(a: InlineDisk, b: InlineDisk) -> bool:
     return not (a.read_only and b.read_only)
 
 
-class VolumeUse:
+class VolumeUse(StateExtension):
     """Which bound pods use each claim (cluster-wide) and the inline disks on each node (a
     ClusterState extension)."""
 
-    kinds: tuple[type, ...] = ()
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    assigned_only = True
 
     def __init__(self) -> None:
         self.claim_users: dict[str, int] = {}  # ns/claim -> bound pods using it
         self.disks_on: dict[str, dict[str, tuple[InlineDisk, ...]]] = {}  # node -> pod key -> its disks
         self._placed: dict[str, tuple[str, tuple[str, ...], tuple[InlineDisk, ...]]] = {}
-
-    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        return None
 
     def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
         key = (new or old).key  # type: ignore[union-attr]
@@ -72,9 +69,6 @@ class VolumeUse:
             self.claim_users[c] = self.claim_users.get(c, 0) + 1
         if new.inline_disks:
             self.disks_on.setdefault(new.node_name, {})[key] = new.inline_disks
-
-    def node_changed(self, state: ClusterState, slot: int) -> None:
-        return None
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ import msgspec
 
 from berth.core.api.core.model import Pod
 from berth.core.api.scheduling.model import PriorityClass, priority_of
+from berth.core.cache.extension import StateExtension
 
 
-class Nominator:
+class Nominator(StateExtension):
     kinds: tuple[type, ...] = (PriorityClass,)
 
     def __init__(self) -> None:
@@ -35,9 +36,6 @@ class Nominator:
         self._waiting.pop(key, None)
         if new is not None and new.nominated_node and not new.node_name and not new.terminated and not new.deleting:
             self._waiting[key] = new
-
-    def node_changed(self, state: Any, slot: int) -> None:
-        return None
 
     def priority(self, pod: Pod) -> int:
         return priority_of(pod, self.classes)

@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from berth.core.api.core.model import Pod
 from berth.core.api.scheduling.model import NEVER, PodDisruptionBudget, PriorityClass, preemption_policy_of, priority_of
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
 from berth.core.framework.cycle import Cycle
 from berth.core.framework.interface import DryRun, PostFilterResult
@@ -55,11 +56,11 @@ PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 _SHIFT = 2**31  # pickOneNodeForPreemption sums priorities shifted to be non-negative
 
 
-class PreemptionStore:
+class PreemptionStore(StateExtension):
     """PriorityClasses, PodDisruptionBudgets and the pods on each node (a ClusterState extension)."""
 
     kinds: tuple[type, ...] = (PriorityClass, PodDisruptionBudget)
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    assigned_only = True
 
     def __init__(self) -> None:
         self.classes: dict[str, PriorityClass] = {}
@@ -103,9 +104,6 @@ class PreemptionStore:
             self._placed[key] = new.node_name
             self.pods_on.setdefault(new.node_name, {})[key] = new
             self._sources[(new.priority, new.priority_class_name)] += 1
-
-    def node_changed(self, state: ClusterState, slot: int) -> None:
-        return None
 
     def priority(self, pod: Pod) -> int:
         return priority_of(pod, self.classes)
