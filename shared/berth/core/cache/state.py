@@ -1,4 +1,5 @@
-"""Cluster state: the objects, the node table, the PV and capacity indexes, and reservations.
+"""Cluster state: the objects, the node table, the PV and capacity indexes, PriorityClasses and
+reservations.
 
 Applying a change is idempotent: an object whose resourceVersion is not newer
 than the stored one is ignored (so are late events for deleted objects). PVs and
@@ -29,6 +30,7 @@ from berth.core.api.core.model import (
     StorageClass,
 )
 from berth.core.api.core.resources import PODS
+from berth.core.api.scheduling.model import PriorityClass, preemption_policy_of, priority_of
 from berth.core.cache.capindex import CapacityIndex
 from berth.core.cache.extension import StateExtension
 from berth.core.cache.nodes import NodeTable
@@ -84,6 +86,7 @@ class ClusterState:
         self.pvs: dict[str, PersistentVolume] = {}
         self.pvcs: dict[str, PersistentVolumeClaim] = {}
         self.classes: dict[str, StorageClass] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
         self.drivers: dict[str, CSIDriver] = {}
         self.capacities: dict[str, CSIStorageCapacity] = {}
         self.pv_index: dict[str, ClassIndex] = {}
@@ -120,6 +123,7 @@ class ClusterState:
             StorageClass: self._apply_class,
             CSIDriver: self._apply_driver,
             CSIStorageCapacity: self._apply_capacity,
+            PriorityClass: self._apply_priority_class,
         }
 
     def attach(self, ext: StateExtension) -> None:
@@ -264,7 +268,7 @@ class ClusterState:
             apply(obj, deleted)
             return True
         extensions = self._by_kind.get(cls)
-        if extensions is None:  # every extension of the kind sees it (PriorityClasses: two)
+        if extensions is None:  # every extension of the kind sees it (workloads: two)
             extensions = self._by_kind[cls] = tuple(e for e in self.extensions if issubclass(cls, e.kinds))
         for ext in extensions:
             ext.apply(self, obj, deleted)
@@ -305,6 +309,9 @@ class ClusterState:
 
     def _apply_driver(self, obj: CSIDriver, deleted: bool) -> None:
         self._put(self.drivers, obj.name, obj, deleted)
+
+    def _apply_priority_class(self, obj: PriorityClass, deleted: bool) -> None:
+        self._put(self.priority_classes, obj.name, obj, deleted)
 
     def _apply_node(self, node: Node, deleted: bool) -> None:
         slot = self.nodes.remove(node.name) if deleted else self.nodes.upsert(node)
@@ -479,6 +486,13 @@ class ClusterState:
             idx = self.pv_index[storage_class] = ClassIndex()
         idx.ensure(self.nodes)
         return idx
+
+    def priority(self, pod: Pod) -> int:
+        """The pod's priority as admission resolves it (berth.core.api.scheduling.model.priority_of)."""
+        return priority_of(pod, self.priority_classes)
+
+    def preemption_policy(self, pod: Pod) -> str:
+        return preemption_policy_of(pod, self.priority_classes)
 
     def pending_pods(self) -> list[Pod]:
         """Pods waiting for a node, oldest first (ties by namespace/name)."""

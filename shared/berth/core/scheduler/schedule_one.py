@@ -117,7 +117,7 @@ class Scheduler:
         readers = tuple(dict.fromkeys(p for p in plugins if getattr(p, "reads_other_nodes", False)))
         fit = next((p for p in profile.filters if isinstance(p, NodeFit)), None)
         self.dry_runner = _DryRun(self, not readers, fit, readers)  # what PostFilter plugins get
-        self.nominator = Nominator()
+        self.nominator = Nominator(self.state)
         self.state.attach(self.nominator)
         self._post_filtering = True
         self.next_start = 0  # kube's nextStartNodeIndex: where the next cycle's search for feasible nodes starts
@@ -512,7 +512,7 @@ class Scheduler:
     def queue(self, pods: list[Pod]) -> list[Pod]:
         """kube's PrioritySort: higher priority first, then the given order (pending_pods: oldest
         first, ties by namespace/name)."""
-        return sorted(pods, key=lambda p: -self.nominator.priority(p))
+        return sorted(pods, key=lambda p: -self.state.priority(p))
 
     def nominate(self, pod: Pod, outcome: Outcome) -> None:
         """Carry out a PostFilter result on the state: evict the victims and nominate the pod to its

@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from berth.core.api.core.model import Pod
-from berth.core.api.scheduling.model import NEVER, PodDisruptionBudget, PriorityClass, preemption_policy_of, priority_of
+from berth.core.api.scheduling.model import NEVER, PodDisruptionBudget
 from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
 from berth.core.framework.cycle import Cycle
@@ -57,13 +57,12 @@ _SHIFT = 2**31  # pickOneNodeForPreemption sums priorities shifted to be non-neg
 
 
 class PreemptionStore(StateExtension):
-    """PriorityClasses, PodDisruptionBudgets and the pods on each node (a ClusterState extension)."""
+    """PodDisruptionBudgets and the pods on each node (a ClusterState extension)."""
 
-    kinds: tuple[type, ...] = (PriorityClass, PodDisruptionBudget)
+    kinds: tuple[type, ...] = (PodDisruptionBudget,)
     assigned_only = True
 
     def __init__(self) -> None:
-        self.classes: dict[str, PriorityClass] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.pods_on: dict[str, dict[str, Pod]] = {}
         self._placed: dict[str, str] = {}  # pod key -> node
@@ -72,12 +71,10 @@ class PreemptionStore(StateExtension):
         self._sources: Counter[tuple[int | None, str]] = Counter()
 
     def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        store: dict[str, Any] = self.classes if isinstance(obj, PriorityClass) else self.pdbs
-        key = obj.name if isinstance(obj, PriorityClass) else obj.key
         if deleted:
-            store.pop(key, None)
+            self.pdbs.pop(obj.key, None)
         else:
-            store[key] = obj
+            self.pdbs[obj.key] = obj
 
     def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
         key = (new or old).key  # type: ignore[union-attr]
@@ -105,15 +102,10 @@ class PreemptionStore(StateExtension):
             self.pods_on.setdefault(new.node_name, {})[key] = new
             self._sources[(new.priority, new.priority_class_name)] += 1
 
-    def priority(self, pod: Pod) -> int:
-        return priority_of(pod, self.classes)
-
-    def lowest(self) -> int | None:
-        """The lowest priority of a pod on a node (None: no pod is on a node), as the classes are now."""
-        return min(
-            (priority_of(Pod("", "", priority=p, priority_class_name=c), self.classes) for p, c in self._sources),
-            default=None,
-        )
+    def lowest(self, priority: Callable[[Pod], int]) -> int | None:
+        """The lowest priority of a pod on a node (None: no pod is on a node), as priority resolves
+        it now (ClusterState.priority)."""
+        return min((priority(Pod("", "", priority=p, priority_class_name=c)) for p, c in self._sources), default=None)
 
 
 @dataclass(frozen=True)
@@ -204,14 +196,14 @@ class DefaultPreemption:
                 counts[NOT_HELPFUL] = counts.get(NOT_HELPFUL, 0) + others
             message = f"preemption: {fit_error(len(nodes), counts)}"
             return PostFilterResult(Status(Code.UNSCHEDULABLE, message, NAME), nominated_node="")
-        best = select(candidates, cycle.now, self.store.priority)
+        best = select(candidates, cycle.now, self.state.priority)
         return PostFilterResult(
             Status(Code.SUCCESS, "", NAME), nominated_node=best.node, victims=tuple(p.key for p in best.victims)
         )
 
     # ---- eligibility (PodEligibleToPreemptOthers) ----------------------------------------------
     def eligible(self, pod: Pod, statuses: NodeToStatus | None) -> tuple[bool, str]:
-        if preemption_policy_of(pod, self.store.classes) == NEVER:
+        if self.state.preemption_policy(pod) == NEVER:
             return False, NOT_ELIGIBLE_NEVER
         nominated = pod.nominated_node
         if not nominated:
@@ -219,9 +211,9 @@ class DefaultPreemption:
         status = None if statuses is None else statuses.get(nominated)
         if status is not None and status.code is Code.UNRESOLVABLE:
             return True, ""
-        mine = self.store.priority(pod)
+        mine = self.state.priority(pod)
         for other in self.store.pods_on.get(nominated, {}).values():
-            if other.deleting and self.store.priority(other) < mine and _preempted(other):
+            if other.deleting and self.state.priority(other) < mine and _preempted(other):
                 return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
@@ -229,8 +221,8 @@ class DefaultPreemption:
     def no_lower_priority(self, pod: Pod) -> bool:
         """No pod on any node has a lower priority than this one (a cluster without PriorityClasses):
         then the dry run of every node ends in kube's "No preemption victims found"."""
-        lowest = self.store.lowest()
-        return lowest is None or lowest >= self.store.priority(pod)
+        lowest = self.store.lowest(self.state.priority)
+        return lowest is None or lowest >= self.state.priority(pod)
 
     def candidate_count(self, potential: int) -> int:
         """kube's calculateNumCandidates."""
@@ -309,8 +301,8 @@ class DefaultPreemption:
         on the ClusterState with pods lifted for the call. Several nodes are tried in the same dry
         runs (one node alone unless the filters are node-local): each step puts back the next pod of
         every node at once."""
-        key = importance(cycle.now, self.store.priority)
-        priority = self.store.priority
+        key = importance(cycle.now, self.state.priority)
+        priority = self.state.priority
         mine = priority(cycle.pod)
         now = cycle.now.timestamp()
         out: dict[str, Candidate | Rejected] = {}
