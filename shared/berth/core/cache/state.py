@@ -95,9 +95,9 @@ class ClusterState:
         self.extensions: list[StateExtension] = []
         # what node-local answers were computed from (berth.core.framework.runtime.incremental): every change of a slot's
         # node, of the pods counted on it or of an extension's row for it is a touch, numbered
-        # 1, 2, ...; the journal keeps the slots of the latest touches; epoch: every slot changed at once
+        # 1, 2, ...; the journal keeps the slots of the latest touches; generation: every slot changed at once
         self.changes = 0
-        self.epoch = 0
+        self.generation = 0
         self._journal: list[int] = []
         self._journal_start = 0  # touches before the journal's first
         self._by_kind: dict[type, tuple[StateExtension, ...]] = {}  # the extensions of a model's type
@@ -225,7 +225,7 @@ class ClusterState:
             self.touch(slot)
 
     def touch_all(self) -> None:
-        self.epoch += 1
+        self.generation += 1
 
     def touched_since(self, change: int, most: int) -> list[int] | None:
         """The slots touched after touch number `change`, repeats included; None: no longer known, or

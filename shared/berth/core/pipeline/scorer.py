@@ -112,7 +112,7 @@ class ScorerEngine:
         """preemption_grace: carry preemptions out (`berth replay`): the victims leave the state that
         many log seconds after the decision and the preemptor is retried then. None (the services):
         the API server deletes them, and their events say so. incremental: the Scheduler's option
-        (node-local plugins' answers kept per pod shape)."""
+        (node-local plugins' answers kept per pod signature)."""
         self.state = ClusterState()
         # one scheduler per profile, by schedulerName; pods of other schedulers are skipped
         self.schedulers = {

@@ -102,7 +102,7 @@ class _DryRun:
 class Scheduler:
     def __init__(self, profile: Profile, top_nodes: int | None = None, incremental: bool = True) -> None:
         """top_nodes: None lists every node in a decision; N lists only the N best feasible ones.
-        incremental: keep node-local plugins' answers per pod shape and compute again only the nodes
+        incremental: keep node-local plugins' answers per pod signature and compute again only the nodes
         changed since (berth.core.framework.runtime.incremental); False runs every plugin on every node each cycle."""
         self.profile = profile
         self.state = profile.state

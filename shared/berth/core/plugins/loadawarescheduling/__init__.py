@@ -14,7 +14,7 @@ from berth.core.cache.state import ClusterState
 from berth.core.errors import ConfigError
 from berth.core.framework.cycle import Cycle
 from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, never
-from berth.core.framework.interface import Shape
+from berth.core.framework.interface import Signature
 from berth.core.framework.status import OK, SKIP, Code, Failure, Status
 from berth.core.framework.types import Mask, Scores, Slots
 from berth.core.plugins.loadawarescheduling.args import PLUGIN, LoadAwareSchedulingArgs, validate
@@ -224,20 +224,20 @@ class LoadAwareScheduling:
     # ---- node-local (berth.core.framework.runtime.incremental) ----------------------------------
     # A node's answer reads the store's rows for it (touched on each change), the pod's estimate and
     # whether it is prod, and whether the node's metric has expired at cycle.now (moving).
-    def filter_shape(self, cycle: Cycle) -> Shape | None:
+    def filter_signature(self, cycle: Cycle) -> Signature | None:
         prepared = self._prepare(cycle)
         if prepared is None or is_daemonset(cycle.pod):
             return None
-        return Shape(self._shape_key(prepared, prepared[1]), self._reasons)
+        return Signature(self._signature_key(prepared, prepared[1]), self._reasons)
 
     def filter_on(self, cycle: Cycle, slots: Slots) -> list[Failure]:
         return self._filter(cycle, slots)
 
-    def score_shape(self, cycle: Cycle) -> Shape | None:
+    def score_signature(self, cycle: Cycle) -> Signature | None:
         prepared = self._prepare(cycle)
         if prepared is None or self.weights is None:
             return None
-        return Shape(self._shape_key(prepared, prepared[1] and self.args.score_according_prod_usage))
+        return Signature(self._signature_key(prepared, prepared[1] and self.args.score_according_prod_usage))
 
     def score_on(self, cycle: Cycle, slots: Slots) -> Scores:
         return self._score(cycle, np.ones(len(slots), dtype=bool), slots)
@@ -245,7 +245,7 @@ class LoadAwareScheduling:
     def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None:
         return self._expired(cycle)[: len(cycle.state.nodes.valid)]
 
-    def _shape_key(self, prepared: tuple[Vec, bool], prod: bool) -> tuple[bytes, bool, int]:
+    def _signature_key(self, prepared: tuple[Vec, bool], prod: bool) -> tuple[bytes, bool, int]:
         self.store.views()  # a store woken now counts as changed everywhere
         return prepared[0].tobytes(), prod, self.store.generation
 

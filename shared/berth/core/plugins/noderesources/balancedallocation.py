@@ -15,7 +15,7 @@ import numpy.typing as npt
 from berth.core.api.meta.validation import Problems, invalid, unknown_fields
 from berth.core.cache.state import ClusterState
 from berth.core.framework.cycle import Cycle
-from berth.core.framework.interface import Shape
+from berth.core.framework.interface import Signature
 from berth.core.framework.status import OK, SKIP, Status
 from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores, Slots
 from berth.core.plugins.noderesources.allocation import (
@@ -64,8 +64,8 @@ class BalancedAllocation:
         return self._score(cycle, len(feasible), None)
 
     # node-local (berth.core.framework.runtime.incremental): a node's score reads that node's allocatable and requests
-    def score_shape(self, cycle: Cycle) -> Shape:
-        return Shape(tuple(pod_request(cycle.pod, r.name, False) for r in self.args.resources))
+    def score_signature(self, cycle: Cycle) -> Signature:
+        return Signature(tuple(pod_request(cycle.pod, r.name, False) for r in self.args.resources))
 
     def score_on(self, cycle: Cycle, slots: Slots) -> Scores:
         return self._score(cycle, len(slots), slots)

@@ -15,7 +15,7 @@ from berth.core.api.core.resources import CPU, EPHEMERAL, MEMORY, PODS, is_exten
 from berth.core.cache.state import ClusterState
 from berth.core.framework.cycle import Cycle
 from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, PodUpdate, each_pod, never
-from berth.core.framework.interface import Shape
+from berth.core.framework.interface import Signature
 from berth.core.framework.status import Code, Failure
 from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores, Slots
 from berth.core.plugins.noderesources.allocation import (
@@ -109,9 +109,9 @@ class NodeResourcesFit:
         return out
 
     # node-local (berth.core.framework.runtime.incremental): a node's answer reads that node's allocatable and requests
-    def filter_shape(self, cycle: Cycle) -> Shape:
+    def filter_signature(self, cycle: Cycle) -> Signature:
         wants = tuple(self.wants(cycle.pod))
-        return Shape(wants, tuple((self.reason(name), Code.UNSCHEDULABLE) for name, _ in wants))
+        return Signature(wants, tuple((self.reason(name), Code.UNSCHEDULABLE) for name, _ in wants))
 
     def filter_on(self, cycle: Cycle, slots: Slots) -> list[Failure]:
         nodes = cycle.state.nodes
@@ -126,8 +126,8 @@ class NodeResourcesFit:
     def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None:
         return None
 
-    def score_shape(self, cycle: Cycle) -> Shape:
-        return Shape(tuple(pod_request(cycle.pod, r.name, True) for r in self.args.scoring_strategy.resources))
+    def score_signature(self, cycle: Cycle) -> Signature:
+        return Signature(tuple(pod_request(cycle.pod, r.name, True) for r in self.args.scoring_strategy.resources))
 
     def score_on(self, cycle: Cycle, slots: Slots) -> Scores:
         strategy = self.args.scoring_strategy
