@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from berth.core import framework as fwk
 from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores
 
 NAME = "ImageLocality"
 Args = None
@@ -51,7 +50,7 @@ class ImageLocality:
     def extension(self) -> ImageSpread:
         return self.spread
 
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
         total_nodes = len(cycle.state.nodes)
         sums = np.zeros(len(feasible), dtype=np.int64)
         found = False
@@ -68,7 +67,7 @@ class ImageLocality:
             return sums
         top = MAX_CONTAINER_THRESHOLD * len(cycle.pod.images)
         clamped = np.clip(sums, MIN_THRESHOLD, max(top, MIN_THRESHOLD))
-        out: Scores = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // max(top - MIN_THRESHOLD, 1)
+        out: fwk.Scores = fwk.MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // max(top - MIN_THRESHOLD, 1)
         return out
 
 

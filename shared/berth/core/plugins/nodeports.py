@@ -8,12 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from berth.core import framework as fwk
 from berth.core.api.core.model import Pod
 from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
-from berth.core.framework.status import OK, SKIP, Failure, Status
 
 NAME = "NodePorts"
 Args = None
@@ -59,10 +57,10 @@ class NodePorts:
     def extension(self) -> UsedPorts:
         return self.ports
 
-    def pre_filter(self, cycle: Cycle) -> Status:
-        return OK if cycle.pod.host_ports else SKIP
+    def pre_filter(self, cycle: fwk.Cycle) -> fwk.Status:
+        return fwk.OK if cycle.pod.host_ports else fwk.SKIP
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         nodes = cycle.state.nodes
         bad = np.zeros(len(nodes.valid), dtype=bool)
         for ip, proto, port in cycle.pod.host_ports:
@@ -72,16 +70,16 @@ class NodePorts:
                     if slot is not None:
                         bad[slot] = True
         bad &= nodes.valid
-        return [Failure(bad, REASON)] if bad.any() else []
+        return [fwk.Failure(bad, REASON)] if bad.any() else []
 
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         # kube: Pod Delete with a hint, Node Add (and Update) without
         return (
-            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE), self.pod_hint),
-            ClusterEventWithHint(ClusterEvent("Node", Action.ADD)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.DELETE), self.pod_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.ADD)),
         )
 
-    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube: a pod left its node; retry a pod wanting one of the host ports it held there."""
         assert isinstance(obj, Pod)
         held = obj.host_ports
@@ -93,7 +91,7 @@ class NodePorts:
                 for o_ip, o_proto, o_port in held
             )
 
-        return lambda pods, version: each_pod(pods, helps)
+        return lambda pods, version: fwk.each_pod(pods, helps)
 
 
 def new(args: Any, handle: ClusterState) -> NodePorts:

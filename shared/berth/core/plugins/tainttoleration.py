@@ -9,14 +9,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from berth.core import framework as fwk
 from berth.core.api.core.model import Node, Taint, Toleration
 from berth.core.cache.extension import StateExtension
 from berth.core.cache.nodes import NodeTable
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
-from berth.core.framework.status import OK, Code, Failure, Status
-from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores
 from berth.core.plugins.helper.normalize_score import default_normalize
 
 NAME = "TaintToleration"
@@ -66,7 +63,7 @@ class TaintToleration:
     def extension(self) -> PreferTaints:
         return self.prefer
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         nodes = cycle.state.nodes
         out = []
         for tid, taints in enumerate(nodes.taint_sets):
@@ -74,14 +71,14 @@ class TaintToleration:
             if bad is not None:
                 mask = (nodes.taint_set == tid) & nodes.valid
                 if mask.any():
-                    out.append(Failure(mask, f"{REASON_PREFIX} {{{bad.key}: {bad.value}}}", Code.UNRESOLVABLE))
+                    out.append(fwk.Failure(mask, f"{REASON_PREFIX} {{{bad.key}: {bad.value}}}", fwk.Code.UNRESOLVABLE))
         return out
 
-    def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
+    def pre_score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Status:
         cycle.data[self.name] = tuple(t for t in cycle.pod.tolerations if t.effect in ("", "PreferNoSchedule"))
-        return OK
+        return fwk.OK
 
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
         tolerations: tuple[Toleration, ...] = cycle.data[self.name]
         sets = self.prefer.sets
         counts = np.array(
@@ -92,28 +89,28 @@ class TaintToleration:
             cycle.data[_NONE_COUNTED] = True
             return np.zeros(len(feasible), dtype=np.int64)
         ids = self.prefer.ids(cycle.state.nodes)
-        out: Scores = np.where(feasible, counts[ids[: len(feasible)]], 0)
+        out: fwk.Scores = np.where(feasible, counts[ids[: len(feasible)]], 0)
         return out
 
-    def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
+    def normalize_score(self, cycle: fwk.Cycle, scores: fwk.Scores, feasible: fwk.Mask) -> None:
         if cycle.data.get(_NONE_COUNTED) and len(scores) == len(feasible):
-            np.multiply(feasible, MAX_NODE_SCORE, out=scores)  # all zero, reversed: 100 where feasible
+            np.multiply(feasible, fwk.MAX_NODE_SCORE, out=scores)  # all zero, reversed: 100 where feasible
             return
         default_normalize(scores, feasible, reverse=True)
 
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         # kube: Node Add|UpdateNodeTaint with a hint (and the pod's own toleration update, which the scorer
         # decides again anyway). berth keeps Delete, without a hint, as it always had.
         return (
-            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE), self.node_hint),
-            ClusterEventWithHint(ClusterEvent("Node", Action.DELETE)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.ADD | fwk.Action.UPDATE), self.node_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.DELETE)),
         )
 
-    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube: a node added or its taints changed; retry a pod that tolerates its taints now."""
         assert isinstance(obj, Node)
         taints = tuple(t for t in obj.taints if t.effect in ("NoSchedule", "NoExecute"))
-        return lambda pods, version: each_pod(pods, lambda p: untolerated(taints, p.tolerations) is None)
+        return lambda pods, version: fwk.each_pod(pods, lambda p: untolerated(taints, p.tolerations) is None)
 
 
 def new(args: Any, handle: ClusterState) -> TaintToleration:

@@ -12,12 +12,9 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from berth.core import framework as fwk
 from berth.core.api.meta.validation import Problems, invalid, unknown_fields
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.interface import Signature
-from berth.core.framework.status import OK, SKIP, Status
-from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores, Slots
 from berth.core.plugins.noderesources.allocation import (
     DEFAULT_RESOURCES,
     Ints,
@@ -55,34 +52,34 @@ class BalancedAllocation:
     def __init__(self, args: Args) -> None:
         self.args = args
 
-    def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
+    def pre_score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Status:
         if not any(pod_request(cycle.pod, r.name, False) for r in self.args.resources):
-            return SKIP
-        return OK
+            return fwk.SKIP
+        return fwk.OK
 
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
         return self._score(cycle, len(feasible), None)
 
     # node-local (berth.core.framework.runtime.incremental): a node's score reads that node's allocatable and requests
-    def score_signature(self, cycle: Cycle) -> Signature:
-        return Signature(tuple(pod_request(cycle.pod, r.name, False) for r in self.args.resources))
+    def score_signature(self, cycle: fwk.Cycle) -> fwk.Signature:
+        return fwk.Signature(tuple(pod_request(cycle.pod, r.name, False) for r in self.args.resources))
 
-    def score_on(self, cycle: Cycle, slots: Slots) -> Scores:
+    def score_on(self, cycle: fwk.Cycle, slots: fwk.Slots) -> fwk.Scores:
         return self._score(cycle, len(slots), slots)
 
-    def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None:
+    def moving(self, cycle: fwk.Cycle) -> npt.NDArray[Any] | None:
         return None
 
-    def _score(self, cycle: Cycle, n: int, slots: Slots | None) -> Scores:
+    def _score(self, cycle: fwk.Cycle, n: int, slots: fwk.Slots | None) -> fwk.Scores:
         columns = allocatable_requested(cycle.state.nodes, cycle.pod, self.args.resources, None, slots=slots)
         if not columns:
-            return np.full(n, MAX_NODE_SCORE, dtype=np.int64)
+            return np.full(n, fwk.MAX_NODE_SCORE, dtype=np.int64)
         if len(columns) == 2:
             return _two(columns[0][1], columns[0][2], columns[1][1], columns[1][2])
         return _general([(alloc, req) for _, alloc, req in columns], n)
 
 
-def _general(columns: list[tuple[Ints, Ints]], n: int) -> Scores:
+def _general(columns: list[tuple[Ints, Ints]], n: int) -> fwk.Scores:
     """(allocatable, requested) per resource: 1 - the std of the fractions of the resources that count
     (allocatable above 0) on each node, x 100."""
     counted = np.array([alloc > 0 for alloc, _ in columns])
@@ -100,7 +97,7 @@ def _general(columns: list[tuple[Ints, Ints]], n: int) -> Scores:
         dev = np.where(counted, (fractions - mean) ** 2, 0.0).sum(axis=0)
         more = np.sqrt(dev / np.maximum(k, 1))
         std = np.where(k == 2, two, np.where(k > 2, more, 0.0))
-    out: Scores = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+    out: fwk.Scores = ((1 - std) * fwk.MAX_NODE_SCORE).astype(np.int64)
     return out
 
 
@@ -109,7 +106,7 @@ def _fraction(alloc: Ints, req: Ints) -> npt.NDArray[np.float64]:
     return np.minimum(out, 1.0, out=out)
 
 
-def _two(alloc0: Ints, req0: Ints, alloc1: Ints, req1: Ints) -> Scores:
+def _two(alloc0: Ints, req0: Ints, alloc1: Ints, req1: Ints) -> fwk.Scores:
     """Two resources (cpu and memory, the default): where both count, (1 - |f0 - f1| / 2) x 100; where one
     or none does (allocatable 0), 100. The same float operations as _general, in fewer passes."""
     std = _fraction(alloc0, req0)
@@ -118,8 +115,8 @@ def _two(alloc0: Ints, req0: Ints, alloc1: Ints, req1: Ints) -> Scores:
     np.abs(std, out=std)
     std[(alloc0 <= 0) | (alloc1 <= 0)] = 0.0
     np.subtract(1, std, out=std)
-    std *= MAX_NODE_SCORE
-    out: Scores = std.astype(np.int64)
+    std *= fwk.MAX_NODE_SCORE
+    out: fwk.Scores = std.astype(np.int64)
     return out
 
 
