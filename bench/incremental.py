@@ -1,5 +1,5 @@
 """Issue 21: incremental evaluation on the replay bench's log. Two scorer engines, one keeping
-node-local plugins' answers per pod shape and one not, each fed every event in turn (so a busy
+node-local plugins' answers per pod signature and one not, each fed every event in turn (so a busy
 machine slows both alike), decide each pod of the log; prints CPU per decision and, per plugin and
 extension point, the time per decision of each (wall clock, read as shares). Figures only.
 

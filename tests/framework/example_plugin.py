@@ -13,12 +13,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from berth.core import framework as fwk
 from berth.core.api.meta.validation import Problems, invalid, unknown_fields
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint
-from berth.core.framework.status import Code, Failure
-from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores
 
 NAME = "NodeLabelGate"
 
@@ -49,17 +46,17 @@ class NodeLabelGate:
         self.args = args
         self.reason = f"node(s) didn't have label {args.required_label}"
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         nodes = cycle.state.nodes
         ok = nodes.match_labels_mask({self.args.required_label: "true"})
-        return [Failure(nodes.valid & ~ok, self.reason, Code.UNRESOLVABLE)]
+        return [fwk.Failure(nodes.valid & ~ok, self.reason, fwk.Code.UNRESOLVABLE)]
 
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
         preferred = cycle.state.nodes.match_labels_mask({self.args.preferred_label: "true"})
-        return np.where(preferred, MAX_NODE_SCORE, 0).astype(np.int64)
+        return np.where(preferred, fwk.MAX_NODE_SCORE, 0).astype(np.int64)
 
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
-        return (ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE)),)
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
+        return (fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.ADD | fwk.Action.UPDATE)),)
 
 
 def new(args: Any, handle: ClusterState) -> NodeLabelGate:

@@ -111,7 +111,7 @@ class _Side:
 @given(st.lists(events, min_size=20, max_size=80), st.sampled_from([0.25, 1.0]))
 def test_incremental_evaluation_equals_full_evaluation(evs: list[tuple[Any, ...]], redo_share: float) -> None:
     """Every decision, with every node's reasons and scores, its NodeToStatus counts and codes, is the
-    same with node-local answers kept per pod shape as with every plugin run on every node."""
+    same with node-local answers kept per pod signature as with every plugin run on every node."""
     kept, full = _Side(True, redo_share), _Side(False, redo_share)
     setup = [storage_class("local"), *(node(f"n{i}", cpu="4", memory="16Gi") for i in range(3))]
     setup += [pvc("c0", "1Gi"), pvc("c1", "10Gi"), pv("pv0", "5Gi", on="n0"), pv("pv1", "100Gi", on="n1")]

@@ -273,9 +273,9 @@ def _extension(ext: Any, state: ClusterState) -> Any:
         return [ext.sets[i] for i in ext.ids(state.nodes)[: state.nodes.size].tolist()]
     if isinstance(ext, PodIndex):  # a term whose pods count on no slot (their node left) may stay filed
         held = {a: {g: None for g in at if ext._groups.get(g)} for a, at in ext._group_at.items()}
-        return _canon({**vars(ext), "_group_at": held, "_berth_owner": None, "_size": None})
+        return _canon({**vars(ext), "_group_at": held, "_owner": None, "_size": None})
     # NonZeroRequested's _nodes (the view's node table) and PodIndex's _size are taken on first use
-    return _canon({k: v for k, v in vars(ext).items() if k not in ("_berth_owner", "_nodes", "_size")})
+    return _canon({k: v for k, v in vars(ext).items() if k not in ("_owner", "_nodes", "_size")})
 
 
 def _record(r: Any) -> Any:

@@ -1115,8 +1115,8 @@ def test_with_no_lower_priority_pod_anywhere_no_node_is_dry_run(
     for i in gone & set(range(len(pods))):
         h.state.lift(f"default/p{i}")
     placed = [p for on in h.plugin.store.pods_on.values() for p in on.values()]
-    want = min((h.plugin.store.priority(p) for p in placed), default=None)
-    assert h.plugin.store.lowest() == want
+    want = min((h.plugin.state.priority(p) for p in placed), default=None)
+    assert h.plugin.store.lowest(h.plugin.state.priority) == want
     cycle = h.cycle(kpod("p", priority=preemptor, req=LARGE))
     assert h.plugin.no_lower_priority(cycle.pod) is (want is None or want >= preemptor)
     got = h.plugin.post_filter(cycle, h.every_node(), h.scheduler.dry_runner)

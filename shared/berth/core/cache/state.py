@@ -1,4 +1,5 @@
-"""Cluster state: the objects, the node table, the PV and capacity indexes, and reservations.
+"""Cluster state: the objects, the node table, the PV and capacity indexes, PriorityClasses and
+reservations.
 
 Applying a change is idempotent: an object whose resourceVersion is not newer
 than the stored one is ignored (so are late events for deleted objects). PVs and
@@ -12,7 +13,7 @@ import sys
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import msgspec
 
@@ -29,36 +30,11 @@ from berth.core.api.core.model import (
     StorageClass,
 )
 from berth.core.api.core.resources import PODS
+from berth.core.api.scheduling.model import PriorityClass, preemption_policy_of, priority_of
 from berth.core.cache.capindex import CapacityIndex
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.nodes import NodeTable
 from berth.core.cache.pvindex import ClassIndex, available
-
-
-class Extension(Protocol):
-    """State for kinds the core does not know (NodeMetrics, CapacityBuffers, ...). A plugin that keeps
-    such state hands it over as KeepsState.extension(); the profile attaches it to the state the
-    plugin was made for.
-
-    An extension whose pod_changed does nothing for pods on no node (a pending pod added, changed or
-    deleted) says so with a class attribute `assigned_only = True`: the state then skips the call
-    unless the old or the new pod names a node."""
-
-    kinds: tuple[type, ...]
-
-    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None: ...
-
-    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None: ...
-
-    def node_changed(self, state: ClusterState, slot: int) -> None:
-        """The node in this slot was added, changed or removed."""
-        ...
-
-
-@runtime_checkable
-class Dozes(Protocol):
-    """An extension that can put off the work of its kinds' changes until it is next read."""
-
-    def doze(self) -> None: ...
 
 
 def newer(new: str, old: str) -> bool:
@@ -104,26 +80,27 @@ class _Held:
 
 
 class ClusterState:
-    def __init__(self, extensions: Iterable[Extension] = ()) -> None:
+    def __init__(self, extensions: Iterable[StateExtension] = ()) -> None:
         self.nodes = NodeTable()
         self.pods: dict[str, Pod] = {}
         self.pvs: dict[str, PersistentVolume] = {}
         self.pvcs: dict[str, PersistentVolumeClaim] = {}
         self.classes: dict[str, StorageClass] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
         self.drivers: dict[str, CSIDriver] = {}
         self.capacities: dict[str, CSIStorageCapacity] = {}
         self.pv_index: dict[str, ClassIndex] = {}
         self.cap_index: dict[str, CapacityIndex] = {}
         self.pvs_by_claim: dict[str, set[str]] = {}
-        self.extensions: list[Extension] = []
+        self.extensions: list[StateExtension] = []
         # what node-local answers were computed from (berth.core.framework.runtime.incremental): every change of a slot's
         # node, of the pods counted on it or of an extension's row for it is a touch, numbered
-        # 1, 2, ...; the journal keeps the slots of the latest touches; epoch: every slot changed at once
+        # 1, 2, ...; the journal keeps the slots of the latest touches; generation: every slot changed at once
         self.changes = 0
-        self.epoch = 0
+        self.generation = 0
         self._journal: list[int] = []
         self._journal_start = 0  # touches before the journal's first
-        self._by_kind: dict[type, tuple[Extension, ...]] = {}  # the extensions of a model's type
+        self._by_kind: dict[type, tuple[StateExtension, ...]] = {}  # the extensions of a model's type
         for ext in extensions:
             self._own(ext)
             self.extensions.append(ext)
@@ -136,7 +113,7 @@ class ClusterState:
         self._held: dict[str, _Held] = {}
         self._held_on: dict[str, set[str]] = {}  # node -> keys of the pods held there
         self._awake = True  # pods' requests counted on their nodes, touches journalled (see sleep)
-        self._asleep: tuple[list[Extension], list[Extension], _Kept] | None = None  # see sleep
+        self._asleep: tuple[list[StateExtension], list[StateExtension], _Kept] | None = None  # see sleep
         # the core kinds by exact type (models are final); any other type goes to the extensions
         self._appliers: dict[type, Any] = {
             Pod: self._apply_pod,
@@ -146,9 +123,10 @@ class ClusterState:
             StorageClass: self._apply_class,
             CSIDriver: self._apply_driver,
             CSIStorageCapacity: self._apply_capacity,
+            PriorityClass: self._apply_priority_class,
         }
 
-    def attach(self, ext: Extension) -> None:
+    def attach(self, ext: StateExtension) -> None:
         """Register an extension late: it sees the nodes and pods already here (not earlier objects of its kinds)."""
         if ext in self.extensions:
             return
@@ -164,24 +142,23 @@ class ClusterState:
             ext.pod_changed(self, None, pod)
         self.touch_all()
 
-    def _told_of_unassigned(self) -> tuple[Extension, ...]:
-        """The extensions told of changes to pods on no node (see Extension)."""
-        return tuple(e for e in self.extensions if not getattr(e, "assigned_only", False))
+    def _told_of_unassigned(self) -> tuple[StateExtension, ...]:
+        """The extensions told of changes to pods on no node (StateExtension.assigned_only)."""
+        return tuple(e for e in self.extensions if not e.assigned_only)
 
-    def _own(self, ext: Extension) -> None:
+    def _own(self, ext: StateExtension) -> None:
         """An extension keeps one cluster view's state: it may not serve two ClusterStates."""
-        owner = getattr(ext, "_berth_owner", None)
+        owner = ext._owner
         if owner is not None and owner() is not None and owner() is not self:
             raise ValueError(f"{type(ext).__name__} already belongs to another ClusterState; build the profile again")
-        ext._berth_owner = weakref.ref(self)  # type: ignore[attr-defined]
+        ext._owner = weakref.ref(self)
 
     def doze(self) -> None:
         """Extensions that can put off their work until read do so (a view that may never be read)."""
         for ext in self.extensions:
-            if isinstance(ext, Dozes):
-                ext.doze()
+            ext.doze()
 
-    def sleep(self, keep: Iterable[Extension] = ()) -> None:
+    def sleep(self, keep: Iterable[StateExtension] = ()) -> None:
         """For a view that may go unread for long (the buffer controller's, until a buffer exists),
         from its start: extensions that can doze do; the others, but those in keep, are detached and
         only the latest object of each of their kinds is kept; pods' requests are not counted on
@@ -191,7 +168,7 @@ class ClusterState:
             raise ValueError("a cluster view sleeps from its start")
         self.doze()
         every = self.extensions
-        awake = [e for e in every if isinstance(e, Dozes) or any(e is k for k in keep)]
+        awake = [e for e in every if e.dozes or any(e is k for k in keep)]
         detached = [e for e in every if not any(e is a for a in awake)]
         kept = _Kept(tuple(dict.fromkeys(k for e in detached for k in e.kinds)))
         self._asleep = (every, detached, kept)
@@ -219,13 +196,13 @@ class ClusterState:
                     ext.apply(self, obj, False)
             for slot in self.nodes.slot.values():
                 ext.node_changed(self, slot)
-            assigned_only = getattr(ext, "assigned_only", False)
+            assigned_only = ext.assigned_only
             for pod in self.pods.values():
                 if pod.node_name or not assigned_only:
                     ext.pod_changed(self, None, pod)
         self.touch_all()
 
-    def _set_extensions(self, extensions: list[Extension]) -> None:
+    def _set_extensions(self, extensions: list[StateExtension]) -> None:
         self.extensions = extensions
         self._by_kind.clear()
         self._unassigned = self._told_of_unassigned()
@@ -248,7 +225,7 @@ class ClusterState:
             self.touch(slot)
 
     def touch_all(self) -> None:
-        self.epoch += 1
+        self.generation += 1
 
     def touched_since(self, change: int, most: int) -> list[int] | None:
         """The slots touched after touch number `change`, repeats included; None: no longer known, or
@@ -291,7 +268,7 @@ class ClusterState:
             apply(obj, deleted)
             return True
         extensions = self._by_kind.get(cls)
-        if extensions is None:  # every extension of the kind sees it (PriorityClasses: two)
+        if extensions is None:  # every extension of the kind sees it (workloads: two)
             extensions = self._by_kind[cls] = tuple(e for e in self.extensions if issubclass(cls, e.kinds))
         for ext in extensions:
             ext.apply(self, obj, deleted)
@@ -332,6 +309,9 @@ class ClusterState:
 
     def _apply_driver(self, obj: CSIDriver, deleted: bool) -> None:
         self._put(self.drivers, obj.name, obj, deleted)
+
+    def _apply_priority_class(self, obj: PriorityClass, deleted: bool) -> None:
+        self._put(self.priority_classes, obj.name, obj, deleted)
 
     def _apply_node(self, node: Node, deleted: bool) -> None:
         slot = self.nodes.remove(node.name) if deleted else self.nodes.upsert(node)
@@ -507,13 +487,20 @@ class ClusterState:
         idx.ensure(self.nodes)
         return idx
 
+    def priority(self, pod: Pod) -> int:
+        """The pod's priority as admission resolves it (berth.core.api.scheduling.model.priority_of)."""
+        return priority_of(pod, self.priority_classes)
+
+    def preemption_policy(self, pod: Pod) -> str:
+        return preemption_policy_of(pod, self.priority_classes)
+
     def pending_pods(self) -> list[Pod]:
         """Pods waiting for a node, oldest first (ties by namespace/name)."""
         pods = [p for p in self.pods.values() if p.pending]
         return sorted(pods, key=lambda p: (p.creation.timestamp() if p.creation else _LAST, p.key))
 
 
-class _Kept:
+class _Kept(StateExtension):
     """While a view sleeps, an extension in place of the detached ones: the latest object of each of
     their kinds, by type and namespace/name (a deleted one forgotten), in the order their stores
     would hold them."""
@@ -530,12 +517,6 @@ class _Kept:
             self.objs.pop(key, None)
         else:
             self.objs[key] = obj
-
-    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
-        return None
-
-    def node_changed(self, state: ClusterState, slot: int) -> None:
-        return None
 
 
 _LAST = float("inf")

@@ -28,7 +28,8 @@ import numpy.typing as npt
 from berth.core.api.core.model import Pod
 
 if TYPE_CHECKING:
-    from berth.core.cache.state import ClusterState, Extension
+    from berth.core.cache.extension import StateExtension
+    from berth.core.cache.state import ClusterState
 
 from berth.core.framework.cycle import Cycle
 from berth.core.framework.events import ClusterEventWithHint
@@ -121,8 +122,8 @@ class ReadsOtherNodes(Protocol):
 
 
 @dataclass(frozen=True)
-class Shape:
-    """What a node-local plugin reads of a pod (key), and for a Filter every (reason, code) it can
+class Signature:
+    """A pod's signature (kube 1.36: the pod signature): what a node-local plugin reads of a pod (key), and for a Filter every (reason, code) it can
     give that pod, in the order its Failures come."""
 
     key: Hashable
@@ -133,18 +134,18 @@ class Shape:
 class NodeLocalFilter(Protocol):
     """A Filter whose answer on a node depends only on that node as ClusterState's slot versions
     track it (its object, the pods counted on it, extensions' rows for it: ClusterState.touch), on
-    what moving() returns for it, and on the pod's fields its shape's key holds (plus anything
+    what moving() returns for it, and on the pod's fields its signature's key holds (plus anything
     global the plugin reads, which the key must hold too). The scheduler may then keep its answers
-    per shape and compute again only the slots whose version or moving value changed (docs/framework.md)."""
+    per signature and compute again only the slots whose version or moving value changed (docs/framework.md)."""
 
     name: str
 
-    def filter_shape(self, cycle: Cycle) -> Shape | None:
+    def filter_signature(self, cycle: Cycle) -> Signature | None:
         """None: not kept for this pod (the plugin's filter runs)."""
         ...
 
     def filter_on(self, cycle: Cycle, slots: Slots) -> list[Failure]:
-        """filter() on these slots only: masks over `slots`, reasons and codes from the shape's."""
+        """filter() on these slots only: masks over `slots`, reasons and codes from the signature's."""
         ...
 
     def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None:
@@ -159,7 +160,7 @@ class NodeLocalScore(Protocol):
 
     name: str
 
-    def score_shape(self, cycle: Cycle) -> Shape | None: ...
+    def score_signature(self, cycle: Cycle) -> Signature | None: ...
 
     def score_on(self, cycle: Cycle, slots: Slots) -> Scores:
         """score() on these slots only, each taken as feasible."""
@@ -240,7 +241,7 @@ class KeepsState(Protocol):
     """A plugin that keeps state for kinds of its own: its ClusterState extension is attached to the
     handle when the profile is built."""
 
-    def extension(self) -> Extension: ...
+    def extension(self) -> StateExtension: ...
 
 
 # ---- a plugin module -------------------------------------------------------------------------

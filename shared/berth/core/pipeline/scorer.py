@@ -27,17 +27,8 @@ from berth.core.pipeline.overrun import OverRunObserver
 from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.reservations import Reservations
 from berth.core.pipeline.stats import NodeUse, RunStats, StatsObserver
-from berth.core.plugins.defaultpreemption import PreemptionStore
 from berth.core.scheduler.queue import RetryQueue, Waiting
 from berth.core.scheduler.schedule_one import Outcome, Scheduler
-
-
-def _priority(state: ClusterState, pod: Pod) -> int:
-    """The pod's priority as DefaultPreemption resolves it (PriorityClasses), else spec.priority."""
-    for ext in state.extensions:
-        if isinstance(ext, PreemptionStore):
-            return ext.priority(pod)
-    return pod.priority or 0
 
 
 class _Waiting(msgspec.Struct, array_like=True):
@@ -121,7 +112,7 @@ class ScorerEngine:
         """preemption_grace: carry preemptions out (`berth replay`): the victims leave the state that
         many log seconds after the decision and the preemptor is retried then. None (the services):
         the API server deletes them, and their events say so. incremental: the Scheduler's option
-        (node-local plugins' answers kept per pod shape)."""
+        (node-local plugins' answers kept per pod signature)."""
         self.state = ClusterState()
         # one scheduler per profile, by schedulerName; pods of other schedulers are skipped
         self.schedulers = {
@@ -310,7 +301,7 @@ class ScorerEngine:
                     self._evicted.add(key)
                     self.reservations.forget(key)
                     self.overrun.pod(pod, True)  # as its deletion would tell
-                    priorities.append(_priority(self.state, pod))
+                    priorities.append(self.state.priority(pod))
                     helped += self.queue.helped("Pod", Action.DELETE, pod, self.applier.now, True)
                 self.observer.preempted(record, node, tuple(priorities))
                 self.scheduler.nominator.forget(preemptor.key)

@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from berth.core.api.core.model import Pod
+from berth.core import framework as fwk
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores
 
 NAME = "ImageLocality"
 Args = None
@@ -20,11 +19,10 @@ MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 
-class ImageSpread:
+class ImageSpread(StateExtension):
     """Per image name, the slots of the nodes listing it and its size there (a ClusterState extension)."""
 
-    kinds: tuple[type, ...] = ()
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    assigned_only = True
 
     def __init__(self) -> None:
         self.on: dict[str, dict[int, int]] = {}  # image name -> slot -> size
@@ -32,12 +30,6 @@ class ImageSpread:
         # while any node lists it (backend/cache addNodeImageStates: one ImageStateSummary per name)
         self.size: dict[str, int] = {}
         self._listed: dict[int, tuple[str, ...]] = {}
-
-    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        return None
-
-    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
-        return None
 
     def node_changed(self, state: ClusterState, slot: int) -> None:
         for name in self._listed.pop(slot, ()):
@@ -63,7 +55,7 @@ class ImageLocality:
     def extension(self) -> ImageSpread:
         return self.spread
 
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
         total_nodes = len(cycle.state.nodes)
         sums = np.zeros(len(feasible), dtype=np.int64)
         found = False
@@ -80,7 +72,7 @@ class ImageLocality:
             return sums
         top = MAX_CONTAINER_THRESHOLD * len(cycle.pod.images)
         clamped = np.clip(sums, MIN_THRESHOLD, max(top, MIN_THRESHOLD))
-        out: Scores = MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // max(top - MIN_THRESHOLD, 1)
+        out: fwk.Scores = fwk.MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // max(top - MIN_THRESHOLD, 1)
         return out
 
 

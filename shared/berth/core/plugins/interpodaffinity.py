@@ -20,14 +20,11 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from berth.core import framework as fwk
 from berth.core.api.core.model import Node, Pod, PodAffinityTerm
 from berth.core.api.meta.selectors import LabelSelector, selector_error
 from berth.core.api.meta.validation import Problems, is_int, unknown_fields
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
-from berth.core.framework.status import OK, SKIP, Code, Failure, Status
-from berth.core.framework.types import Mask, Scores, Slots
 from berth.core.plugins.helper.podindex import Ints, Matcher, PodIndex, Sparse, matches, shared
 
 NAME = "InterPodAffinity"
@@ -95,7 +92,7 @@ class InterPodAffinity:
     def extension(self) -> PodIndex:
         return self.index
 
-    def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
+    def removal_safe(self, cycle: fwk.Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         """Anti-affinity, the pod's and the existing pods', only eases as pods leave; a required
         affinity term may lose the pod it needs, unless none of the pods leaving matches the terms
         (then every count the filter reads stays as it is)."""
@@ -135,7 +132,7 @@ class InterPodAffinity:
             names |= {n for n, labels in self.index.namespaces.items() if ns_sel.matches(labels)}
         return ((frozenset(names), sel),)
 
-    def _per_domain(self, state: ClusterState, key: str, slots: Slots, pods: Ints) -> _Totals:
+    def _per_domain(self, state: ClusterState, key: str, slots: fwk.Slots, pods: Ints) -> _Totals:
         """From the pods on some slots (the others have none), each slot's domain total for label `key`."""
         ids, n = self.index.domains(state, key)
         d = ids[slots]
@@ -146,19 +143,19 @@ class InterPodAffinity:
         return _Totals(ids, dom)
 
     # ---- PreFilter and Filter ---------------------------------------------------------------
-    def pre_filter(self, cycle: Cycle) -> Status:
+    def pre_filter(self, cycle: fwk.Cycle) -> fwk.Status:
         """kube's PreFilter turns a pod away when framework.NewPodInfo cannot parse its terms."""
         error = parse_error(cycle.pod)
-        return OK if error is None else Status(Code.UNRESOLVABLE, f"parsing pod: {error}", NAME)
+        return fwk.OK if error is None else fwk.Status(fwk.Code.UNRESOLVABLE, f"parsing pod: {error}", NAME)
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         pod, state = cycle.pod, cycle.state
         valid = state.nodes.valid
         n = len(valid)
         required = pod.pod_affinity.required if pod.pod_affinity else ()
         anti = pod.pod_affinity.required_anti if pod.pod_affinity else ()
         ns_labels = self.index.namespaces.get(pod.namespace, {})
-        existing: Mask | None = None
+        existing: fwk.Mask | None = None
         for owner_ns, term, held in self.index.groups("required_anti", pod.labels):
             if held and existing_term_matches(term, owner_ns, pod, ns_labels):
                 totals = self._per_domain(state, term.topology_key, *_sparse(held, n))
@@ -199,39 +196,39 @@ class InterPodAffinity:
         else:
             existing &= valid & ~fail_aff & ~fail_anti
         return [
-            Failure(fail_aff, REASON_AFFINITY, Code.UNRESOLVABLE),
-            Failure(fail_anti, REASON_ANTI, Code.UNSCHEDULABLE),
-            Failure(existing, REASON_EXISTING_ANTI, Code.UNSCHEDULABLE),
+            fwk.Failure(fail_aff, REASON_AFFINITY, fwk.Code.UNRESOLVABLE),
+            fwk.Failure(fail_anti, REASON_ANTI, fwk.Code.UNSCHEDULABLE),
+            fwk.Failure(existing, REASON_EXISTING_ANTI, fwk.Code.UNSCHEDULABLE),
         ]
 
     # ---- Score --------------------------------------------------------------------------------
-    def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
+    def pre_score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Status:
         """kube's PreScore: Skip with no nodes, with ignorePreferredTermsOfExistingPods and a pod without
         preferred terms, and when no term matches a pod on a node carrying its topology key."""
         a = cycle.pod.pod_affinity
         has_constraints = a is not None and bool(a.preferred or a.preferred_anti)
         if not len(cycle.state.nodes) or (self.args.ignore_preferred_terms_of_existing_pods and not has_constraints):
-            return SKIP
+            return fwk.SKIP
         raw = self._raw(cycle)
         if raw is None:
-            return SKIP
+            return fwk.SKIP
         cycle.data[NAME] = raw
-        return OK
+        return fwk.OK
 
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
-        raw: Scores | None = cycle.data.get(NAME)
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
+        raw: fwk.Scores | None = cycle.data.get(NAME)
         if raw is None:
             raw = self._raw(cycle)
         return np.zeros(len(cycle.state.nodes.valid), dtype=np.int64) if raw is None else raw
 
-    def _raw(self, cycle: Cycle) -> Scores | None:
+    def _raw(self, cycle: fwk.Cycle) -> fwk.Scores | None:
         """Each slot's summed weights over its topology domains; None when no term matched anywhere."""
         pod, state = cycle.pod, cycle.state
         n = len(state.nodes.valid)
         raw = np.zeros(n, dtype=np.int64)
         produced = False
 
-        def add(key: str, slots: Slots, pods: Ints, weight: int) -> None:
+        def add(key: str, slots: fwk.Slots, pods: Ints, weight: int) -> None:
             nonlocal produced
             totals = self._per_domain(state, key, slots, pods)
             if totals.found:
@@ -257,7 +254,7 @@ class InterPodAffinity:
                     add(term.topology_key, *_sparse(held, n), hard if sign == 0 else sign * term.weight)
         return raw if produced else None
 
-    def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
+    def normalize_score(self, cycle: fwk.Cycle, scores: fwk.Scores, feasible: fwk.Mask) -> None:
         if cycle.data.get(NAME) is None or not feasible.any():
             scores[:] = 0
             return
@@ -269,14 +266,14 @@ class InterPodAffinity:
         scores[:] = np.where(feasible, scaled.astype(np.int64), 0)
 
     # ---- requeueing ---------------------------------------------------------------------------
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         # kube: Pod Add|UpdatePodLabel|Delete (assigned pods), Node Add|UpdateNodeLabel, with hints. berth
         # sees only the new pod of an update, so a label update has no hint (a retry too many, never too few).
         return (
-            ClusterEventWithHint(ClusterEvent("Pod", Action.ADD), self.pod_added_hint),
-            ClusterEventWithHint(ClusterEvent("Pod", Action.UPDATE_POD_LABEL)),
-            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE), self.pod_deleted_hint),
-            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE), self.node_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.ADD), self.pod_added_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.UPDATE_POD_LABEL)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.DELETE), self.pod_deleted_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.ADD | fwk.Action.UPDATE), self.node_hint),
         )
 
     def _matches_all(self, pod: Pod, terms: tuple[PodAffinityTerm, ...], other: Pod) -> bool:
@@ -289,22 +286,22 @@ class InterPodAffinity:
                 return False
         return True
 
-    def pod_added_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def pod_added_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube: an assigned pod was added; retry a pod whose required affinity terms it all matches."""
         assert isinstance(obj, Pod)
         if not obj.node_name:
-            return lambda pods, version: each_pod(pods, lambda p: False)
-        return lambda pods, version: each_pod(
+            return lambda pods, version: fwk.each_pod(pods, lambda p: False)
+        return lambda pods, version: fwk.each_pod(
             pods, lambda p: p.pod_affinity is not None and self._matches_all(p, p.pod_affinity.required, obj)
         )
 
-    def pod_deleted_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def pod_deleted_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube: an assigned pod left; retry a pod whose required anti-affinity terms it all matched. berth
         also retries a pod the leaving pod's own required anti-affinity matched (kube's filter rejects for it,
         and kube's hint leaves that pod to its periodic flush, which berth does not have)."""
         assert isinstance(obj, Pod)
         if not obj.node_name:
-            return lambda pods, version: each_pod(pods, lambda p: False)
+            return lambda pods, version: fwk.each_pod(pods, lambda p: False)
         anti = obj.pod_affinity.required_anti if obj.pod_affinity is not None else ()
 
         def helps(p: Pod) -> bool:
@@ -314,9 +311,9 @@ class InterPodAffinity:
                 existing_term_matches(t, obj.namespace, p, ns_labels) for t in anti
             )
 
-        return lambda pods, version: each_pod(pods, helps)
+        return lambda pods, version: fwk.each_pod(pods, helps)
 
-    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube: a node added or updated; retry a pod one of whose required affinity terms' topology keys the
         node carries, and a pod with required anti-affinity (kube retries it for any node added, and for a
         node whose anti-affinity key changed or went: berth sees only the new node, so any node)."""
@@ -327,7 +324,7 @@ class InterPodAffinity:
             a = p.pod_affinity
             return a is not None and (bool(a.required_anti) or any(t.topology_key in labels for t in a.required))
 
-        return lambda pods, version: each_pod(pods, helps)
+        return lambda pods, version: fwk.each_pod(pods, helps)
 
 
 _TERM_GROUPS = (
@@ -362,24 +359,24 @@ class _Totals:
     spare last domain of 0 that id -1 reads), or, when each domain is one slot, as those slots and
     their pods (no pass over every slot but the one that makes a mask)."""
 
-    def __init__(self, ids: Ints, dom: Ints | None, slots: Slots | None = None, pods: Ints | None = None) -> None:
+    def __init__(self, ids: Ints, dom: Ints | None, slots: fwk.Slots | None = None, pods: Ints | None = None) -> None:
         self.ids = ids
         self.dom = dom
         self.slots = slots
         self.pods = pods
         self.found = bool(dom.any()) if dom is not None else pods is not None and bool(pods.any())
 
-    def positive(self) -> Mask:
+    def positive(self) -> fwk.Mask:
         """Slots whose domain total is above 0."""
         if self.dom is not None:
-            out: Mask = (self.dom > 0)[self.ids]
+            out: fwk.Mask = (self.dom > 0)[self.ids]
             return out
         assert self.slots is not None and self.pods is not None
         out = np.zeros(len(self.ids), dtype=bool)
         out[self.slots[self.pods > 0]] = True
         return out
 
-    def add_to(self, raw: Scores, weight: int) -> None:
+    def add_to(self, raw: fwk.Scores, weight: int) -> None:
         """raw += weight x each slot's domain total."""
         if self.dom is not None:
             self.dom *= weight
@@ -389,7 +386,7 @@ class _Totals:
         raw[self.slots] += weight * self.pods  # slots are distinct
 
 
-def _sparse(held: Sparse, n: int) -> tuple[Slots, Ints]:
+def _sparse(held: Sparse, n: int) -> tuple[fwk.Slots, Ints]:
     """A term's pods per slot as (slots, pods) arrays, slots past n left out."""
     slots = np.fromiter(held, np.intp, len(held))
     pods = np.fromiter(held.values(), np.int64, len(held))

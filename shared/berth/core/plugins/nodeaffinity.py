@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from berth.core import framework as fwk
 from berth.core.api.core import normalise as convert
 from berth.core.api.core import wire as wc
 from berth.core.api.core.model import Node, Pod
@@ -17,10 +18,6 @@ from berth.core.api.meta.normalise import node_selector
 from berth.core.api.meta.selectors import NodeSelector
 from berth.core.api.meta.validation import Problems, invalid, qualified_name, unknown_fields
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
-from berth.core.framework.status import OK, SKIP, Code, Failure, Status
-from berth.core.framework.types import Mask, Scores
 from berth.core.plugins.helper.normalize_score import default_normalize
 
 NAME = "NodeAffinity"
@@ -75,13 +72,13 @@ class NodeAffinity:
     def __init__(self, args: Args) -> None:
         self.args = args
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         pod, nodes = cycle.pod, cycle.state.nodes
         out = []
         if self.args.required is not None:
             enforced = nodes.valid & ~nodes.selector_mask(self.args.required)
             if enforced.any():
-                out.append(Failure(enforced, ENFORCED, Code.UNRESOLVABLE))
+                out.append(fwk.Failure(enforced, ENFORCED, fwk.Code.UNRESOLVABLE))
         if not pod.node_selector and pod.affinity is None:
             return out
         ok = nodes.valid.copy()
@@ -91,44 +88,44 @@ class NodeAffinity:
             ok &= nodes.selector_mask(pod.affinity)
         if self.args.required is not None:
             ok |= ~nodes.selector_mask(self.args.required)  # a node fails the first check only
-        out.append(Failure(nodes.valid & ~ok, REASON, Code.UNRESOLVABLE))
+        out.append(fwk.Failure(nodes.valid & ~ok, REASON, fwk.Code.UNRESOLVABLE))
         return out
 
-    def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
-        return OK if cycle.pod.preferred_affinity or self.args.preferred else SKIP
+    def pre_score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Status:
+        return fwk.OK if cycle.pod.preferred_affinity or self.args.preferred else fwk.SKIP
 
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
         nodes = cycle.state.nodes
         out = np.zeros(len(feasible), dtype=np.int64)
         for weight, sel in (*cycle.pod.preferred_affinity, *self.args.preferred):
             out += np.where(nodes.selector_mask(sel)[: len(out)], weight, 0)
         return out
 
-    def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
+    def normalize_score(self, cycle: fwk.Cycle, scores: fwk.Scores, feasible: fwk.Mask) -> None:
         default_normalize(scores, feasible, reverse=False)
 
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         # kube: Node Add|UpdateNodeLabel with a hint (and the pod's own update, which the scorer decides
         # again anyway). berth keeps Delete, without a hint, as it always had.
         return (
-            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE), self.node_hint),
-            ClusterEventWithHint(ClusterEvent("Node", Action.DELETE)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.ADD | fwk.Action.UPDATE), self.node_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.DELETE)),
         )
 
-    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube: a node added or its labels changed; retry a pod whose required node affinity and
         nodeSelector (and the args' addedAffinity) it matches now."""
         assert isinstance(obj, Node)
         labels, name = obj.labels, obj.name
         if self.args.required is not None and not self.args.required.matches(labels, name):
-            return lambda pods, version: each_pod(pods, lambda p: False)
+            return lambda pods, version: fwk.each_pod(pods, lambda p: False)
 
         def helps(p: Pod) -> bool:
             if any(labels.get(k) != v or k not in labels for k, v in p.node_selector.items()):
                 return False
             return p.affinity is None or p.affinity.matches(labels, name)
 
-        return lambda pods, version: each_pod(pods, helps)
+        return lambda pods, version: fwk.each_pod(pods, helps)
 
 
 def new(args: Any, handle: ClusterState) -> NodeAffinity:

@@ -8,11 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from berth.core import framework as fwk
 from berth.core.api.core.model import Pod
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
-from berth.core.framework.status import OK, SKIP, Failure, Status
 
 NAME = "NodePorts"
 Args = None
@@ -20,18 +19,14 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 ANY = "0.0.0.0"
 
 
-class UsedPorts:
+class UsedPorts(StateExtension):
     """Per (protocol, port), the addresses pods bound to each node use (a ClusterState extension)."""
 
-    kinds: tuple[type, ...] = ()
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    assigned_only = True
 
     def __init__(self) -> None:
         self.used: dict[tuple[str, int], dict[str, Counter[str]]] = {}
         self._placed: dict[str, tuple[str, tuple[tuple[str, str, int], ...]]] = {}
-
-    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        return None
 
     def _count(self, node: str, ports: tuple[tuple[str, str, int], ...], sign: int) -> None:
         for ip, proto, port in ports:
@@ -52,9 +47,6 @@ class UsedPorts:
             self._placed[key] = (new.node_name, new.host_ports)
             self._count(new.node_name, new.host_ports, 1)
 
-    def node_changed(self, state: ClusterState, slot: int) -> None:
-        return None
-
 
 class NodePorts:
     name = NAME
@@ -65,10 +57,10 @@ class NodePorts:
     def extension(self) -> UsedPorts:
         return self.ports
 
-    def pre_filter(self, cycle: Cycle) -> Status:
-        return OK if cycle.pod.host_ports else SKIP
+    def pre_filter(self, cycle: fwk.Cycle) -> fwk.Status:
+        return fwk.OK if cycle.pod.host_ports else fwk.SKIP
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         nodes = cycle.state.nodes
         bad = np.zeros(len(nodes.valid), dtype=bool)
         for ip, proto, port in cycle.pod.host_ports:
@@ -78,16 +70,16 @@ class NodePorts:
                     if slot is not None:
                         bad[slot] = True
         bad &= nodes.valid
-        return [Failure(bad, REASON)] if bad.any() else []
+        return [fwk.Failure(bad, REASON)] if bad.any() else []
 
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         # kube: Pod Delete with a hint, Node Add (and Update) without
         return (
-            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE), self.pod_hint),
-            ClusterEventWithHint(ClusterEvent("Node", Action.ADD)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.DELETE), self.pod_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.ADD)),
         )
 
-    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube: a pod left its node; retry a pod wanting one of the host ports it held there."""
         assert isinstance(obj, Pod)
         held = obj.host_ports
@@ -99,7 +91,7 @@ class NodePorts:
                 for o_ip, o_proto, o_port in held
             )
 
-        return lambda pods, version: each_pod(pods, helps)
+        return lambda pods, version: fwk.each_pod(pods, helps)
 
 
 def new(args: Any, handle: ClusterState) -> NodePorts:

@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from berth.core import framework as fwk
 from berth.core.api.core.model import CSINode, Pod
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, claim_hint, each_pod
-from berth.core.framework.status import OK, SKIP, Code, Failure, Status
 
 NAME = "NodeVolumeLimits"
 Args = None
@@ -42,12 +41,12 @@ class _NotOwned(Exception):
     """A generic ephemeral volume's claim that the pod does not own (kube: an Error status)."""
 
 
-class VolumeCounts:
+class VolumeCounts(StateExtension):
     """CSINodes by node name, and which bound pods with claims each node holds (a ClusterState
     extension): a decision reads only the pods on nodes that have a limit for the pod's drivers."""
 
     kinds: tuple[type, ...] = (CSINode,)
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    assigned_only = True
 
     def __init__(self) -> None:
         self.csi_nodes: dict[str, CSINode] = {}
@@ -68,9 +67,6 @@ class VolumeCounts:
         if new is not None and new.node_name and not new.terminated and (new.volumes or new.inline_csi):
             self._placed[key] = new.node_name
             self.pods_on.setdefault(new.node_name, set()).add(key)
-
-    def node_changed(self, state: ClusterState, slot: int) -> None:
-        return None
 
 
 def attachable(state: ClusterState, pod: Pod, pending: bool) -> dict[str, str]:
@@ -111,17 +107,17 @@ class NodeVolumeLimits:
     def extension(self) -> VolumeCounts:
         return self.counts
 
-    def pre_filter(self, cycle: Cycle) -> Status:
-        return OK if cycle.pod.volumes or cycle.pod.inline_csi else SKIP
+    def pre_filter(self, cycle: fwk.Cycle) -> fwk.Status:
+        return fwk.OK if cycle.pod.volumes or cycle.pod.inline_csi else fwk.SKIP
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         state, nodes = cycle.state, cycle.state.nodes
         try:
             new = attachable(state, cycle.pod, pending=True)
         except _NotFound as e:
-            return [Failure(nodes.valid.copy(), str(e), Code.UNRESOLVABLE)]
+            return [fwk.Failure(nodes.valid.copy(), str(e), fwk.Code.UNRESOLVABLE)]
         except _NotOwned as e:
-            return [Failure(nodes.valid.copy(), str(e), Code.ERROR)]
+            return [fwk.Failure(nodes.valid.copy(), str(e), fwk.Code.ERROR)]
         if not new:
             return []
         drivers = set(new.values())
@@ -142,24 +138,24 @@ class NodeVolumeLimits:
                 if have + more > limit:
                     bad[slot] = True
         bad &= nodes.valid
-        return [Failure(bad, REASON)] if bad.any() else []
+        return [fwk.Failure(bad, REASON)] if bad.any() else []
 
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         # kube: CSINode Add|Update, assigned Pod Delete and PVC Add, the last two with hints. berth sees only the
         # new CSINode of an update, so it has no hint (kube's: a driver's count went up).
         return (
-            ClusterEventWithHint(ClusterEvent("CSINode", Action.ADD | Action.UPDATE)),
-            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE), self.pod_hint),
-            ClusterEventWithHint(
-                ClusterEvent("PersistentVolumeClaim", Action.ADD), lambda state, obj, now: claim_hint(obj)
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("CSINode", fwk.Action.ADD | fwk.Action.UPDATE)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.DELETE), self.pod_hint),
+            fwk.ClusterEventWithHint(
+                fwk.ClusterEvent("PersistentVolumeClaim", fwk.Action.ADD), lambda state, obj, now: fwk.claim_hint(obj)
             ),
         )
 
-    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube: a pod left its node; retry when it was on a node and had volumes that count."""
         assert isinstance(obj, Pod)
         frees = bool(obj.node_name) and bool(obj.volumes or obj.inline_csi)
-        return lambda pods, version: each_pod(pods, lambda p: frees)
+        return lambda pods, version: fwk.each_pod(pods, lambda p: frees)
 
 
 def new(args: Any, handle: ClusterState) -> NodeVolumeLimits:

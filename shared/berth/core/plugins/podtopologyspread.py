@@ -20,14 +20,11 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from berth.core import framework as fwk
 from berth.core.api.core.model import Node, Pod, SpreadConstraint
 from berth.core.api.meta.selectors import LabelSelector, valid_label_key
 from berth.core.api.meta.validation import Problems, is_int, unknown_fields
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
-from berth.core.framework.status import OK, SKIP, Code, Failure, Status
-from berth.core.framework.types import Mask, Scores
 from berth.core.plugins.helper.podindex import Ints, PodIndex, shared
 
 NAME = "PodTopologySpread"
@@ -128,7 +125,7 @@ class PodTopologySpread:
     def extension(self) -> PodIndex:
         return self.index
 
-    def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
+    def removal_safe(self, cycle: fwk.Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         """Always: pods leaving a node lower only its own domains' counts (none if its policies leave
         it out), and the minimum by at most as much; the domains, and so minDomains, are the nodes'."""
         return True
@@ -143,7 +140,7 @@ class PodTopologySpread:
         sel = self.index.owners.selector(pod) if defaults else None
         return [] if sel is None else [(c, sel) for c in defaults]
 
-    def _constraints(self, cycle: Cycle, mode: str) -> list[tuple[SpreadConstraint, LabelSelector | None]]:
+    def _constraints(self, cycle: fwk.Cycle, mode: str) -> list[tuple[SpreadConstraint, LabelSelector | None]]:
         """constraints() once per cycle and mode (PreFilter and Filter, PreScore and Score ask alike)."""
         key = f"{NAME}.{mode}"
         got: list[tuple[SpreadConstraint, LabelSelector | None]] | None = cycle.data.get(key)
@@ -152,7 +149,7 @@ class PodTopologySpread:
         return got
 
     def _eligible(
-        self, cycle: Cycle, cs: list[tuple[SpreadConstraint, LabelSelector | None]], require_all: bool = True
+        self, cycle: fwk.Cycle, cs: list[tuple[SpreadConstraint, LabelSelector | None]], require_all: bool = True
     ) -> _Eligible:
         """Slots with every constraint's key, and per constraint the slots its inclusion policies admit
         (among those with every key, or among all nodes when not require_all), with each constraint's
@@ -202,7 +199,7 @@ class PodTopologySpread:
             self._shapes[key] = out
         return out
 
-    def _per_slot(self, cycle: Cycle, sel: LabelSelector | None) -> Ints:
+    def _per_slot(self, cycle: fwk.Cycle, sel: LabelSelector | None) -> Ints:
         """Matching pods per slot (read-only), once per cycle and selector (default constraints share one)."""
         memo: dict[int, tuple[LabelSelector | None, Ints]] = cycle.data.setdefault(f"{NAME}.per_slot", {})
         got = memo.get(id(sel))
@@ -212,17 +209,17 @@ class PodTopologySpread:
         memo[id(sel)] = (sel, out)
         return out
 
-    def _count(self, cycle: Cycle, sel: LabelSelector | None) -> Ints:
+    def _count(self, cycle: fwk.Cycle, sel: LabelSelector | None) -> Ints:
         n = len(cycle.state.nodes.valid)
         if sel is None or not sel.valid or (not sel.match_labels and not sel.match_expressions):
             return np.zeros(n, dtype=np.int64)  # nothing matches nil; kube counts 0 for an empty selector
         return self.index.counts(cycle.state, ((frozenset((cycle.pod.namespace,)), sel),), True)[:n]
 
     # ---- Filter -------------------------------------------------------------------------------
-    def pre_filter(self, cycle: Cycle) -> Status:
-        return OK if self._constraints(cycle, DO_NOT_SCHEDULE) else SKIP
+    def pre_filter(self, cycle: fwk.Cycle) -> fwk.Status:
+        return fwk.OK if self._constraints(cycle, DO_NOT_SCHEDULE) else fwk.SKIP
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         """Per constraint, each domain's matching pods among admitted slots (one bincount), the skew
         decided per domain and gathered to the slots (a slot without the key indexes a spare domain)."""
         cs = self._constraints(cycle, DO_NOT_SCHEDULE)
@@ -256,26 +253,28 @@ class PodTopologySpread:
             undecided &= d.has
             undecided &= ~over
         return [
-            Failure(missing, REASON_MISSING, Code.UNRESOLVABLE),
-            Failure(skewed, REASON, Code.UNSCHEDULABLE),
+            fwk.Failure(missing, REASON_MISSING, fwk.Code.UNRESOLVABLE),
+            fwk.Failure(skewed, REASON, fwk.Code.UNSCHEDULABLE),
         ]
 
     @staticmethod
-    def _over(d: _Domains, per_slot: Ints, self_match: int, min_match: int, skew: int, dom: Ints | None = None) -> Mask:
+    def _over(
+        d: _Domains, per_slot: Ints, self_match: int, min_match: int, skew: int, dom: Ints | None = None
+    ) -> fwk.Mask:
         """Slots with the key whose domain's matching pods (0 for a domain with no admitted slot), with
         the pod itself, exceed the minimum by more than maxSkew."""
         if dom is None:
             dom = d.sums(per_slot)
-        over_dom: Mask = np.where(d.exists, dom, 0) + self_match - min_match > skew
+        over_dom: fwk.Mask = np.where(d.exists, dom, 0) + self_match - min_match > skew
         over_dom[d.nd] = False  # the spare domain: slots without the key
-        out: Mask = over_dom[d.ids]
+        out: fwk.Mask = over_dom[d.ids]
         return out
 
     # ---- Score --------------------------------------------------------------------------------
-    def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
-        return OK if self._constraints(cycle, SCHEDULE_ANYWAY) and len(cycle.state.nodes) else SKIP
+    def pre_score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Status:
+        return fwk.OK if self._constraints(cycle, SCHEDULE_ANYWAY) and len(cycle.state.nodes) else fwk.SKIP
 
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
         # kube's requireAllTopologies: with the pod's own constraints or List defaulting, a candidate without
         # every key is ignored and only nodes with every key count. With System defaulting every node takes
         # part: one without a key adds nothing for that constraint, and counts in the domain of value "".
@@ -311,8 +310,8 @@ class PodTopologySpread:
         cycle.data[NAME] = scored
         return out
 
-    def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
-        scored: Mask | None = cycle.data.get(NAME)
+    def normalize_score(self, cycle: fwk.Cycle, scores: fwk.Scores, feasible: fwk.Mask) -> None:
+        scored: fwk.Mask | None = cycle.data.get(NAME)
         if scored is None or not np.count_nonzero(scored):
             scores[:] = 0
             return
@@ -324,17 +323,17 @@ class PodTopologySpread:
         scores[:] = np.where(scored, 100 * (hi + lo - scores) // hi, 0)
 
     # ---- requeueing ---------------------------------------------------------------------------
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         # kube: Pod Add|UpdatePodLabel|Delete, Node Add|Delete|UpdateNodeLabel|UpdateNodeTaint, with hints
         # over the pod's hard constraints. berth sees only the new object of an update: no hint there.
         return (
-            ClusterEventWithHint(ClusterEvent("Pod", Action.ADD | Action.DELETE), self.pod_hint),
-            ClusterEventWithHint(ClusterEvent("Pod", Action.UPDATE_POD_LABEL)),
-            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.DELETE), self.node_hint),
-            ClusterEventWithHint(ClusterEvent("Node", Action.UPDATE)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.ADD | fwk.Action.DELETE), self.pod_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.UPDATE_POD_LABEL)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.ADD | fwk.Action.DELETE), self.node_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.UPDATE)),
         )
 
-    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube: an assigned pod of the pod's namespace added or deleted; retry when its labels match one of
         the pod's hard constraints' selectors."""
         assert isinstance(obj, Pod)
@@ -344,9 +343,9 @@ class PodTopologySpread:
                 return False
             return any(sel is not None and sel.matches(obj.labels) for _, sel in self.constraints(p, DO_NOT_SCHEDULE))
 
-        return lambda pods, version: each_pod(pods, helps)
+        return lambda pods, version: fwk.each_pod(pods, helps)
 
-    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube: a node added or deleted; retry when it carries every hard constraint's topology key."""
         assert isinstance(obj, Node)
         labels = obj.labels
@@ -355,7 +354,7 @@ class PodTopologySpread:
             cs = self.constraints(p, DO_NOT_SCHEDULE)
             return bool(cs) and all(c.topology_key in labels for c, _ in cs)
 
-        return lambda pods, version: each_pod(pods, helps)
+        return lambda pods, version: fwk.each_pod(pods, helps)
 
 
 def _selector(c: SpreadConstraint, pod: Pod) -> LabelSelector | None:
@@ -369,13 +368,13 @@ def _selector(c: SpreadConstraint, pod: Pod) -> LabelSelector | None:
     )
 
 
-def _tolerated(cycle: Cycle) -> Mask:
+def _tolerated(cycle: fwk.Cycle) -> fwk.Mask:
     """Slots whose NoSchedule/NoExecute taints the pod tolerates."""
     nodes, pod = cycle.state.nodes, cycle.pod
     ok_sets = np.array(
         [all(any(t.tolerates(taint) for t in pod.tolerations) for taint in ts) for ts in nodes.taint_sets], dtype=bool
     )
-    out: Mask = nodes.valid & ok_sets[nodes.taint_set]
+    out: fwk.Mask = nodes.valid & ok_sets[nodes.taint_set]
     return out
 
 
@@ -390,21 +389,21 @@ class _Domains:
     with the slots without the key in the blank domain (or nd), bins with nd + 1 for slots not
     admitted, and gather ids with nd + 1 for slots without the key. Built on first use; read-only."""
 
-    def __init__(self, admitted: Mask, ids: Ints, nd: int, valid: Mask, blank: int | None) -> None:
+    def __init__(self, admitted: fwk.Mask, ids: Ints, nd: int, valid: fwk.Mask, blank: int | None) -> None:
         self.admitted = admitted
         self.ids = ids
         self.nd = nd
-        self.has: Mask = ids >= 0
-        self.missing: Mask = valid & ~self.has
+        self.has: fwk.Mask = ids >= 0
+        self.missing: fwk.Mask = valid & ~self.has
         self._blank = blank
         self._bins: Ints | None = None
-        self._exists: Mask | None = None
+        self._exists: fwk.Mask | None = None
         self._count: int | None = None
         self._score: tuple[Ints, Ints, Ints] | None = None
         self.single = nd == int(np.count_nonzero(self.has))  # each domain one slot (hostnames)
 
     @property
-    def exists(self) -> Mask:
+    def exists(self) -> fwk.Mask:
         """Per domain (nd + 1, the spare last and False), whether an admitted slot is in it."""
         if self._exists is None:
             exists = np.zeros(self.nd + 1, dtype=bool)
@@ -450,7 +449,7 @@ class _Domains:
 class _Eligible:
     """Slots with every constraint's key, and each constraint's domains (one eligibility shape)."""
 
-    def __init__(self, every: Mask, domains: list[_Domains]) -> None:
+    def __init__(self, every: fwk.Mask, domains: list[_Domains]) -> None:
         self.every = every
         self.domains = domains
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from berth.core.framework.interface import PluginModule
+from berth.core import framework as fwk
 from berth.core.plugins import (
     defaultpreemption,
     dynamicresources,
@@ -37,7 +37,7 @@ class Registered:
     default=True enables it at every extension point it implements, in registry order; weight is
     its score weight there (None: 1, as kube's framework takes a missing weight)."""
 
-    module: PluginModule
+    module: fwk.PluginModule
     default: bool = False
     weight: int | None = None
 

@@ -3,9 +3,9 @@ until every gate is removed. Removing gates is an update of the pod, which the s
 
 from __future__ import annotations
 
+from berth.core import framework as fwk
 from berth.core.api.core.model import Pod
 from berth.core.cache.state import ClusterState
-from berth.core.framework.status import OK, Code, Status
 
 NAME = "SchedulingGates"
 Args = None
@@ -14,11 +14,13 @@ Args = None
 class SchedulingGates:
     name = NAME
 
-    def pre_enqueue(self, pod: Pod) -> Status:
+    def pre_enqueue(self, pod: Pod) -> fwk.Status:
         if not pod.scheduling_gates:
-            return OK
+            return fwk.OK
         # Go's %v of a []string: the names space-separated in brackets
-        return Status(Code.UNRESOLVABLE, f"waiting for scheduling gates: [{' '.join(pod.scheduling_gates)}]", NAME)
+        return fwk.Status(
+            fwk.Code.UNRESOLVABLE, f"waiting for scheduling gates: [{' '.join(pod.scheduling_gates)}]", NAME
+        )
 
 
 def new(args: None, handle: ClusterState) -> SchedulingGates:

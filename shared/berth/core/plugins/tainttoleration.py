@@ -9,13 +9,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from berth.core.api.core.model import Node, Pod, Taint, Toleration
+from berth.core import framework as fwk
+from berth.core.api.core.model import Node, Taint, Toleration
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.nodes import NodeTable
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, each_pod
-from berth.core.framework.status import OK, Code, Failure, Status
-from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores
 from berth.core.plugins.helper.normalize_score import default_normalize
 
 NAME = "TaintToleration"
@@ -29,23 +27,16 @@ def untolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) 
     return next((t for t in taints if not any(tol.tolerates(t) for tol in tolerations)), None)
 
 
-class PreferTaints:
+class PreferTaints(StateExtension):
     """Each slot's PreferNoSchedule taints, as an id into a list of distinct sets (a ClusterState
     extension kept as nodes change), so the Score counts once per distinct set."""
 
-    kinds: tuple[type, ...] = ()
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    assigned_only = True
 
     def __init__(self) -> None:
         self.sets: list[tuple[Taint, ...]] = [()]
         self._index: dict[tuple[Taint, ...], int] = {(): 0}
         self._ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
-
-    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        return None
-
-    def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
-        return None
 
     def ids(self, nodes: NodeTable) -> npt.NDArray[np.int64]:
         n = len(nodes.valid)
@@ -73,7 +64,7 @@ class TaintToleration:
     def extension(self) -> PreferTaints:
         return self.prefer
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         nodes = cycle.state.nodes
         tolerations = cycle.pod.tolerations
         bad = [
@@ -82,13 +73,13 @@ class TaintToleration:
         if not bad:
             return []
         mask = np.isin(nodes.taint_set, bad) & nodes.valid
-        return [Failure(mask, REASON, Code.UNRESOLVABLE)] if mask.any() else []
+        return [fwk.Failure(mask, REASON, fwk.Code.UNRESOLVABLE)] if mask.any() else []
 
-    def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
+    def pre_score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Status:
         cycle.data[self.name] = tuple(t for t in cycle.pod.tolerations if t.effect in ("", "PreferNoSchedule"))
-        return OK
+        return fwk.OK
 
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
         tolerations: tuple[Toleration, ...] = cycle.data[self.name]
         sets = self.prefer.sets
         counts = np.array(
@@ -99,28 +90,28 @@ class TaintToleration:
             cycle.data[_NONE_COUNTED] = True
             return np.zeros(len(feasible), dtype=np.int64)
         ids = self.prefer.ids(cycle.state.nodes)
-        out: Scores = np.where(feasible, counts[ids[: len(feasible)]], 0)
+        out: fwk.Scores = np.where(feasible, counts[ids[: len(feasible)]], 0)
         return out
 
-    def normalize_score(self, cycle: Cycle, scores: Scores, feasible: Mask) -> None:
+    def normalize_score(self, cycle: fwk.Cycle, scores: fwk.Scores, feasible: fwk.Mask) -> None:
         if cycle.data.get(_NONE_COUNTED) and len(scores) == len(feasible):
-            np.multiply(feasible, MAX_NODE_SCORE, out=scores)  # all zero, reversed: 100 where feasible
+            np.multiply(feasible, fwk.MAX_NODE_SCORE, out=scores)  # all zero, reversed: 100 where feasible
             return
         default_normalize(scores, feasible, reverse=True)
 
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         # kube: Node Add|UpdateNodeTaint with a hint (and the pod's own toleration update, which the scorer
         # decides again anyway). berth keeps Delete, without a hint, as it always had.
         return (
-            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE), self.node_hint),
-            ClusterEventWithHint(ClusterEvent("Node", Action.DELETE)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.ADD | fwk.Action.UPDATE), self.node_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.DELETE)),
         )
 
-    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube: a node added or its taints changed; retry a pod that tolerates its taints now."""
         assert isinstance(obj, Node)
         taints = tuple(t for t in obj.taints if t.effect in ("NoSchedule", "NoExecute"))
-        return lambda pods, version: each_pod(pods, lambda p: untolerated(taints, p.tolerations) is None)
+        return lambda pods, version: fwk.each_pod(pods, lambda p: untolerated(taints, p.tolerations) is None)
 
 
 def new(args: Any, handle: ClusterState) -> TaintToleration:

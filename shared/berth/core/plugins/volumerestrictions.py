@@ -10,11 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from berth.core import framework as fwk
 from berth.core.api.core.model import InlineDisk, Pod
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, claim_hint, each_pod
-from berth.core.framework.status import OK, SKIP, Code, Failure, Status
 
 NAME = "VolumeRestrictions"
 Args = None
@@ -36,20 +35,16 @@ def conflict(a: InlineDisk, b: InlineDisk) -> bool:
     return not (a.read_only and b.read_only)
 
 
-class VolumeUse:
+class VolumeUse(StateExtension):
     """Which bound pods use each claim (cluster-wide) and the inline disks on each node (a
     ClusterState extension)."""
 
-    kinds: tuple[type, ...] = ()
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    assigned_only = True
 
     def __init__(self) -> None:
         self.claim_users: dict[str, int] = {}  # ns/claim -> bound pods using it
         self.disks_on: dict[str, dict[str, tuple[InlineDisk, ...]]] = {}  # node -> pod key -> its disks
         self._placed: dict[str, tuple[str, tuple[str, ...], tuple[InlineDisk, ...]]] = {}
-
-    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        return None
 
     def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
         key = (new or old).key  # type: ignore[union-attr]
@@ -73,9 +68,6 @@ class VolumeUse:
         if new.inline_disks:
             self.disks_on.setdefault(new.node_name, {})[key] = new.inline_disks
 
-    def node_changed(self, state: ClusterState, slot: int) -> None:
-        return None
-
 
 @dataclass(frozen=True)
 class _State:
@@ -92,11 +84,11 @@ class VolumeRestrictions:
     def extension(self) -> VolumeUse:
         return self.use
 
-    def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
+    def removal_safe(self, cycle: fwk.Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         """Always: disk conflicts on a node and ReadWriteOncePod claims in use only drop as pods leave."""
         return True
 
-    def pre_filter(self, cycle: Cycle) -> Status:
+    def pre_filter(self, cycle: fwk.Cycle) -> fwk.Status:
         pod, state = cycle.pod, cycle.state
         in_use = False
         for vol in pod.volumes:
@@ -105,15 +97,15 @@ class VolumeRestrictions:
             key = f"{pod.namespace}/{vol.claim_name}"
             pvc = state.pvcs.get(key)
             if pvc is None:
-                return Status(Code.UNRESOLVABLE, f'persistentvolumeclaim "{vol.claim_name}" not found')
+                return fwk.Status(fwk.Code.UNRESOLVABLE, f'persistentvolumeclaim "{vol.claim_name}" not found')
             if RWOP in pvc.access_modes and self.use.claim_users.get(key, 0) > 0:
                 in_use = True
         if not pod.inline_disks and not in_use:
-            return SKIP
+            return fwk.SKIP
         cycle.data[self.name] = _State(in_use)
-        return OK
+        return fwk.OK
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         nodes = cycle.state.nodes
         disks = cycle.pod.inline_disks
         bad = np.zeros(len(nodes.valid), dtype=bool)
@@ -127,23 +119,23 @@ class VolumeRestrictions:
         out = []
         bad &= nodes.valid
         if bad.any():
-            out.append(Failure(bad, DISK_CONFLICT))
+            out.append(fwk.Failure(bad, DISK_CONFLICT))
         if cycle.data[self.name].rwop_in_use:
-            out.append(Failure(nodes.valid & ~bad, RWOP_CONFLICT))
+            out.append(fwk.Failure(nodes.valid & ~bad, RWOP_CONFLICT))
         return out
 
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         # kube: assigned Pod Delete, Node Add, PVC Add|Update, with hints on the pod and the claim
         return (
-            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE), self.pod_hint),
-            ClusterEventWithHint(ClusterEvent("Node", Action.ADD)),
-            ClusterEventWithHint(
-                ClusterEvent("PersistentVolumeClaim", Action.ADD | Action.UPDATE),
-                lambda state, obj, now: claim_hint(obj),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.DELETE), self.pod_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.ADD)),
+            fwk.ClusterEventWithHint(
+                fwk.ClusterEvent("PersistentVolumeClaim", fwk.Action.ADD | fwk.Action.UPDATE),
+                lambda state, obj, now: fwk.claim_hint(obj),
             ),
         )
 
-    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube: a pod left its node; retry a pod that shares an inline disk with it in a conflicting way,
         or one of its claims (ReadWriteOncePod)."""
         assert isinstance(obj, Pod)
@@ -154,7 +146,7 @@ class VolumeRestrictions:
                 return True
             return any(conflict(a, b) for a in p.inline_disks for b in obj.inline_disks)
 
-        return lambda pods, version: each_pod(pods, helps)
+        return lambda pods, version: fwk.each_pod(pods, helps)
 
 
 def new(args: Any, handle: ClusterState) -> VolumeRestrictions:

@@ -9,10 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from berth.core import framework as fwk
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, claim_hint
-from berth.core.framework.status import OK, SKIP, Code, Failure, Status
 
 NAME = "VolumeZone"
 Args = None
@@ -39,42 +37,46 @@ class _Topology:
 class VolumeZone:
     name = NAME
 
-    def pre_filter(self, cycle: Cycle) -> Status:
+    def pre_filter(self, cycle: fwk.Cycle) -> fwk.Status:
         pod, state = cycle.pod, cycle.state
         terms: list[tuple[str, tuple[str, ...]]] = []
         for vol in pod.volumes:
             if vol.ephemeral:
                 continue  # generic ephemeral volumes are not inspected, as upstream
             if not vol.claim_name:
-                return Status(Code.UNRESOLVABLE, "PersistentVolumeClaim had no name")
+                return fwk.Status(fwk.Code.UNRESOLVABLE, "PersistentVolumeClaim had no name")
             pvc = state.pvcs.get(f"{pod.namespace}/{vol.claim_name}")
             if pvc is None:
-                return Status(Code.UNRESOLVABLE, f'persistentvolumeclaim "{vol.claim_name}" not found')
+                return fwk.Status(fwk.Code.UNRESOLVABLE, f'persistentvolumeclaim "{vol.claim_name}" not found')
             if not pvc.volume_name:
                 if not pvc.storage_class:
-                    return Status(Code.UNRESOLVABLE, "PersistentVolumeClaim had no pv name and storageClass name")
+                    return fwk.Status(
+                        fwk.Code.UNRESOLVABLE, "PersistentVolumeClaim had no pv name and storageClass name"
+                    )
                 sc = state.classes.get(pvc.storage_class)
                 if sc is None:
-                    return Status(Code.UNRESOLVABLE, f'storageclass.storage.k8s.io "{pvc.storage_class}" not found')
+                    return fwk.Status(
+                        fwk.Code.UNRESOLVABLE, f'storageclass.storage.k8s.io "{pvc.storage_class}" not found'
+                    )
                 if sc.binding_mode is None:
-                    return Status(Code.UNRESOLVABLE, f'VolumeBindingMode not set for StorageClass "{sc.name}"')
+                    return fwk.Status(fwk.Code.UNRESOLVABLE, f'VolumeBindingMode not set for StorageClass "{sc.name}"')
                 if sc.binding_mode == "WaitForFirstConsumer":
                     continue
-                return Status(Code.UNRESOLVABLE, "PersistentVolume had no name")
+                return fwk.Status(fwk.Code.UNRESOLVABLE, "PersistentVolume had no name")
             pv = state.pvs.get(pvc.volume_name)
             if pv is None:
-                return Status(Code.UNRESOLVABLE, f'persistentvolume "{pvc.volume_name}" not found')
+                return fwk.Status(fwk.Code.UNRESOLVABLE, f'persistentvolume "{pvc.volume_name}" not found')
             for key in TOPOLOGY_KEYS:
                 if key in pv.labels:
                     values = label_values(pv.labels[key])
                     if values is not None:
                         terms.append((key, values))
         if not terms:
-            return SKIP
+            return fwk.SKIP
         cycle.data[self.name] = _Topology(tuple(terms))
-        return OK
+        return fwk.OK
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         topo: _Topology = cycle.data[self.name]
         nodes = cycle.state.nodes
         labelled = np.zeros(len(nodes.valid), dtype=bool)
@@ -87,17 +89,17 @@ class VolumeZone:
                 match = match | (~nodes.key_mask(key) & nodes.label_mask(GA_OF[key], values))
             ok &= match
         bad = nodes.valid & labelled & ~ok
-        return [Failure(bad, REASON, Code.UNRESOLVABLE)] if bad.any() else []
+        return [fwk.Failure(bad, REASON, fwk.Code.UNRESOLVABLE)] if bad.any() else []
 
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         return (
-            ClusterEventWithHint(ClusterEvent("StorageClass", Action.ADD)),
-            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE)),
-            ClusterEventWithHint(
-                ClusterEvent("PersistentVolumeClaim", Action.ADD | Action.UPDATE),
-                lambda state, obj, now: claim_hint(obj),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("StorageClass", fwk.Action.ADD)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.ADD | fwk.Action.UPDATE)),
+            fwk.ClusterEventWithHint(
+                fwk.ClusterEvent("PersistentVolumeClaim", fwk.Action.ADD | fwk.Action.UPDATE),
+                lambda state, obj, now: fwk.claim_hint(obj),
             ),
-            ClusterEventWithHint(ClusterEvent("PersistentVolume", Action.ADD | Action.UPDATE)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("PersistentVolume", fwk.Action.ADD | fwk.Action.UPDATE)),
         )
 
 

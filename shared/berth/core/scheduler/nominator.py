@@ -1,9 +1,9 @@
 """kube's nominator: pods nominated to a node (status.nominatedNodeName) that are not bound yet.
 
 Filters see the nominated pods of equal or higher priority as placed on their nodes (kube's
-addGENominatedPods, RunFilterPluginsWithNominatedPods). A ClusterState extension: it follows the
-pods and PriorityClasses applied to the state; `hold` adds a nomination made in a run (berth
-evaluate) that the state never hears of.
+addGENominatedPods, RunFilterPluginsWithNominatedPods), their priority as the state resolves it.
+A ClusterState extension: it follows the pods applied to the state; `hold` adds a nomination made
+in a run (berth evaluate) that the state never hears of.
 """
 
 from __future__ import annotations
@@ -13,34 +13,21 @@ from typing import Any
 import msgspec
 
 from berth.core.api.core.model import Pod
-from berth.core.api.scheduling.model import PriorityClass, priority_of
+from berth.core.cache.extension import StateExtension
+from berth.core.cache.state import ClusterState
 
 
-class Nominator:
-    kinds: tuple[type, ...] = (PriorityClass,)
-
-    def __init__(self) -> None:
-        self.classes: dict[str, PriorityClass] = {}
+class Nominator(StateExtension):
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
         self._waiting: dict[str, Pod] = {}  # pending pods with status.nominatedNodeName, by namespace/name
         self._held: dict[str, Pod] = {}  # nominations made in this run
-
-    def apply(self, state: Any, obj: Any, deleted: bool) -> None:
-        if deleted:
-            self.classes.pop(obj.name, None)
-        else:
-            self.classes[obj.name] = obj
 
     def pod_changed(self, state: Any, old: Pod | None, new: Pod | None) -> None:
         key = (new or old).key  # type: ignore[union-attr]
         self._waiting.pop(key, None)
         if new is not None and new.nominated_node and not new.node_name and not new.terminated and not new.deleting:
             self._waiting[key] = new
-
-    def node_changed(self, state: Any, slot: int) -> None:
-        return None
-
-    def priority(self, pod: Pod) -> int:
-        return priority_of(pod, self.classes)
 
     def hold(self, pod: Pod, node: str) -> None:
         """A nomination made in this run, kept until forget."""
@@ -64,13 +51,14 @@ class Nominator:
         not the pod itself (kube's addGENominatedPods), in namespace/name order."""
         if not self._waiting and not self._held:
             return {}
-        mine = self.priority(pod)
+        priority = self.state.priority
+        mine = priority(pod)
         out: dict[str, list[Pod]] = {}
         every = {**self._waiting, **self._held}
         for key in sorted(every):
             other = every[key]
             if key == pod.key or (pod.uid and other.uid == pod.uid):
                 continue
-            if self.priority(other) >= mine:
+            if priority(other) >= mine:
                 out.setdefault(other.nominated_node, []).append(other)
         return out

@@ -106,7 +106,7 @@ class _DryRun:
 class Scheduler:
     def __init__(self, profile: Profile, top_nodes: int | None = None, incremental: bool = True) -> None:
         """top_nodes: None lists every node in a decision; N lists only the N best feasible ones.
-        incremental: keep node-local plugins' answers per pod shape and compute again only the nodes
+        incremental: keep node-local plugins' answers per pod signature and compute again only the nodes
         changed since (berth.core.framework.runtime.incremental); False runs every plugin on every node each cycle."""
         self.profile = profile
         self.state = profile.state
@@ -121,7 +121,7 @@ class Scheduler:
         readers = tuple(dict.fromkeys(p for p in plugins if getattr(p, "reads_other_nodes", False)))
         fit = next((p for p in profile.filters if isinstance(p, NodeFit)), None)
         self.dry_runner = _DryRun(self, not readers, fit, readers)  # what PostFilter plugins get
-        self.nominator = Nominator()
+        self.nominator = Nominator(self.state)
         self.state.attach(self.nominator)
         self._post_filtering = True
         self.next_start = 0  # kube's nextStartNodeIndex: where the next cycle's search for feasible nodes starts
@@ -466,7 +466,7 @@ class Scheduler:
     def queue(self, pods: list[Pod]) -> list[Pod]:
         """kube's PrioritySort: higher priority first, then the given order (pending_pods: oldest
         first, ties by namespace/name)."""
-        return sorted(pods, key=lambda p: -self.nominator.priority(p))
+        return sorted(pods, key=lambda p: -self.state.priority(p))
 
     def nominate(self, pod: Pod, outcome: Outcome) -> None:
         """Carry out a PostFilter result on the state: evict the victims and nominate the pod to its

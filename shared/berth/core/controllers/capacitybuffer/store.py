@@ -11,6 +11,7 @@ from typing import Any
 from berth.core.api.autoscaling.model import CapacityBuffer
 from berth.core.api.core.model import Pod, ResourceQuota
 from berth.core.api.workloads.model import PodTemplate, Workload
+from berth.core.cache.extension import StateExtension
 
 FAKE_POD_TYPE = ("podType", "capacityBufferFakePod")
 
@@ -19,7 +20,9 @@ def is_fake(pod: Pod) -> bool:
     return pod.annotations.get(FAKE_POD_TYPE[0]) == FAKE_POD_TYPE[1]
 
 
-class BufferStore:
+class BufferStore(StateExtension):
+    """Buffers and what they read, by kind; node changes only move readyReplicas, computed on demand."""
+
     kinds: tuple[type, ...] = (CapacityBuffer, PodTemplate, Workload, ResourceQuota)
 
     def __init__(self) -> None:
@@ -54,8 +57,7 @@ class BufferStore:
             self.pods.setdefault(new.namespace, {})[new.name] = new
             self.dirty.add(new.namespace)
 
-    def node_changed(self, state: Any, slot: int) -> None:
-        """Node changes only move readyReplicas, which is computed on demand."""
+    # node changes only move readyReplicas, which is computed on demand
 
     # ---- reads ------------------------------------------------------------
     def namespaces(self) -> list[str]:

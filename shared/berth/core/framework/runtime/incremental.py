@@ -1,12 +1,12 @@
-"""Incremental evaluation (issue 21): node-local plugins' Filter and Score answers kept per pod shape,
+"""Incremental evaluation (issue 21): node-local plugins' Filter and Score answers kept per pod signature,
 computed again only on the slots that changed since.
 
-Per (plugin, point, shape key) the cache keeps every slot's answer (a Filter: a mask per reason of
-the shape; a Score: the scores), the touch number of the state it is up to date with
+Per (plugin, point, signature key) the cache keeps every slot's answer (a Filter: a mask per reason of
+the signature; a Score: the scores), the touch number of the state it is up to date with
 (ClusterState.changes) and the plugin's moving() values it was computed at. A cycle computes again
 the slots touched since (ClusterState.touched_since), those whose moving value differs, and a
 Score's slots left stale while infeasible; it runs the plugin's own Filter or Score instead when
-nothing is kept, every slot changed (ClusterState.epoch) or too many did. Either way every slot
+nothing is kept, every slot changed (ClusterState.generation) or too many did. Either way every slot
 read gets the same answer.
 """
 
@@ -21,11 +21,11 @@ import numpy as np
 import numpy.typing as npt
 
 from berth.core.framework.cycle import Cycle
-from berth.core.framework.interface import NodeLocalFilter, NodeLocalScore, Shape
+from berth.core.framework.interface import NodeLocalFilter, NodeLocalScore, Signature
 from berth.core.framework.status import Code, Failure
 from berth.core.framework.types import Mask, Scores
 
-ENTRIES = 32  # shapes kept per plugin and point, the least recently used dropped first
+ENTRIES = 32  # signatures kept per plugin and point, the least recently used dropped first
 REDO_SHARE = 0.25  # past this share of the slots to compute again, the plugin's own full pass runs
 # Filters are kept from this many slots up: below it a vectorised pass over every slot costs less
 # than the bookkeeping (measured: NodeResourcesFit and LoadAwareScheduling break even at 10,000-20,000
@@ -36,10 +36,10 @@ FILTER_MIN_SLOTS = 16_384
 @dataclass
 class _Kept:
     change: int  # the state's touch number the answers are up to date with
-    epoch: int
+    generation: int
     moving: npt.NDArray[Any] | None
     stale: Mask  # slots whose answer is not up to date (a Score's, left while infeasible; new slots)
-    masks: list[Mask]  # a Filter's: per reason of the shape, the slots that fail with it
+    masks: list[Mask]  # a Filter's: per reason of the signature, the slots that fail with it
     scores: Scores  # a Score's
 
 
@@ -57,25 +57,25 @@ class Answers:
         """run: the plugin's own filter (called when nothing is kept or too much changed)."""
         state, valid = cycle.state, cycle.state.nodes.valid
         n = len(valid)
-        shape = None if n < self.filter_min_slots else plugin.filter_shape(cycle)
-        if shape is None:
+        sig = None if n < self.filter_min_slots else plugin.filter_signature(cycle)
+        if sig is None:
             return run(cycle)
         moving = plugin.moving(cycle)
-        key = (id(plugin), "Filter", shape.key)
-        where = self._index(shape)
-        kept = self._get(key, n, len(shape.reasons))
+        key = (id(plugin), "Filter", sig.key)
+        where = self._index(sig)
+        kept = self._get(key, n, len(sig.reasons))
         idx = None if kept is None else self._stale(kept, cycle, moving, None)
         if kept is None or idx is None:
             out = run(cycle)
-            masks = [np.zeros(n, dtype=bool) for _ in shape.reasons]
+            masks = [np.zeros(n, dtype=bool) for _ in sig.reasons]
             for f in out:
                 i = where.get((f.reason, f.code))
-                if i is None or f.code is Code.ERROR:  # not the shape's: nothing is kept
+                if i is None or f.code is Code.ERROR:  # not the signature's: nothing is kept
                     self._kept.pop(key, None)
                     return out
                 masks[i] |= f.mask[:n]
             empty = np.zeros(0, dtype=np.int64)
-            self._put(key, _Kept(state.changes, state.epoch, _copy(moving), np.zeros(n, dtype=bool), masks, empty))
+            self._put(key, _Kept(state.changes, state.generation, _copy(moving), np.zeros(n, dtype=bool), masks, empty))
             return out
         if len(idx):
             found = plugin.filter_on(cycle, idx)
@@ -93,7 +93,7 @@ class Answers:
         kept.change = state.changes
         return [
             Failure(mask.copy(), reason, code)
-            for (reason, code), mask in zip(shape.reasons, kept.masks, strict=True)
+            for (reason, code), mask in zip(sig.reasons, kept.masks, strict=True)
             if np.count_nonzero(mask)  # faster than any() on a mask this long
         ]
 
@@ -101,18 +101,18 @@ class Answers:
         self, plugin: NodeLocalScore, cycle: Cycle, feasible: Mask, run: Callable[[Cycle, Mask], Scores]
     ) -> Scores:
         """run: the plugin's own score. Only feasible slots are kept up to date (only they are read)."""
-        shape = plugin.score_shape(cycle)
-        if shape is None:
+        sig = plugin.score_signature(cycle)
+        if sig is None:
             return run(cycle, feasible)
         state = cycle.state
         n = len(feasible)
         moving = plugin.moving(cycle)
-        key = (id(plugin), "Score", shape.key)
+        key = (id(plugin), "Score", sig.key)
         kept = self._get(key, n, 0)
         idx = None if kept is None else self._stale(kept, cycle, moving, feasible)
         if kept is None or idx is None:
             out = run(cycle, feasible)
-            self._put(key, _Kept(state.changes, state.epoch, _copy(moving), ~feasible, [], out.copy()))
+            self._put(key, _Kept(state.changes, state.generation, _copy(moving), ~feasible, [], out.copy()))
             return out
         if len(idx):
             kept.scores[idx] = plugin.score_on(cycle, idx)
@@ -128,7 +128,7 @@ class Answers:
         None when a full pass is due."""
         state = cycle.state
         n = len(kept.stale)
-        touched = state.touched_since(kept.change, n) if kept.epoch == state.epoch else None
+        touched = state.touched_since(kept.change, n) if kept.generation == state.generation else None
         if touched is None:
             return None
         stale = kept.stale.copy()
@@ -145,12 +145,12 @@ class Answers:
             return None
         return idx
 
-    def _index(self, shape: Shape) -> dict[tuple[str, Code], int]:
-        where = self._where.get(shape.reasons)
+    def _index(self, sig: Signature) -> dict[tuple[str, Code], int]:
+        where = self._where.get(sig.reasons)
         if where is None:
             if len(self._where) >= 4 * ENTRIES:
                 self._where.clear()
-            where = self._where[shape.reasons] = {r: i for i, r in enumerate(shape.reasons)}
+            where = self._where[sig.reasons] = {r: i for i, r in enumerate(sig.reasons)}
         return where
 
     def _get(self, key: tuple[int, str, Hashable], n: int, reasons: int) -> _Kept | None:
@@ -172,7 +172,7 @@ class Answers:
         point = key[:2]
         if key not in self._kept:
             count = self._per_point.get(point, 0)
-            if count >= ENTRIES:  # drop this point's least recently used shape
+            if count >= ENTRIES:  # drop this point's least recently used signature
                 oldest = next(k for k in self._kept if k[:2] == point)
                 del self._kept[oldest]
                 count -= 1

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from berth.core.cache.state import ClusterState, Extension
+from berth.core.cache.extension import StateExtension
+from berth.core.cache.state import ClusterState
 from berth.core.framework.events import Action, ClusterEvent, HintFactory
 from berth.core.framework.interface import (
     EnqueueExtensions,
@@ -46,7 +47,7 @@ class Profile:
     normalizers: dict[str, NormalizeScorePlugin]
     reservers: tuple[ReservePlugin, ...]
     interests: tuple[Interest, ...]  # of the plugins enabled as prefilters or filters: only they reject pods
-    extensions: tuple[Extension, ...]
+    extensions: tuple[StateExtension, ...]
     percentage_of_nodes_to_score: int = BERTH_DEFAULT_PERCENTAGE  # 0: kube's adaptive rule
     pre_enqueues: tuple[PreEnqueuePlugin, ...] = ()
 
@@ -78,7 +79,7 @@ class Profile:
             if isinstance(p, EnqueueExtensions)
             for e in p.events_to_register()
         )
-        extensions: tuple[Extension, ...] = ()
+        extensions: tuple[StateExtension, ...] = ()
         for p in every:  # plugins may share one (InterPodAffinity's and PodTopologySpread's PodIndex): once each
             ext = p.extension() if isinstance(p, KeepsState) else None
             if ext is not None and not any(e is ext for e in extensions):

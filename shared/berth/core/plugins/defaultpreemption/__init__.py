@@ -34,13 +34,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from berth.core import framework as fwk
 from berth.core.api.core.model import Pod
-from berth.core.api.scheduling.model import NEVER, PodDisruptionBudget, PriorityClass, preemption_policy_of, priority_of
+from berth.core.api.scheduling.model import NEVER, PodDisruptionBudget
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.interface import DryRun, PostFilterResult
-from berth.core.framework.status import Code, NodeToStatus, Status, fit_error
-from berth.core.framework.types import Mask
 from berth.core.plugins.defaultpreemption.args import DefaultPreemptionArgs
 
 NAME = "DefaultPreemption"
@@ -55,14 +53,13 @@ PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 _SHIFT = 2**31  # pickOneNodeForPreemption sums priorities shifted to be non-negative
 
 
-class PreemptionStore:
-    """PriorityClasses, PodDisruptionBudgets and the pods on each node (a ClusterState extension)."""
+class PreemptionStore(StateExtension):
+    """PodDisruptionBudgets and the pods on each node (a ClusterState extension)."""
 
-    kinds: tuple[type, ...] = (PriorityClass, PodDisruptionBudget)
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    kinds: tuple[type, ...] = (PodDisruptionBudget,)
+    assigned_only = True
 
     def __init__(self) -> None:
-        self.classes: dict[str, PriorityClass] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.pods_on: dict[str, dict[str, Pod]] = {}
         self._placed: dict[str, str] = {}  # pod key -> node
@@ -71,12 +68,10 @@ class PreemptionStore:
         self._sources: Counter[tuple[int | None, str]] = Counter()
 
     def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        store: dict[str, Any] = self.classes if isinstance(obj, PriorityClass) else self.pdbs
-        key = obj.name if isinstance(obj, PriorityClass) else obj.key
         if deleted:
-            store.pop(key, None)
+            self.pdbs.pop(obj.key, None)
         else:
-            store[key] = obj
+            self.pdbs[obj.key] = obj
 
     def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
         key = (new or old).key  # type: ignore[union-attr]
@@ -104,18 +99,10 @@ class PreemptionStore:
             self.pods_on.setdefault(new.node_name, {})[key] = new
             self._sources[(new.priority, new.priority_class_name)] += 1
 
-    def node_changed(self, state: ClusterState, slot: int) -> None:
-        return None
-
-    def priority(self, pod: Pod) -> int:
-        return priority_of(pod, self.classes)
-
-    def lowest(self) -> int | None:
-        """The lowest priority of a pod on a node (None: no pod is on a node), as the classes are now."""
-        return min(
-            (priority_of(Pod("", "", priority=p, priority_class_name=c), self.classes) for p, c in self._sources),
-            default=None,
-        )
+    def lowest(self, priority: Callable[[Pod], int]) -> int | None:
+        """The lowest priority of a pod on a node (None: no pod is on a node), as priority resolves
+        it now (ClusterState.priority)."""
+        return min((priority(Pod("", "", priority=p, priority_class_name=c)) for p, c in self._sources), default=None)
 
 
 @dataclass(frozen=True)
@@ -130,16 +117,16 @@ class Room:
     """For the dry run by arithmetic: the slots it may judge, what the node fit checks (resource,
     wanted) and, per checked resource, allocatable - requested on every slot now."""
 
-    judged: Mask
+    judged: fwk.Mask
     wants: list[tuple[str, int]]
     free: list[npt.NDArray[np.int64]]
     reason: Callable[[str], str]
     safe: bool  # the filters are removal-safe for the pod whatever leaves; else asked per node
-    statuses: NodeToStatus
+    statuses: fwk.NodeToStatus
     fit: str  # the node fit's plugin name
     nominated: frozenset[int]  # slots with nominated pods: the dry run proper
 
-    def blocked(self, slot: int) -> tuple[Code, tuple[str, ...]] | None:
+    def blocked(self, slot: int) -> tuple[fwk.Code, tuple[str, ...]] | None:
         """On a node the node fit rejects first, the next plugin's status there when all its failures
         are UnschedulableAndUnresolvable: it stays as pods leave (where removal-safe), so the node
         can be judged by amounts too; None otherwise."""
@@ -149,16 +136,16 @@ class Room:
         if len(failing) < 2 or failing[0][0] != self.fit:
             return None
         hits = failing[1][1]
-        if any(f.code is not Code.UNRESOLVABLE for f in hits):
+        if any(f.code is not fwk.Code.UNRESOLVABLE for f in hits):
             return None
-        return Code.UNRESOLVABLE, tuple(f.reason for f in hits)
+        return fwk.Code.UNRESOLVABLE, tuple(f.reason for f in hits)
 
 
 @dataclass(frozen=True)
 class Rejected:
     """A node the dry run could not make fit: its status there."""
 
-    code: Code
+    code: fwk.Code
     reasons: tuple[str, ...]
 
 
@@ -180,17 +167,17 @@ class DefaultPreemption:
         return self.store
 
     # ---- PostFilter ------------------------------------------------------------------------------
-    def post_filter(self, cycle: Cycle, statuses: NodeToStatus, dry_run: DryRun) -> PostFilterResult:
+    def post_filter(self, cycle: fwk.Cycle, statuses: fwk.NodeToStatus, dry_run: fwk.DryRun) -> fwk.PostFilterResult:
         pod = cycle.pod
         eligible, why = self.eligible(pod, statuses)
         if not eligible:
-            return PostFilterResult(Status(Code.UNSCHEDULABLE, f"preemption: {why}", NAME))
+            return fwk.PostFilterResult(fwk.Status(fwk.Code.UNSCHEDULABLE, f"preemption: {why}", NAME))
         nodes = self.state.nodes
         if not len(nodes):
-            return PostFilterResult(Status(Code.UNSCHEDULABLE, "", NAME))  # kube fails before PostFilter
+            return fwk.PostFilterResult(fwk.Status(fwk.Code.UNSCHEDULABLE, "", NAME))  # kube fails before PostFilter
         counts: dict[str, int] = {}
         if self.no_lower_priority(pod):  # every potential node's dry run would find no victims
-            tried = int(np.count_nonzero(statuses.rejected(Code.UNSCHEDULABLE)))
+            tried = int(np.count_nonzero(statuses.rejected(fwk.Code.UNSCHEDULABLE)))
             candidates: list[Candidate] = []
             if tried:
                 counts[NO_VICTIMS] = tried
@@ -204,26 +191,26 @@ class DefaultPreemption:
             others = len(nodes) - tried
             if others:
                 counts[NOT_HELPFUL] = counts.get(NOT_HELPFUL, 0) + others
-            message = f"preemption: {fit_error(len(nodes), counts)}"
-            return PostFilterResult(Status(Code.UNSCHEDULABLE, message, NAME), nominated_node="")
-        best = select(candidates, cycle.now, self.store.priority)
-        return PostFilterResult(
-            Status(Code.SUCCESS, "", NAME), nominated_node=best.node, victims=tuple(p.key for p in best.victims)
+            message = f"preemption: {fwk.fit_error(len(nodes), counts)}"
+            return fwk.PostFilterResult(fwk.Status(fwk.Code.UNSCHEDULABLE, message, NAME), nominated_node="")
+        best = select(candidates, cycle.now, self.state.priority)
+        return fwk.PostFilterResult(
+            fwk.Status(fwk.Code.SUCCESS, "", NAME), nominated_node=best.node, victims=tuple(p.key for p in best.victims)
         )
 
     # ---- eligibility (PodEligibleToPreemptOthers) ----------------------------------------------
-    def eligible(self, pod: Pod, statuses: NodeToStatus | None) -> tuple[bool, str]:
-        if preemption_policy_of(pod, self.store.classes) == NEVER:
+    def eligible(self, pod: Pod, statuses: fwk.NodeToStatus | None) -> tuple[bool, str]:
+        if self.state.preemption_policy(pod) == NEVER:
             return False, NOT_ELIGIBLE_NEVER
         nominated = pod.nominated_node
         if not nominated:
             return True, ""
         status = None if statuses is None else statuses.get(nominated)
-        if status is not None and status.code is Code.UNRESOLVABLE:
+        if status is not None and status.code is fwk.Code.UNRESOLVABLE:
             return True, ""
-        mine = self.store.priority(pod)
+        mine = self.state.priority(pod)
         for other in self.store.pods_on.get(nominated, {}).values():
-            if other.deleting and self.store.priority(other) < mine and _preempted(other):
+            if other.deleting and self.state.priority(other) < mine and _preempted(other):
                 return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
@@ -231,8 +218,8 @@ class DefaultPreemption:
     def no_lower_priority(self, pod: Pod) -> bool:
         """No pod on any node has a lower priority than this one (a cluster without PriorityClasses):
         then the dry run of every node ends in kube's "No preemption victims found"."""
-        lowest = self.store.lowest()
-        return lowest is None or lowest >= self.store.priority(pod)
+        lowest = self.store.lowest(self.state.priority)
+        return lowest is None or lowest >= self.state.priority(pod)
 
     def candidate_count(self, potential: int) -> int:
         """kube's calculateNumCandidates."""
@@ -241,7 +228,7 @@ class DefaultPreemption:
         return min(n, potential)
 
     def find_candidates(
-        self, cycle: Cycle, statuses: NodeToStatus, dry_run: DryRun
+        self, cycle: fwk.Cycle, statuses: fwk.NodeToStatus, dry_run: fwk.DryRun
     ) -> tuple[list[Candidate], dict[str, Rejected]]:
         """The dry run from the offset over the potential nodes (status Unschedulable), in order,
         until there is a non-violating candidate and numCandidates in all. Returns the candidates
@@ -249,7 +236,7 @@ class DefaultPreemption:
         filters the nodes are dry-run numCandidates at a time (each node's verdict is its own, so the
         outcome is the same as one after another)."""
         nodes = self.state.nodes
-        potential_mask = statuses.rejected(Code.UNSCHEDULABLE)
+        potential_mask = statuses.rejected(fwk.Code.UNSCHEDULABLE)
         potential = sorted(name for slot, name in enumerate(nodes.names) if name is not None and potential_mask[slot])
         if not potential:
             return [], {}
@@ -277,7 +264,7 @@ class DefaultPreemption:
                     return clean + violating, rejected
         return clean + violating, rejected
 
-    def _room(self, cycle: Cycle, statuses: NodeToStatus, dry_run: DryRun) -> Room | None:
+    def _room(self, cycle: fwk.Cycle, statuses: fwk.NodeToStatus, dry_run: fwk.DryRun) -> Room | None:
         """Where the dry run can be done by arithmetic: on the nodes that only the node fit
         (NodeResourcesFit) rejected, where the filters are removal-safe for this pod (dry_run.removal_safe,
         for the pod, else for the node's lower-priority pods). Every other filter passed there with all
@@ -301,9 +288,9 @@ class DefaultPreemption:
 
     def victims_on(
         self,
-        cycle: Cycle,
+        cycle: fwk.Cycle,
         nodes: list[str],
-        dry_run: DryRun,
+        dry_run: fwk.DryRun,
         pdbs: list[PodDisruptionBudget],
         room: Room | None = None,
     ) -> dict[str, Candidate | Rejected]:
@@ -311,8 +298,8 @@ class DefaultPreemption:
         on the ClusterState with pods lifted for the call. Several nodes are tried in the same dry
         runs (one node alone unless the filters are node-local): each step puts back the next pod of
         every node at once."""
-        key = importance(cycle.now, self.store.priority)
-        priority = self.store.priority
+        key = importance(cycle.now, self.state.priority)
+        priority = self.state.priority
         mine = priority(cycle.pod)
         now = cycle.now.timestamp()
         out: dict[str, Candidate | Rejected] = {}
@@ -325,7 +312,7 @@ class DefaultPreemption:
                 if prio < mine:
                     ranked.append((-prio, now if p.start_time is None else p.start_time.timestamp(), k, p))
             if not ranked:
-                out[node] = Rejected(Code.UNRESOLVABLE, (NO_VICTIMS,))
+                out[node] = Rejected(fwk.Code.UNRESOLVABLE, (NO_VICTIMS,))
                 continue
             ranked.sort(key=lambda r: r[:3])
             pods = [r[3] for r in ranked]
@@ -348,7 +335,9 @@ class DefaultPreemption:
             for node, pods in lower.items():
                 if not feasible[slots[node]]:
                     status = found.get(node)
-                    out[node] = Rejected(status.code, status.reasons) if status else Rejected(Code.UNSCHEDULABLE, ())
+                    out[node] = (
+                        Rejected(status.code, status.reasons) if status else Rejected(fwk.Code.UNSCHEDULABLE, ())
+                    )
                     continue
                 bad, good = split_by_pdb(pods, pdbs)
                 queues[node] = [(p, True) for p in bad] + [(p, False) for p in good]
@@ -367,7 +356,7 @@ class DefaultPreemption:
         for node, queue in queues.items():
             chosen = victims[node]
             if not chosen:
-                out[node] = Rejected(Code.ERROR, (f'expected at least one victim pod on node "{node}"',))
+                out[node] = Rejected(fwk.Code.ERROR, (f'expected at least one victim pod on node "{node}"',))
                 continue
             if queue[0][1] and not queue[-1][1]:  # violating and non-violating: back in importance order
                 chosen.sort(key=key)
@@ -381,7 +370,7 @@ class DefaultPreemption:
         pods: list[Pod],
         room: Room,
         pdbs: list[PodDisruptionBudget],
-        blocked: tuple[Code, tuple[str, ...]] | None = None,
+        blocked: tuple[fwk.Code, tuple[str, ...]] | None = None,
     ) -> Candidate | Rejected | None:
         """The dry run on one node by its free amounts, with the same order and outcome; None when a
         pod's requests are not counted on this node (the dry run proper decides then). pods: the
@@ -403,7 +392,7 @@ class DefaultPreemption:
             slack = [s + x for s, x in zip(slack, a, strict=True)]
         if min(slack) < 0:
             return Rejected(
-                Code.UNSCHEDULABLE, tuple(room.reason(n) for n, s in zip(names, slack, strict=True) if s < 0)
+                fwk.Code.UNSCHEDULABLE, tuple(room.reason(n) for n, s in zip(names, slack, strict=True) if s < 0)
             )
         if blocked is not None:  # the node fit passes with them all gone; the next filter still fails
             return Rejected(*blocked)
@@ -417,7 +406,7 @@ class DefaultPreemption:
             else:
                 chosen.append(i)
         if not chosen:
-            return Rejected(Code.ERROR, (f'expected at least one victim pod on node "{node}"',))
+            return Rejected(fwk.Code.ERROR, (f'expected at least one victim pod on node "{node}"',))
         if any(flags) and not all(flags):  # violating and non-violating: back in importance order
             chosen.sort()
         return Candidate(node, tuple(pods[i] for i in chosen), sum(flags[i] for i in chosen))

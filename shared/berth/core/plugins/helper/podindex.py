@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from berth.core.api.core.model import Namespace, Pod, PodAffinityTerm
 from berth.core.api.meta.selectors import LabelSelector
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
 from berth.core.plugins.helper.spread import Owners
 
@@ -50,8 +51,8 @@ def assigned(pod: Pod | None) -> bool:
     return pod is not None and bool(pod.node_name) and not pod.terminated
 
 
-class PodIndex:
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+class PodIndex(StateExtension):
+    assigned_only = True
 
     def __init__(self, namespaces: bool = False, owners: bool = False) -> None:
         self.owners = Owners()
@@ -74,7 +75,7 @@ class PodIndex:
         want = ((Namespace,) if namespaces else ()) + (Owners.kinds if owners else ())
         self.kinds = (*self.kinds, *(k for k in want if k not in self.kinds))
 
-    # ---- Extension ----------------------------------------------------------------------------
+    # ---- StateExtension ------------------------------------------------------------------------
     def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
         if isinstance(obj, Namespace):
             if deleted:

@@ -8,15 +8,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from berth.core import framework as fwk
 from berth.core.api.core.model import Pod
 from berth.core.api.koordinator.model import NodeMetric
 from berth.core.cache.state import ClusterState
 from berth.core.errors import ConfigError
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, never
-from berth.core.framework.interface import Shape
-from berth.core.framework.status import OK, SKIP, Code, Failure, Status
-from berth.core.framework.types import Mask, Scores, Slots
 from berth.core.plugins.loadawarescheduling.args import PLUGIN, LoadAwareSchedulingArgs, validate
 from berth.core.plugins.loadawarescheduling.store import US, NodeMetricStore, to_us
 from berth.core.plugins.loadawarescheduling.vectors import Resources, Vec
@@ -53,12 +49,12 @@ class Judge:
         # the test in Python floats (the same IEEE operations on the same values, so the same answer)
         self.py = py if monotone else None
 
-    def __call__(self, est: Vec) -> Mask:
+    def __call__(self, est: Vec) -> fwk.Mask:
         if self.outcome is not None:
             return np.full(len(est), self.outcome, dtype=bool)
         pct = (self.ex + est) / self.alloc
         pct *= 100
-        passing: Mask = np.all(pct < self.half, axis=1)
+        passing: fwk.Mask = np.all(pct < self.half, axis=1)
         return passing
 
     def passes(self, est: list[int]) -> bool:
@@ -84,7 +80,7 @@ def _fixed(outcome: bool) -> Judge:
 
 
 _ALL_PASS, _NONE_PASS = _fixed(True), _fixed(False)
-_Parts = tuple[tuple[Mask, Vec, list[int] | None] | None, tuple[Mask, Vec, list[int] | None] | None]
+_Parts = tuple[tuple[fwk.Mask, Vec, list[int] | None] | None, tuple[fwk.Mask, Vec, list[int] | None] | None]
 
 
 def is_daemonset(pod: Pod) -> bool:
@@ -109,11 +105,11 @@ class LoadAwareScheduling:
         self.res = Resources.of(self.args)
         self.store = NodeMetricStore(self.args, self.res)
         # for queueing hints: estimates per pod list (a queue group's version)
-        self._matrices: dict[int, tuple[Mask, _Parts]] = {}
+        self._matrices: dict[int, tuple[fwk.Mask, _Parts]] = {}
         # every reason the Filter gives, in its order (berth.core.framework.runtime.incremental)
-        reasons = [(EXPIRED, Code.UNSCHEDULABLE)] if self.args.filter_expired_node_metrics else []
+        reasons = [(EXPIRED, fwk.Code.UNSCHEDULABLE)] if self.args.filter_expired_node_metrics else []
         for resource in self.res.names:
-            reasons += [(usage_reason(resource, agg), Code.UNSCHEDULABLE) for agg in (False, True)]
+            reasons += [(usage_reason(resource, agg), fwk.Code.UNSCHEDULABLE) for agg in (False, True)]
         self._reasons = tuple(reasons)
         self.weights: Vec | None = self.res.vec(self.args.resource_weights)
         if self.args.dominant_resource_weight == 0 and not self.weights.any():
@@ -122,15 +118,15 @@ class LoadAwareScheduling:
     def extension(self) -> NodeMetricStore:
         return self.store
 
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         return (
-            ClusterEventWithHint(ClusterEvent("Node", Action.ALL)),
-            ClusterEventWithHint(ClusterEvent("NodeMetric", Action.ALL), self.metric_hint),
-            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE)),  # its load leaves the node
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.ALL)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("NodeMetric", fwk.Action.ALL), self.metric_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.DELETE)),  # its load leaves the node
         )
 
     # ---- per cycle --------------------------------------------------------
-    def _prepare(self, cycle: Cycle) -> tuple[Vec, bool] | None:
+    def _prepare(self, cycle: fwk.Cycle) -> tuple[Vec, bool] | None:
         """(incoming estimate, pod is prod), computed once per cycle; None when the store does not
         serve this cycle's state (an Error)."""
         got: tuple[Vec, bool] | None = cycle.data.get(_KEY)
@@ -144,29 +140,29 @@ class LoadAwareScheduling:
         """(estimate, prod), kept by the store: a waiting pod is estimated once, not per attempt."""
         return self.store.estimate(pod)
 
-    def _expired(self, cycle: Cycle) -> Mask:
+    def _expired(self, cycle: fwk.Cycle) -> fwk.Mask:
         """Per slot, computed once per cycle (the store does not change within one)."""
-        got: Mask | None = cycle.data.get(_EXPIRED)
+        got: fwk.Mask | None = cycle.data.get(_EXPIRED)
         if got is None or len(got) != len(self.store.has_time):
             st = self.store.views()
             limit = self.args.node_metric_expiration_seconds * US
             got = cycle.data[_EXPIRED] = ~st.has_time | (to_us(cycle.now) - st.time_us >= limit)
         return got
 
-    def pre_filter(self, cycle: Cycle) -> Status:
+    def pre_filter(self, cycle: fwk.Cycle) -> fwk.Status:
         if self._prepare(cycle) is None:
-            return Status(Code.ERROR, NOT_ATTACHED)
-        return SKIP if is_daemonset(cycle.pod) else OK
+            return fwk.Status(fwk.Code.ERROR, NOT_ATTACHED)
+        return fwk.SKIP if is_daemonset(cycle.pod) else fwk.OK
 
     # ---- Filter -------------------------------------------------------------
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         return self._filter(cycle, None)
 
-    def _filter(self, cycle: Cycle, slots: Slots | None) -> list[Failure]:
+    def _filter(self, cycle: fwk.Cycle, slots: fwk.Slots | None) -> list[fwk.Failure]:
         """On every slot, or on these slots only (masks over them)."""
         prepared = self._prepare(cycle)
         if prepared is None:
-            return [Failure(cycle.state.nodes.valid, NOT_ATTACHED, Code.ERROR)]
+            return [fwk.Failure(cycle.state.nodes.valid, NOT_ATTACHED, fwk.Code.ERROR)]
         est, prod_pod = prepared
         if is_daemonset(cycle.pod):
             return []
@@ -185,14 +181,14 @@ class LoadAwareScheduling:
             expired = self._expired(cycle)
             expired = check & (expired if slots is None else expired[slots])
             if not self.args.enable_schedule_when_node_metrics_expired and np.count_nonzero(expired):
-                out.append(Failure(expired, EXPIRED))
+                out.append(fwk.Failure(expired, EXPIRED))
             check &= ~expired
         check &= st.has_nm if slots is None else st.has_nm[slots]
         if not np.count_nonzero(check):
             return out
         # Go's Round(used / alloc * 100) > thr  <=>  used / alloc * 100 >= thr + 0.5 (exact for floats).
         # A node fails on the first resource over its threshold, in resource-name order.
-        failing: Mask | None = None  # nodes failed on an earlier resource
+        failing: fwk.Mask | None = None  # nodes failed on an earlier resource
         for r, resource in enumerate(self.res.names):
             if as_float:
                 pct = ex[r] + float(est[r])
@@ -215,60 +211,60 @@ class LoadAwareScheduling:
             if np.count_nonzero(on_agg):
                 usual = hit & ~agg_path
                 if np.count_nonzero(usual):
-                    out.append(Failure(usual, usage_reason(resource, False)))
-                out.append(Failure(on_agg, usage_reason(resource, True)))
+                    out.append(fwk.Failure(usual, usage_reason(resource, False)))
+                out.append(fwk.Failure(on_agg, usage_reason(resource, True)))
             else:
-                out.append(Failure(hit, usage_reason(resource, False)))
+                out.append(fwk.Failure(hit, usage_reason(resource, False)))
         return out
 
     # ---- node-local (berth.core.framework.runtime.incremental) ----------------------------------
     # A node's answer reads the store's rows for it (touched on each change), the pod's estimate and
     # whether it is prod, and whether the node's metric has expired at cycle.now (moving).
-    def filter_shape(self, cycle: Cycle) -> Shape | None:
+    def filter_signature(self, cycle: fwk.Cycle) -> fwk.Signature | None:
         prepared = self._prepare(cycle)
         if prepared is None or is_daemonset(cycle.pod):
             return None
-        return Shape(self._shape_key(prepared, prepared[1]), self._reasons)
+        return fwk.Signature(self._signature_key(prepared, prepared[1]), self._reasons)
 
-    def filter_on(self, cycle: Cycle, slots: Slots) -> list[Failure]:
+    def filter_on(self, cycle: fwk.Cycle, slots: fwk.Slots) -> list[fwk.Failure]:
         return self._filter(cycle, slots)
 
-    def score_shape(self, cycle: Cycle) -> Shape | None:
+    def score_signature(self, cycle: fwk.Cycle) -> fwk.Signature | None:
         prepared = self._prepare(cycle)
         if prepared is None or self.weights is None:
             return None
-        return Shape(self._shape_key(prepared, prepared[1] and self.args.score_according_prod_usage))
+        return fwk.Signature(self._signature_key(prepared, prepared[1] and self.args.score_according_prod_usage))
 
-    def score_on(self, cycle: Cycle, slots: Slots) -> Scores:
+    def score_on(self, cycle: fwk.Cycle, slots: fwk.Slots) -> fwk.Scores:
         return self._score(cycle, np.ones(len(slots), dtype=bool), slots)
 
-    def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None:
+    def moving(self, cycle: fwk.Cycle) -> npt.NDArray[Any] | None:
         return self._expired(cycle)[: len(cycle.state.nodes.valid)]
 
-    def _shape_key(self, prepared: tuple[Vec, bool], prod: bool) -> tuple[bytes, bool, int]:
+    def _signature_key(self, prepared: tuple[Vec, bool], prod: bool) -> tuple[bytes, bool, int]:
         self.store.views()  # a store woken now counts as changed everywhere
         return prepared[0].tobytes(), prod, self.store.generation
 
     # ---- queueing hint (kube's QueueingHintFn) -------------------------------
-    def metric_hint(self, state: ClusterState, obj: Any, now: datetime) -> Hint:
+    def metric_hint(self, state: ClusterState, obj: Any, now: datetime) -> fwk.Hint:
         """For a NodeMetric change: retry a pod this plugin rejected only if that node passes now.
         Other nodes did not change, so a pod that still fails there would fail everywhere again.
         The node's side of the Filter is read once per change, not once per group of waiting pods."""
         assert isinstance(obj, NodeMetric)
         slot = state.nodes.slot.get(obj.name)
         if slot is None:
-            return never
+            return fwk.never
         judges = self._node_judges(state, slot, now)
         zero = [0] * self.res.size
         if not any(judge.passes(zero) for judge in judges):
-            return never  # fails even with no load added
+            return fwk.never  # fails even with no load added
         return lambda pods, version: self._hint(judges, pods, version)
 
     def passes(self, state: ClusterState, pod: Pod, slot: int, now: datetime) -> bool:
         """The Filter for one node and one pod (tests check it against filter())."""
         return bool(self._hint(self._node_judges(state, slot, now), [pod], None)[0])
 
-    def _hint(self, judges: tuple[Judge, Judge], pods: list[Pod | None], version: int | None) -> Mask:
+    def _hint(self, judges: tuple[Judge, Judge], pods: list[Pod | None], version: int | None) -> fwk.Mask:
         free, parts = self._pods_matrix(pods, version)
         out = free.copy()
         for judge, part in zip(judges, parts, strict=True):
@@ -279,7 +275,7 @@ class LoadAwareScheduling:
                 out[rows] = judge(est)
         return out
 
-    def _pods_matrix(self, pods: list[Pod | None], version: int | None) -> tuple[Mask, _Parts]:
+    def _pods_matrix(self, pods: list[Pod | None], version: int | None) -> tuple[fwk.Mask, _Parts]:
         """(not judged: DaemonSet or gone, and per kind of pod (v = 1 for prod) the rows of that kind
         with their estimates and their floor, None when there is none) for a list of pods, cached per
         version. The floor is the least estimate of each resource over the rows (see Judge.passes),
@@ -298,7 +294,7 @@ class LoadAwareScheduling:
             e, prod = self._estimate(pod)
             at[prod].append(i)
             ests[prod].append(e)
-        parts: list[tuple[Mask, Vec, list[int] | None] | None] = []
+        parts: list[tuple[fwk.Mask, Vec, list[int] | None] | None] = []
         for v in (0, 1):
             if not at[v]:
                 parts.append(None)
@@ -332,10 +328,10 @@ class LoadAwareScheduling:
         return Judge(st.f_ex[v][:, slot].copy(), st.alloc_f[:, slot].copy(), st.f_half[v][:, slot].copy())
 
     # ---- Score --------------------------------------------------------------
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
         return self._score(cycle, feasible, None)
 
-    def _score(self, cycle: Cycle, feasible: Mask, slots: Slots | None) -> Scores:
+    def _score(self, cycle: fwk.Cycle, feasible: fwk.Mask, slots: fwk.Slots | None) -> fwk.Scores:
         """On every slot, or on these slots only (feasible over them)."""
         prepared = self._prepare(cycle)
         if self.weights is None or prepared is None:
@@ -356,7 +352,7 @@ class LoadAwareScheduling:
         return scores
 
 
-def least_used(used: Vec, safe: Vec, zero: Mask, weights: Vec, dominant_weight: int) -> Scores:
+def least_used(used: Vec, safe: Vec, zero: fwk.Mask, weights: Vec, dominant_weight: int) -> fwk.Scores:
     """Upstream's integer score per node: weighted least-used plus the optional dominant term.
     Arrays are resource by node (r x n): used, allocatable with 0 replaced by 1, allocatable == 0."""
     n = used.shape[1]

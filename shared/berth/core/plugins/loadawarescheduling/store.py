@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,14 +20,12 @@ import numpy.typing as npt
 from berth.core.api.core.model import Node, Pod
 from berth.core.api.koordinator.model import ANN_RESERVE_POD, ANN_USAGE_THRESHOLDS, NodeMetric
 from berth.core.api.koordinator.normalise import aggregated
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
 from berth.core.plugins.loadawarescheduling.args import LoadAwareSchedulingArgs
 from berth.core.plugins.loadawarescheduling.estimator import PROD, Estimator, node_allocatable, priority_class
 from berth.core.plugins.loadawarescheduling.profile import ThresholdProfile, global_profile, node_profile
 from berth.core.plugins.loadawarescheduling.vectors import Resources, Vec
-
-if TYPE_CHECKING:
-    from berth.core.cache.state import Extension
 
 Mask = npt.NDArray[np.bool_]
 Rows = npt.NDArray[np.int64]
@@ -192,10 +190,11 @@ def _aggregated(m: NodeMetric | None) -> dict[tuple[str, int], dict[str, int]]:
     return agg
 
 
-class NodeMetricStore:
+class NodeMetricStore(StateExtension):
     """The ClusterState extension for NodeMetrics and the assigned-pod cache."""
 
     kinds: tuple[type, ...] = (NodeMetric,)
+    dozes = True
 
     def __init__(self, args: LoadAwareSchedulingArgs, resources: Resources | None = None) -> None:
         self.args = args
@@ -490,7 +489,7 @@ class NodeMetricStore:
             if self._objs[s] is not None:
                 self._write_slot(s, self._objs[s])
 
-    # ---- Extension hooks --------------------------------------------------
+    # ---- StateExtension hooks ---------------------------------------------
     def node_changed(self, state: ClusterState, slot: int) -> None:
         if len(state.nodes.valid) > self.cap:
             self._grow(len(state.nodes.valid))
@@ -680,9 +679,3 @@ class NodeMetricStore:
         del rec.pods[e.key]
         if rec.empty:
             del self.records[e.node]
-
-
-if TYPE_CHECKING:
-
-    def _is_extension(store: NodeMetricStore) -> Extension:
-        return store

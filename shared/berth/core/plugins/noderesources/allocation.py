@@ -16,6 +16,7 @@ import numpy.typing as npt
 from berth.core.api.core.model import Pod
 from berth.core.api.core.resources import CPU, MEMORY, PODS, is_scalar, is_tracked
 from berth.core.api.meta.validation import Problems, invalid, is_int
+from berth.core.cache.extension import StateExtension
 from berth.core.cache.nodes import NodeTable
 from berth.core.cache.state import ClusterState
 
@@ -53,13 +54,12 @@ def parse_resources(raw: Any, path: str, problems: Problems) -> tuple[ResourceSp
     return tuple(out) or DEFAULT_RESOURCES
 
 
-class NonZeroRequested:
+class NonZeroRequested(StateExtension):
     """Per node, the pods' cpu and memory as kube's scoring counts them (NodeInfo.NonZeroRequested),
     kept in step with pods as they are bound, reserved, released and deleted. A ClusterState extension
     of no kinds of its own."""
 
-    kinds: tuple[type, ...] = ()
-    assigned_only = True  # pods on no node change nothing here (ClusterState skips the call)
+    assigned_only = True
 
     def __init__(self) -> None:
         self._by_node: dict[str, list[int]] = {}
@@ -67,9 +67,6 @@ class NonZeroRequested:
         self.cpu: Ints = np.zeros(0, dtype=np.int64)
         self.memory: Ints = np.zeros(0, dtype=np.int64)
         self._nodes: NodeTable | None = None
-
-    def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        return None
 
     def _fit(self, nodes: NodeTable) -> None:
         self._nodes = nodes

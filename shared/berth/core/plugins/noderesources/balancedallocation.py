@@ -14,12 +14,9 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from berth.core import framework as fwk
 from berth.core.api.meta.validation import Problems, invalid, unknown_fields
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.interface import Shape
-from berth.core.framework.status import OK, SKIP, Status
-from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores, Slots
 from berth.core.plugins.noderesources.allocation import (
     DEFAULT_RESOURCES,
     Ints,
@@ -57,47 +54,47 @@ class BalancedAllocation:
     def __init__(self, args: Args) -> None:
         self.args = args
 
-    def pre_score(self, cycle: Cycle, feasible: Mask) -> Status:
+    def pre_score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Status:
         if not any(pod_request(cycle.pod, r.name, False) for r in self.args.resources):
-            return SKIP
-        return OK
+            return fwk.SKIP
+        return fwk.OK
 
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
         return self._score(cycle, len(feasible), None)
 
     # node-local (berth.core.framework.runtime.incremental): a node's score reads that node's allocatable and requests
-    def score_shape(self, cycle: Cycle) -> Shape:
-        return Shape(tuple(pod_request(cycle.pod, r.name, False) for r in self.args.resources))
+    def score_signature(self, cycle: fwk.Cycle) -> fwk.Signature:
+        return fwk.Signature(tuple(pod_request(cycle.pod, r.name, False) for r in self.args.resources))
 
-    def score_on(self, cycle: Cycle, slots: Slots) -> Scores:
+    def score_on(self, cycle: fwk.Cycle, slots: fwk.Slots) -> fwk.Scores:
         return self._score(cycle, len(slots), slots)
 
-    def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None:
+    def moving(self, cycle: fwk.Cycle) -> npt.NDArray[Any] | None:
         return None
 
-    def _score(self, cycle: Cycle, n: int, slots: Slots | None) -> Scores:
+    def _score(self, cycle: fwk.Cycle, n: int, slots: fwk.Slots | None) -> fwk.Scores:
         pod = cycle.pod
         columns = allocatable_requested(cycle.state.nodes, pod, self.args.resources, None, False, slots)
         if not columns:  # balanced with and without the pod
-            return np.full(n, MAX_NODE_SCORE // 2 + MAX_NODE_SCORE // 4, dtype=np.int64)
+            return np.full(n, fwk.MAX_NODE_SCORE // 2 + fwk.MAX_NODE_SCORE // 4, dtype=np.int64)
         wants = [pod_request(pod, spec.name, False) for spec, _, _ in columns]
         with_pod = balance([(alloc, have + want) for (_, alloc, have), want in zip(columns, wants, strict=True)], n)
         without = balance([(alloc, have) for _, alloc, have in columns], n)
-        with_pod += MAX_NODE_SCORE // 2
+        with_pod += fwk.MAX_NODE_SCORE // 2
         with_pod -= without
         with_pod //= 2  # never negative: both balances are between 50 and 100
-        with_pod += MAX_NODE_SCORE // 2
+        with_pod += fwk.MAX_NODE_SCORE // 2
         return with_pod
 
 
-def balance(columns: list[tuple[Ints, Ints]], n: int) -> Scores:
+def balance(columns: list[tuple[Ints, Ints]], n: int) -> fwk.Scores:
     """kube's balancedResourceScore on each node, from (allocatable, requested) per resource."""
     if len(columns) == 2:
         return std_score_two(columns[0][0], columns[0][1], columns[1][0], columns[1][1])
     return std_score(columns, n)
 
 
-def std_score(columns: list[tuple[Ints, Ints]], n: int) -> Scores:
+def std_score(columns: list[tuple[Ints, Ints]], n: int) -> fwk.Scores:
     """(allocatable, requested) per resource: 1 - the std of the fractions of the resources that count
     (allocatable above 0) on each node, x 100."""
     counted = np.array([alloc > 0 for alloc, _ in columns])
@@ -115,7 +112,7 @@ def std_score(columns: list[tuple[Ints, Ints]], n: int) -> Scores:
         dev = np.where(counted, (fractions - mean) ** 2, 0.0).sum(axis=0)
         more = np.sqrt(dev / np.maximum(k, 1))
         std = np.where(k == 2, two, np.where(k > 2, more, 0.0))
-    out: Scores = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+    out: fwk.Scores = ((1 - std) * fwk.MAX_NODE_SCORE).astype(np.int64)
     return out
 
 
@@ -124,7 +121,7 @@ def _fraction(alloc: Ints, req: Ints) -> npt.NDArray[np.float64]:
     return np.minimum(out, 1.0, out=out)
 
 
-def std_score_two(alloc0: Ints, req0: Ints, alloc1: Ints, req1: Ints) -> Scores:
+def std_score_two(alloc0: Ints, req0: Ints, alloc1: Ints, req1: Ints) -> fwk.Scores:
     """Two resources (cpu and memory, the default): where both count, (1 - |f0 - f1| / 2) x 100; where one
     or none does (allocatable 0), 100. The same float operations as std_score, in fewer passes."""
     std = _fraction(alloc0, req0)
@@ -133,8 +130,8 @@ def std_score_two(alloc0: Ints, req0: Ints, alloc1: Ints, req1: Ints) -> Scores:
     np.abs(std, out=std)
     std[(alloc0 <= 0) | (alloc1 <= 0)] = 0.0
     np.subtract(1, std, out=std)
-    std *= MAX_NODE_SCORE
-    out: Scores = std.astype(np.int64)
+    std *= fwk.MAX_NODE_SCORE
+    out: fwk.Scores = std.astype(np.int64)
     return out
 
 

@@ -11,14 +11,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from berth.core import framework as fwk
 from berth.core.api.core.model import Node, Pod
 from berth.core.api.core.resources import CPU, EPHEMERAL, MEMORY, PODS, is_extended, is_scalar, is_tracked
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint, Hint, PodUpdate, each_pod, never
-from berth.core.framework.interface import Shape
-from berth.core.framework.status import Code, Failure
-from berth.core.framework.types import MAX_NODE_SCORE, Mask, Scores, Slots
 from berth.core.plugins.noderesources.allocation import (
     Ints,
     NonZeroRequested,
@@ -34,14 +30,14 @@ Args = NodeResourcesFitArgs
 
 def _least(alloc: Ints, req: Ints) -> Ints:
     out: Ints = alloc - req
-    out *= MAX_NODE_SCORE
+    out *= fwk.MAX_NODE_SCORE
     out //= np.maximum(alloc, 1)
     out[req > alloc] = 0
     return out
 
 
 def _most(alloc: Ints, req: Ints) -> Ints:
-    out: Ints = np.minimum(req, alloc) * MAX_NODE_SCORE // np.maximum(alloc, 1)
+    out: Ints = np.minimum(req, alloc) * fwk.MAX_NODE_SCORE // np.maximum(alloc, 1)
     return out
 
 
@@ -100,13 +96,13 @@ class NodeResourcesFit:
     def reason(self, resource: str) -> str:
         return "Too many pods" if resource == PODS else f"Insufficient {resource}"
 
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         nodes = cycle.state.nodes
         return self._short(cycle.pod, nodes.valid, nodes.allocatable, nodes.requested)
 
     def _short(
-        self, pod: Pod, valid: Mask, allocatable: Callable[[str], Ints], requested: Callable[[str], Ints]
-    ) -> list[Failure]:
+        self, pod: Pod, valid: fwk.Mask, allocatable: Callable[[str], Ints], requested: Callable[[str], Ints]
+    ) -> list[fwk.Failure]:
         """Each resource the pod wants more of than is free: Unschedulable, or UnschedulableAndUnresolvable
         where it wants more than the node's whole allocatable (kube's fitsRequest, InsufficientResource.Unresolvable:
         preemption cannot help there; Too many pods never is). Per resource, the Unschedulable slots first."""
@@ -120,43 +116,45 @@ class NodeResourcesFit:
             whole = short & (alloc < want) if name != PODS else np.zeros_like(short)
             if whole.any():
                 if not (short & ~whole).any():
-                    out.append(Failure(short, reason, Code.UNRESOLVABLE))
+                    out.append(fwk.Failure(short, reason, fwk.Code.UNRESOLVABLE))
                     continue
-                out.append(Failure(short & ~whole, reason))
-                out.append(Failure(whole, reason, Code.UNRESOLVABLE))
+                out.append(fwk.Failure(short & ~whole, reason))
+                out.append(fwk.Failure(whole, reason, fwk.Code.UNRESOLVABLE))
             else:
-                out.append(Failure(short, reason))
+                out.append(fwk.Failure(short, reason))
         return out
 
     # node-local (berth.core.framework.runtime.incremental): a node's answer reads that node's allocatable and requests
-    def filter_shape(self, cycle: Cycle) -> Shape:
+    def filter_signature(self, cycle: fwk.Cycle) -> fwk.Signature:
         wants = tuple(self.wants(cycle.pod))
-        codes = (Code.UNSCHEDULABLE, Code.UNRESOLVABLE)
-        return Shape(wants, tuple((self.reason(name), c) for name, _ in wants for c in codes[: 1 + (name != PODS)]))
+        codes = (fwk.Code.UNSCHEDULABLE, fwk.Code.UNRESOLVABLE)
+        return fwk.Signature(
+            wants, tuple((self.reason(name), c) for name, _ in wants for c in codes[: 1 + (name != PODS)])
+        )
 
-    def filter_on(self, cycle: Cycle, slots: Slots) -> list[Failure]:
+    def filter_on(self, cycle: fwk.Cycle, slots: fwk.Slots) -> list[fwk.Failure]:
         nodes = cycle.state.nodes
         return self._short(
             cycle.pod, nodes.valid[slots], lambda n: nodes.allocatable(n)[slots], lambda n: nodes.requested(n)[slots]
         )
 
-    def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None:
+    def moving(self, cycle: fwk.Cycle) -> npt.NDArray[Any] | None:
         return None
 
-    def score_shape(self, cycle: Cycle) -> Shape:
-        return Shape(tuple(pod_request(cycle.pod, r.name, True) for r in self.args.scoring_strategy.resources))
+    def score_signature(self, cycle: fwk.Cycle) -> fwk.Signature:
+        return fwk.Signature(tuple(pod_request(cycle.pod, r.name, True) for r in self.args.scoring_strategy.resources))
 
-    def score_on(self, cycle: Cycle, slots: Slots) -> Scores:
+    def score_on(self, cycle: fwk.Cycle, slots: fwk.Slots) -> fwk.Scores:
         strategy = self.args.scoring_strategy
         columns = allocatable_requested(cycle.state.nodes, cycle.pod, strategy.resources, self.nonzero, slots=slots)
         return self._score(columns, np.ones(len(slots), dtype=bool))
 
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
         strategy = self.args.scoring_strategy
         columns = allocatable_requested(cycle.state.nodes, cycle.pod, strategy.resources, self.nonzero)
         return self._score(columns, feasible)
 
-    def _score(self, columns: list[tuple[ResourceSpec, Ints, Ints]], feasible: Mask) -> Scores:
+    def _score(self, columns: list[tuple[ResourceSpec, Ints, Ints]], feasible: fwk.Mask) -> fwk.Scores:
         strategy = self.args.scoring_strategy
         n = len(feasible)
         total = np.zeros(n, dtype=np.int64)
@@ -171,7 +169,7 @@ class NodeResourcesFit:
             else:
                 assert strategy.shape is not None
                 util = np.where(req > alloc, 100, req * 100 // np.maximum(alloc, 1))
-                scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+                scale = fwk.MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
                 part = broken_linear([(pt.utilization, pt.score * scale) for pt in strategy.shape], util)
                 counted &= part > 0  # a resource scoring 0 drops out with its weight
             if isinstance(weights, int) and (counted | infeasible).all():
@@ -189,35 +187,35 @@ class NodeResourcesFit:
             return (2 * total + weights) // (2 * weights)
         safe = np.maximum(weights, 1)
         if strategy.type in (LEAST, MOST):
-            out: Scores = np.where(weights > 0, total // safe, 0)
+            out: fwk.Scores = np.where(weights > 0, total // safe, 0)
         else:  # math.Round: half away from zero (scores are never negative)
             out = np.where(weights > 0, (2 * total + safe) // (2 * safe), 0)
         return out
 
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         # kube: Node Add|Update with a hint; a pod leaving its node frees its requests there, and so does
         # an assigned pod scaled down in place (Pod Delete|UpdatePodScaleDown, InPlacePodVerticalScaling on).
         # berth keeps Node Delete, without a hint, as it always had.
         return (
-            ClusterEventWithHint(ClusterEvent("Node", Action.ADD | Action.UPDATE), self.node_hint),
-            ClusterEventWithHint(ClusterEvent("Node", Action.DELETE)),
-            ClusterEventWithHint(ClusterEvent("Pod", Action.DELETE)),
-            ClusterEventWithHint(ClusterEvent("Pod", Action.UPDATE_POD_SCALE_DOWN), self.scale_down_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.ADD | fwk.Action.UPDATE), self.node_hint),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Node", fwk.Action.DELETE)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.DELETE)),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.UPDATE_POD_SCALE_DOWN), self.scale_down_hint),
         )
 
-    def scale_down_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def scale_down_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube's isSchedulableAfterPodEvent for a scale-down (isSchedulableAfterPodScaleDown): retry a
         pod that asks for a resource the assigned pod now requests less of."""
-        assert isinstance(obj, PodUpdate)
+        assert isinstance(obj, fwk.PodUpdate)
         if not obj.new.node_name:
-            return never
+            return fwk.never
         old, new = obj.old.requests, obj.new.requests
         down = [k for k, v in old.items() if is_tracked(k) and new.get(k, 0) < v]
         if not down:
-            return never
-        return lambda pods, version: each_pod(pods, lambda p: any(p.requests.get(k, 0) > 0 for k in down))
+            return fwk.never
+        return lambda pods, version: fwk.each_pod(pods, lambda p: any(p.requests.get(k, 0) > 0 for k in down))
 
-    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> Hint:
+    def node_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
         """kube's isFit: a node added or updated; retry a pod that would fit it were it empty."""
         assert isinstance(obj, Node)
         alloc = obj.allocatable
@@ -229,7 +227,7 @@ class NodeResourcesFit:
                 v <= 0 or not is_tracked(k) or self._ignored(k) or alloc.get(k, 0) >= v for k, v in p.requests.items()
             )
 
-        return lambda pods, version: each_pod(pods, helps)
+        return lambda pods, version: fwk.each_pod(pods, helps)
 
 
 def new(args: Any, handle: ClusterState) -> NodeResourcesFit:

@@ -12,14 +12,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from berth.core import framework as fwk
 from berth.core.api.core.model import PersistentVolume, PersistentVolumeClaim, Pod
 from berth.core.api.meta.quantity import bytes_capped, ceil_units
 from berth.core.cache.pvindex import ClassIndex
 from berth.core.cache.state import ClusterState
-from berth.core.framework.cycle import Cycle
-from berth.core.framework.events import Action, ClusterEvent, ClusterEventWithHint
-from berth.core.framework.status import OK, SKIP, Code, Failure, Status
-from berth.core.framework.types import Mask, Scores
 from berth.core.plugins.helper.shape_score import class_score, weighted_node_score
 from berth.core.plugins.volumebinding.args import VolumeBindingArgs
 
@@ -43,9 +40,9 @@ class _Static:
     index: ClassIndex | None
     best: Ints  # entry in index per slot, or -1
     prebound: PersistentVolume | None = None
-    prebound_ok: Mask | None = None
+    prebound_ok: fwk.Mask | None = None
 
-    def matched(self) -> Mask:
+    def matched(self) -> fwk.Mask:
         return self.prebound_ok if self.prebound_ok is not None else self.best >= 0
 
     def pv_on(self, slot: int) -> PersistentVolume | None:
@@ -67,7 +64,7 @@ class _Static:
 @dataclass
 class _Provision:
     claim: PersistentVolumeClaim
-    listed: Mask  # slots where the claim is in the provision list
+    listed: fwk.Mask  # slots where the claim is in the provision list
     capacity: Ints  # NodeCapacity.capacity in bytes per slot, or -1 when none
 
 
@@ -79,7 +76,7 @@ class _PodVolumes:
     provisions: list[_Provision] = field(default_factory=list)
 
 
-def pod_claims(pod: Pod, state: ClusterState) -> tuple[list[PersistentVolumeClaim], Status]:
+def pod_claims(pod: Pod, state: ClusterState) -> tuple[list[PersistentVolumeClaim], fwk.Status]:
     """The pod's claims in volume order, or the PreFilter rejection kube would give."""
     claims: list[PersistentVolumeClaim] = []
     seen: set[str] = set()
@@ -92,27 +89,27 @@ def pod_claims(pod: Pod, state: ClusterState) -> tuple[list[PersistentVolumeClai
                 if vol.ephemeral
                 else f'persistentvolumeclaim "{vol.claim_name}" not found'
             )
-            return [], Status(Code.UNRESOLVABLE, msg)
+            return [], fwk.Status(fwk.Code.UNRESOLVABLE, msg)
         if pvc.phase == "Lost":
             msg = f'persistentvolumeclaim "{pvc.name}" bound to non-existent persistentvolume "{pvc.volume_name}"'
-            return [], Status(Code.UNRESOLVABLE, msg)
+            return [], fwk.Status(fwk.Code.UNRESOLVABLE, msg)
         if pvc.deleting:
-            return [], Status(Code.UNRESOLVABLE, f'persistentvolumeclaim "{pvc.name}" is being deleted')
+            return [], fwk.Status(fwk.Code.UNRESOLVABLE, f'persistentvolumeclaim "{pvc.name}" is being deleted')
         if vol.ephemeral and not any(o.controller and o.uid == pod.uid for o in pvc.owner_refs):
             msg = (
                 f"PVC {pvc.namespace}/{pvc.name} was not created for pod {pod.namespace}/{pod.name} (pod is not owner)"
             )
-            return [], Status(Code.UNRESOLVABLE, msg)
+            return [], fwk.Status(fwk.Code.UNRESOLVABLE, msg)
         if key not in seen:
             seen.add(key)
             claims.append(pvc)
-    return claims, OK
+    return claims, fwk.OK
 
 
 # Changes that can make a pod this plugin rejected fit; a pod leaving its node releases the PVs
 # berth reserved for it.
 EVENTS = tuple(
-    ClusterEventWithHint(ClusterEvent(kind, Action.DELETE if kind == "Pod" else Action.ALL))
+    fwk.ClusterEventWithHint(fwk.ClusterEvent(kind, fwk.Action.DELETE if kind == "Pod" else fwk.Action.ALL))
     for kind in (
         "Node",
         "Pod",
@@ -135,9 +132,9 @@ class VolumeBinding:
     def __init__(self, args: VolumeBindingArgs) -> None:
         self.args = args
         self._weights = dict(self.args.storage_class_weights)
-        self._fixed: dict[int, tuple[Mask, Mask, Ints]] = {}
+        self._fixed: dict[int, tuple[fwk.Mask, fwk.Mask, Ints]] = {}
 
-    def _constants(self, n: int) -> tuple[Mask, Mask, Ints]:
+    def _constants(self, n: int) -> tuple[fwk.Mask, fwk.Mask, Ints]:
         """Read-only (all true, all false, all -1) over n slots, made once per table size."""
         got = self._fixed.get(n)
         if got is None:
@@ -147,16 +144,16 @@ class VolumeBinding:
             self._fixed = {n: got}
         return got
 
-    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+    def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         return EVENTS
 
     # ---- PreFilter ---------------------------------------------------------
-    def pre_filter(self, cycle: Cycle) -> Status:
+    def pre_filter(self, cycle: fwk.Cycle) -> fwk.Status:
         claims, status = pod_claims(cycle.pod, cycle.state)
         if status.rejects:
             return status
         if not claims:
-            return SKIP
+            return fwk.SKIP
         bound: list[PersistentVolumeClaim] = []
         delayed: list[PersistentVolumeClaim] = []
         immediate: list[PersistentVolumeClaim] = []
@@ -166,16 +163,16 @@ class VolumeBinding:
                 continue
             sc = cycle.state.classes.get(pvc.storage_class) if pvc.storage_class else None
             if sc is not None and sc.binding_mode is None:
-                return Status(Code.ERROR, f'VolumeBindingMode not set for StorageClass "{sc.name}"')
+                return fwk.Status(fwk.Code.ERROR, f'VolumeBindingMode not set for StorageClass "{sc.name}"')
             wait = sc is not None and sc.binding_mode == "WaitForFirstConsumer"
             (delayed if wait and not pvc.volume_name else immediate).append(pvc)
         if immediate:
-            return Status(Code.UNRESOLVABLE, UNBOUND_IMMEDIATE)
+            return fwk.Status(fwk.Code.UNRESOLVABLE, UNBOUND_IMMEDIATE)
         cycle.data[self.name] = _PodVolumes(bound=bound, delayed=delayed)
-        return OK
+        return fwk.OK
 
     # ---- Filter ------------------------------------------------------------
-    def filter(self, cycle: Cycle) -> list[Failure]:
+    def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         pv: _PodVolumes = cycle.data[self.name]
         nodes = cycle.state.nodes
         valid = nodes.valid
@@ -184,16 +181,16 @@ class VolumeBinding:
         if pv.delayed:
             checked = self._check_delayed(cycle, pv)
             if isinstance(checked, str):
-                return [Failure(valid, checked, Code.ERROR)]
+                return [fwk.Failure(valid, checked, fwk.Code.ERROR)]
             unbound_ok, storage_ok = checked
         return [
-            Failure(valid & bound_fail, NODE_CONFLICT, Code.UNRESOLVABLE),
-            Failure(valid & ~unbound_ok, BIND_CONFLICT, Code.UNRESOLVABLE),
-            Failure(valid & ~storage_ok, NOT_ENOUGH_SPACE, Code.UNRESOLVABLE),
-            Failure(valid & missing_pv, PV_NOT_EXIST, Code.UNRESOLVABLE),
+            fwk.Failure(valid & bound_fail, NODE_CONFLICT, fwk.Code.UNRESOLVABLE),
+            fwk.Failure(valid & ~unbound_ok, BIND_CONFLICT, fwk.Code.UNRESOLVABLE),
+            fwk.Failure(valid & ~storage_ok, NOT_ENOUGH_SPACE, fwk.Code.UNRESOLVABLE),
+            fwk.Failure(valid & missing_pv, PV_NOT_EXIST, fwk.Code.UNRESOLVABLE),
         ]
 
-    def _check_bound(self, cycle: Cycle, claims: list[PersistentVolumeClaim]) -> tuple[Mask, Mask]:
+    def _check_bound(self, cycle: fwk.Cycle, claims: list[PersistentVolumeClaim]) -> tuple[fwk.Mask, fwk.Mask]:
         nodes = cycle.state.nodes
         if not claims:
             none = self._constants(len(nodes.valid))[1]
@@ -211,7 +208,7 @@ class VolumeBinding:
             active &= fits
         return conflict, missing
 
-    def _check_delayed(self, cycle: Cycle, pv: _PodVolumes) -> tuple[Mask, Mask] | str:
+    def _check_delayed(self, cycle: fwk.Cycle, pv: _PodVolumes) -> tuple[fwk.Mask, fwk.Mask] | str:
         """(unbound claims match, storage fits) per slot, or the error that stops the cycle."""
         nodes, state = cycle.state.nodes, cycle.state
         n = len(nodes.valid)
@@ -279,7 +276,7 @@ class VolumeBinding:
         earlier.append(best)
         return _Static(claim, index, best)
 
-    def _provision(self, cycle: Cycle, claim: PersistentVolumeClaim) -> tuple[Mask, Mask, Ints] | str:
+    def _provision(self, cycle: fwk.Cycle, claim: PersistentVolumeClaim) -> tuple[fwk.Mask, fwk.Mask, Ints] | str:
         """(topology or provisioner fails, capacity fails, NodeCapacity bytes or -1) per slot, or an
         error (kube's Error status)."""
         state, nodes = cycle.state, cycle.state.nodes
@@ -307,7 +304,7 @@ class VolumeBinding:
         return no_topology, first < 0, capacity
 
     # ---- Score -------------------------------------------------------------
-    def score(self, cycle: Cycle, feasible: Mask) -> Scores:
+    def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
         """Computed on the feasible slots only (compacted), then scattered back."""
         out = np.zeros(len(cycle.state.nodes.valid), dtype=np.int64)
         pv: _PodVolumes | None = cycle.data.get(self.name)
@@ -357,19 +354,19 @@ class VolumeBinding:
         return sc.weight if sc is not None and sc.weight is not None else 1
 
     # ---- Reserve: kube's AssumePodVolumes --------------------------------------
-    def reserve(self, cycle: Cycle, slot: int) -> Status:
+    def reserve(self, cycle: fwk.Cycle, slot: int) -> fwk.Status:
         """The PVs chosen for the pod's claims on this node, and the claims to provision there."""
         pv: _PodVolumes | None = cycle.data.get(self.name)
         if pv is None:
-            return OK
+            return fwk.OK
         for s in pv.static:
             chosen = s.pv_on(slot)
             if chosen is not None:
                 cycle.bindings.append((s.claim.key, chosen.name))
         cycle.provisions.extend(p.claim.key for p in pv.provisions if p.listed[slot])
-        return OK
+        return fwk.OK
 
-    def unreserve(self, cycle: Cycle, slot: int) -> None:
+    def unreserve(self, cycle: fwk.Cycle, slot: int) -> None:
         pv: _PodVolumes | None = cycle.data.get(self.name)
         if pv is None:
             return
