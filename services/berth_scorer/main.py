@@ -14,7 +14,7 @@ from berth.adapters.runtime.metrics import Metrics
 from berth.core.config.kubeschedulerconfig import SchedulerConfig
 from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.scorer import ScorerEngine
-from berth.core.ports import Bus, Store
+from berth.core.ports import Bus, ReservationStore
 from berth.settings import Settings
 from berth_scorer.binder import Binder
 from berth_scorer.extender import ExtenderBindingArgs, Routes
@@ -28,7 +28,7 @@ async def serve(
     config: SchedulerConfig,
     stop: asyncio.Event,
     bus: Bus | None = None,
-    store: Store | None = None,
+    store: ReservationStore | None = None,
     binder: Binder | None = None,
 ) -> None:
     """Each (re)built engine makes its own plugins from config (their state is per view).

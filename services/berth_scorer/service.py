@@ -18,7 +18,7 @@ from berth.core.api.watch import Event
 from berth.core.cache.state import Reservation
 from berth.core.pipeline.records import DecisionRecord, encode_record
 from berth.core.pipeline.scorer import ScorerEngine
-from berth.core.ports import DECISIONS, Bus, Message, Store
+from berth.core.ports import DECISIONS, Bus, Message, ReservationStore
 from berth_scorer.binder import Binder, BindError
 
 log = logging.getLogger("berth.scorer")
@@ -29,7 +29,7 @@ class Scorer:
         self,
         engine: ScorerEngine,
         bus: Bus,
-        store: Store,
+        store: ReservationStore,
         topic: str = DECISIONS,
         metrics: Metrics | None = None,
         binder: Binder | None = None,
