@@ -10,9 +10,8 @@ import pytest
 
 from berth.adapters.bus.memory import MemoryBus
 from berth.adapters.runtime.connect import rebuild
-from berth.adapters.runtime.worker import run
+from berth.adapters.runtime.worker import StreamHandler, run
 from berth.core.api.watch import Event
-from berth.core.pipeline.records import RejectRecord
 from berth.core.ports import DEAD_LETTER
 from tests.builders import node
 
@@ -33,15 +32,15 @@ async def _run(values: list[bytes]) -> tuple[list[str], list[dict[str, object]]]
         await bus.send("events", v)
     handled: list[str] = []
 
-    async def handle(ev: Event) -> RejectRecord | None:
-        if ev.model.name == "boom":
-            raise OverflowError("boom")
-        handled.append(ev.model.name)
-        return None
+    class Handler(StreamHandler):
+        async def handle(self, ev: Event) -> None:
+            if ev.model.name == "boom":
+                raise OverflowError("boom")
+            handled.append(ev.model.name)
 
     done = asyncio.Event()
     done.set()
-    await run(bus, "events", "g", handle, done, service="test")
+    await run(bus, "events", "g", Handler(), done, service="test")
     dead = [msgspec.json.decode(m.value) for m in bus.topics.get(DEAD_LETTER, [[]])[0]]
     return handled, dead
 
@@ -73,14 +72,15 @@ def test_a_batch_is_decoded_first_and_its_side_effects_keep_message_order() -> N
         for v in values:
             await bus.send("events", v)
 
-        async def handle(ev: Event) -> None:
-            if ev.model.name == "boom":
-                raise OverflowError("boom")
-            log.append(ev.model.name)
+        class Handler(StreamHandler):
+            async def handle(self, ev: Event) -> None:
+                if ev.model.name == "boom":
+                    raise OverflowError("boom")
+                log.append(ev.model.name)
 
         done = asyncio.Event()
         done.set()
-        await run(bus, "events", "g", handle, done, service="test", batch=len(values))
+        await run(bus, "events", "g", Handler(), done, service="test", batch=len(values))
 
     asyncio.run(go())
     assert log == ["n0", "dead 2", "n1", "dead 4", "n2", "dead 6", "n3"]
@@ -126,15 +126,16 @@ def test_before_batch_runs_before_each_batch_is_handled() -> None:
             await bus.send("events", GOOD)
         steps: list[str] = []
 
-        async def handle(ev: Event) -> None:
-            steps.append("handle")
+        class Handler(StreamHandler):
+            async def handle(self, ev: Event) -> None:
+                steps.append("handle")
 
-        async def check() -> None:
-            steps.append("check")
+            async def before_batch(self) -> None:
+                steps.append("check")
 
         done = asyncio.Event()
         done.set()
-        await run(bus, "events", "g", handle, done, batch=2, before_batch=check)
+        await run(bus, "events", "g", Handler(), done, batch=2)
         return steps
 
     assert asyncio.run(go()) == ["check", "handle", "handle", "check", "handle", "handle", "check", "handle"]
