@@ -3,23 +3,30 @@
 Order of side effects per batch: store updates and produced records first, then what waits for the
 broker's acknowledgement (on_flushed: the scorer's dedup marks), then the commit, so a
 crash redelivers a batch rather than losing it (at-least-once); handlers are idempotent.
-A message that cannot be read, or that makes the handler raise an error of its data (POISON), goes to
-the dead-letter topic with the reason, its position and its bytes, and the loop goes on.
+A message that cannot be read, or that makes the handler raise an InputError (bad input), goes to
+the dead-letter topic with the reason, its position and its bytes, and the loop goes on. Any other
+error is the handler's (a bug) or a dependency's: it is logged with the message's place and raised,
+so the service exits with its batch uncommitted, and the message comes again after the restart.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from berth.adapters.runtime.collector import COLLECTOR
+from berth.adapters.runtime.connect import unreachable
 from berth.adapters.runtime.metrics import Metrics
 from berth.core.api.watch import Event, UnreadableObject, decode_message
 from berth.core.errors import InputError
 from berth.core.pipeline.records import RejectRecord, encode_record
 from berth.core.ports import DEAD_LETTER, Bus, Message
+
+log = logging.getLogger("berth.worker")
 
 
 class StreamHandler(Protocol):
@@ -64,11 +71,6 @@ class Progress:
     lag: int = -1  # -1 until the first batch has been handled
 
 
-# What a message can make a handler raise: errors in the data, never a dependency's (a store or a
-# broker that went away raises its own errors, or OSError, and the service exits to be restarted).
-POISON = (ValueError, ArithmeticError, LookupError, TypeError, AttributeError, RecursionError)
-
-
 def dead_letter(service: str, msg: Message, reason: str, position: int | None = None) -> bytes:
     """The reason, where it came from, and the original bytes (as text)."""
     text = msg.value.decode("utf-8", "replace")
@@ -98,9 +100,19 @@ def _decoded(
     return out
 
 
-def cannot_handle(e: BaseException) -> str:
-    """The dead-letter reason for an error a message made its handler raise: one line."""
-    return f"cannot handle: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+def cannot_handle(e: InputError) -> str:
+    """The dead-letter reason for bad input its handler found: one line."""
+    return f"cannot handle: {e.line()}"
+
+
+def failed(msg: Message, e: Exception) -> None:
+    """A handler raised something else than bad input: one line with the message's place and the
+    traceback, before the error ends the service. A broker or Redis gone is left to the service's
+    own one line (berth_cli.main), without a traceback."""
+    if unreachable(e) is None:
+        trace = "".join(traceback.format_exception(e))
+        place = {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset}
+        log.error("handler failed: the message stays uncommitted", extra={**place, "traceback": trace}, exc_info=e)
 
 
 async def run(
@@ -154,12 +166,15 @@ async def run(
                         handler.apply_only(ev)
                     else:
                         await handler.handle(ev)
-                except POISON as e:  # the message, not a dependency: dead-lettered, and the service goes on
+                except InputError as e:  # bad input: dead-lettered, and the service goes on
                     progress.rejects += 1
                     if metrics is not None:
                         metrics.dead_letters.labels(metrics.service).inc()
                     at = ev.position or msg.offset + 1
                     await bus.send(dead_letter_topic, dead_letter(service or group, msg, cannot_handle(e), at), msg.key)
+                except Exception as e:
+                    failed(msg, e)
+                    raise
                 progress.events += 1
             await bus.flush()
             await handler.on_flushed()
