@@ -19,7 +19,6 @@ from berth.adapters.runtime.bootstrap import Checkpoints, Early, Engine, Start, 
 from berth.adapters.runtime.connect import READY_LAG, redis_index, topics_of
 from berth.adapters.runtime.http import HttpServer
 from berth.adapters.runtime.metrics import Metrics
-from berth.adapters.runtime.worker import StreamHandler
 from berth.core.api.watch import Event
 from berth.core.ports import Bus
 from berth.settings import Settings
@@ -27,7 +26,7 @@ from berth.settings import Settings
 E = TypeVar("E", bound=Engine)
 
 
-class EngineHandler(StreamHandler, Protocol[E]):
+class EngineHandler(worker.StreamHandler, Protocol[E]):
     """A service's handler: it works on `engine`, which each take-over replaces."""
 
     engine: E
@@ -37,7 +36,7 @@ class EngineHandler(StreamHandler, Protocol[E]):
         ...
 
 
-class StreamService(StreamHandler, Generic[E]):
+class StreamService(worker.StreamHandler, Generic[E]):
     """The worker loop's handler too: the service's own, with the take-over and the checkpoints."""
 
     def __init__(
