@@ -9,6 +9,7 @@ import pytest
 
 from berth.adapters.files.eventlog import read_events
 from berth.core.api.watch import Event
+from berth.core.errors import InputError
 from berth.core.framework.status import fit_error
 from berth.core.pipeline.scorer import ScorerEngine
 from berth_cli import replay as cli_replay
@@ -312,16 +313,16 @@ def lines_of(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_bytes().splitlines()]
 
 
-def test_an_event_the_engine_cannot_handle_is_rejected_and_fatal_when_strict(
+def test_an_event_the_engine_finds_bad_is_rejected_and_fatal_when_strict(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """The worker dead-letters an error of the data rather than stopping; the replay rejects it at
-    its line, and --strict makes it fatal like any other bad line."""
+    """The worker dead-letters bad input the engine finds (an InputError) rather than stopping; the
+    replay rejects it at its line, and --strict makes it fatal like any other bad line."""
     original = ScorerEngine.handle
 
     def handle(self: ScorerEngine, ev: Event) -> object:
         if ev.position == 17:
-            raise OverflowError("boom")
+            raise InputError("Pod default/x", "spec", "boom")
         return original(self, ev)
 
     monkeypatch.setattr(ScorerEngine, "handle", handle)
@@ -334,7 +335,23 @@ def test_an_event_the_engine_cannot_handle_is_rejected_and_fatal_when_strict(
     assert [r["line"] for r in lines_of(tmp_path / "d.rejects.jsonl") if "boom" in r["reason"]] == [17]
     code, out, err = replay(capsys, str(log), "--strict", "--decisions", str(tmp_path / "s.jsonl"))
     assert (code, out) == (2, "")
-    assert err == f"berth replay: error: {log}: line 17: cannot handle: OverflowError: boom\n"
+    assert err == f"berth replay: error: {log}: line 17: cannot handle: Pod default/x: spec: boom\n"
+
+
+def test_a_bug_in_the_engine_ends_the_replay(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Any other error is not the line's: it is raised, not rejected."""
+    original = ScorerEngine.handle
+
+    def handle(self: ScorerEngine, ev: Event) -> object:
+        if ev.position == 17:
+            raise ZeroDivisionError("a bug")
+        return original(self, ev)
+
+    monkeypatch.setattr(ScorerEngine, "handle", handle)
+    with pytest.raises(ZeroDivisionError, match="a bug"):
+        replay(capsys, LOCAL, "--decisions", str(tmp_path / "d.jsonl"))
 
 
 def test_a_resource_version_of_unicode_digits_is_opaque(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from berth.adapters.runtime.bootstrap import Start
 from berth.adapters.runtime.metrics import Metrics
+from berth.adapters.runtime.worker import StreamHandler
 from berth.core.api.watch import Event
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.pipeline.records import encode_record
@@ -14,7 +16,7 @@ from berth.core.ports import BUFFER_STATUS, Bus
 StatusWriter = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
-class BufferController:
+class BufferController(StreamHandler):
     def __init__(
         self,
         engine: BufferEngine,
@@ -37,3 +39,10 @@ class BufferController:
                 self.metrics.buffer_statuses.inc()
             if self.write_status is not None:
                 await self.write_status(r.buffer, r.status)
+
+    def apply_only(self, ev: Event) -> None:
+        self.engine.apply(ev)
+
+    async def adopt(self, got: Start[BufferEngine]) -> dict[str, Any]:
+        self.engine = got.engine
+        return {"buffers": len(got.engine.store.buffers)}

@@ -95,14 +95,14 @@ class Pipeline:
             controller = BufferController(lane.buffers, self.bus, lane.status_topic)
             tasks.append(
                 asyncio.create_task(
-                    worker.run(self.bus, CLUSTER_EVENTS, _group("scorer", lane), scorer.handle, self.done,
-                               lane.progress, dead_letter_topic=DEAD_LETTER + lane.suffix, on_flushed=scorer.flushed)
+                    worker.run(self.bus, CLUSTER_EVENTS, _group("scorer", lane), scorer, self.done, lane.progress,
+                               dead_letter_topic=DEAD_LETTER + lane.suffix)
                 )
             )  # fmt: skip
             tasks.append(
                 asyncio.create_task(
-                    worker.run(self.bus, CLUSTER_EVENTS, _group("buffer-controller", lane), controller.handle,
-                               self.done, dead_letter_topic=DEAD_LETTER + ".buffer-controller" + lane.suffix)
+                    worker.run(self.bus, CLUSTER_EVENTS, _group("buffer-controller", lane), controller, self.done,
+                               dead_letter_topic=DEAD_LETTER + ".buffer-controller" + lane.suffix)
                 )
             )  # fmt: skip
         try:

@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         load_config(config, args.strict_config)  # every config's problems (and warnings) before any replay starts
     results = _replay_all(args, configs)
     first = results[0]
-    if args.strict and first.dead:  # an event the engine could not handle: fatal too, at its line
+    if args.strict and first.dead:  # an event the engine found bad: fatal too, at its line
         bad = min(first.dead, key=lambda r: r.position)
         raise InputError(", ".join(args.logs), f"line {bad.position}", bad.reason)
     rejects_path = _write_rejects(args, [*first.rejects, *first.unreadable], first.dead)

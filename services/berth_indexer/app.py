@@ -46,6 +46,7 @@ from berth.adapters.store.epoch import index_behind
 from berth.adapters.store.redisindex import IndexLost, RedisIndex
 from berth.core.api.meta.normalise import parse_time
 from berth.core.api.watch import format_time
+from berth.core.errors import InputError
 from berth.core.pipeline.indexer import IndexerEngine, Op
 from berth.core.pipeline.relist import snapshot_events
 from berth.core.ports import CLUSTER_EVENTS, INDEX_WATERMARKS, Message
@@ -126,8 +127,11 @@ class Indexer:
         for value, partition, offset in values:
             try:
                 found, reject = handle(value, offset + 1)
-            except worker.POISON as e:  # the message, not a dependency: dead-lettered, and the indexer goes on
+            except InputError as e:  # bad input: dead-lettered, and the indexer goes on
                 found, reject = [], (worker.cannot_handle(e), offset + 1)
+            except Exception as e:  # a bug: logged here, and the agent ends the worker
+                worker.failed(Message(self.topic, partition, offset, None, value), e)
+                raise
             if reject is not None:
                 msg = Message(self.topic, partition, offset, None, value)
                 rejected.append(worker.dead_letter("indexer", msg, *reject))
@@ -372,7 +376,11 @@ def build(
             for event in held:
                 event.message.incref()  # take_events' own ack leaves it unacknowledged
             values = await indexer.in_order([(e.value, e.message.partition, e.message.offset) for e in batch])
-            prepared = indexer.prepare(values, len(batch) >= BATCH)
+            try:
+                prepared = indexer.prepare(values, len(batch) >= BATCH)
+            except Exception as exc:  # not the data's: the worker ends, the batch held back from the commit
+                await app.crash(exc)
+                return
             if writing is not None:
                 await writing
             writing = asyncio.ensure_future(finish(batch, held, prepared))
@@ -478,6 +486,6 @@ async def restore(
 
 def _ops_of(engine: IndexerEngine, msg: Message) -> list[Op]:
     """A message's operations; none for one that was dead-lettered the first time."""
-    with contextlib.suppress(*worker.POISON):
+    with contextlib.suppress(InputError):
         return engine.handle_raw(msg.value, msg.offset + 1)[0]
     return []

@@ -7,29 +7,33 @@ and this scorer's reservations from its engine, before anything is decided again
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from typing import Any
 
 import msgspec
 
+from berth.adapters.runtime.bootstrap import REDIS, Start
 from berth.adapters.runtime.metrics import Metrics
+from berth.adapters.runtime.worker import StreamHandler
 from berth.adapters.store.epoch import epoch_lost
 from berth.core.api.core.resources import PODS
 from berth.core.api.watch import Event
 from berth.core.cache.state import Reservation
 from berth.core.pipeline.records import DecisionRecord, encode_record
 from berth.core.pipeline.scorer import ScorerEngine
-from berth.core.ports import DECISIONS, Bus, Message, Store
+from berth.core.ports import DECISIONS, Bus, Message, ReservationStore
 from berth_scorer.binder import Binder, BindError
 
 log = logging.getLogger("berth.scorer")
 
 
-class Scorer:
+class Scorer(StreamHandler):
     def __init__(
         self,
         engine: ScorerEngine,
         bus: Bus,
-        store: Store,
+        store: ReservationStore,
         topic: str = DECISIONS,
         metrics: Metrics | None = None,
         binder: Binder | None = None,
@@ -49,8 +53,17 @@ class Scorer:
     async def handle(self, ev: Event) -> None:
         await self.publish(self.engine.handle(ev))
 
+    def apply_only(self, ev: Event) -> None:
+        self.engine.apply(ev)
+
+    async def before_batch(self) -> None:
+        await self.check_store()
+
+    def kinds(self) -> frozenset[tuple[str, str]]:
+        return self.engine.reads()
+
     async def publish(self, records: list[DecisionRecord]) -> None:
-        """Reserve and emit decisions the engine made (once each: see flushed)."""
+        """Reserve and emit decisions the engine made (once each: see on_flushed)."""
         for key in self.engine.take_released():  # first: what this event freed may be taken below
             await self.store.release(key)
         for r in records:
@@ -74,6 +87,30 @@ class Scorer:
                 log.info(
                     r.message, extra={"decision_id": r.decision_id, "pod": r.pod, "status": r.status, "node": r.node}
                 )
+
+    async def adopt(self, got: Start[ScorerEngine]) -> dict[str, Any]:
+        """A take-over's engine goes into use. A Redis that lost the scorer's state is recovered
+        first: the decided marks come back from the decisions topic before the start-time decisions
+        below are published or deduplicated, and the holdings they are decided against include this
+        engine's reservations."""
+        fresh = got.engine
+        await self.check_store(fresh)
+        late: list[DecisionRecord] = []
+        if got.source == REDIS and (got.ahead or not got.resumed):
+            # pods whose events this group has not handled (or whose waiting it does not know):
+            # from here on, decisions an uninterrupted run need not have made, under ids of their own
+            fresh.diverge(_positions(got.watermarks, got.committed))
+            # in a thread, as the group's heartbeats go on
+            decided = await asyncio.to_thread(fresh.decide_pending, await self.store.holdings(), got.ahead)
+            if got.ahead:
+                late = decided
+        fresh.take_released()
+        self.engine = fresh
+        if late:
+            await self.publish(late)
+            await self.bus.flush()
+            await self.on_flushed()
+        return {"pods": len(fresh.state.pods), "decided": len(late)}
 
     async def check_store(self, engine: ScorerEngine | None = None) -> None:
         """Before a batch, and before a take-over's first decisions are published: the store still
@@ -119,7 +156,7 @@ class Scorer:
         if self.binder.ours(self.engine, r.pod):
             await self.binder.preempt(self.engine, r.pod, node, victims)
 
-    async def flushed(self) -> None:
+    async def on_flushed(self) -> None:
         """The broker acknowledged every record sent so far: mark their decisions as emitted. A crash
         before this repeats those decisions (their batch is redelivered), it never loses one."""
         if self._sent:
@@ -163,6 +200,11 @@ class Scorer:
             await self.store.release(key)
             return f"berth: {e}"
         return ""
+
+
+def _positions(watermarks: dict[int, int], committed: dict[int, int]) -> str:
+    """Where a start's state came from: per partition, the indexer's watermark and the group's commit."""
+    return ",".join(f"{p}:{watermarks.get(p, 0)}:{committed.get(p, 0)}" for p in sorted({*watermarks, *committed}))
 
 
 class _Decided(msgspec.Struct, rename="camel"):

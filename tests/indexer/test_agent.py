@@ -233,6 +233,34 @@ async def test_a_failed_write_leaves_the_batch_uncommittable_and_stops_the_worke
 
 
 @pytest.mark.asyncio
+async def test_a_bug_in_the_engine_stops_the_worker_with_the_batch_uncommittable(
+    built: tuple[Any, Indexer, Recorder, RedisIndex], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only bad input is dead-lettered: an engine that raises anything else ends the worker."""
+    app, indexer, rec, index = built
+    agent = next(iter(app.agents.values()))
+    crashed: list[BaseException] = []
+
+    async def crash(reason: BaseException) -> None:
+        crashed.append(reason)
+
+    def bug(*args: Any, **kwargs: Any) -> Any:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(app, "crash", crash)
+    monkeypatch.setattr(indexer.engine, "handle_raw", bug)
+    async with agent.test_context() as tc:
+        referenced(tc)
+        rec.events.append(await tc.put(ev(node("n1"))))
+        await until(lambda: bool(crashed))
+
+    assert [str(e) for e in crashed] == ["a bug"]
+    assert rec.dead == [] and rec.watermarks == [] and indexer.batches == 0
+    assert await index.watermark(WATERMARKS, 0) == 0
+    assert [e.message.acked for e in rec.events] == [False]
+
+
+@pytest.mark.asyncio
 async def test_a_batch_from_several_partitions_advances_each_partitions_watermark(
     built: tuple[Any, Indexer, Recorder, RedisIndex],
 ) -> None:

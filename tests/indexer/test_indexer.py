@@ -306,26 +306,39 @@ async def test_side_effects_redis_then_produce(index: RedisIndex) -> None:
 
 
 class Raising(IndexerEngine):
-    """An engine with a bug that a PV named "boom" sets off."""
+    """An engine that finds a PV named "bad" bad, and has a bug that one named "boom" sets off."""
 
     def handle(self, ev: Event) -> tuple[list[Any], str | None]:
+        if ev.model.name == "bad":
+            raise InputError("PersistentVolume bad", "spec", "not what the engine expects")
         if ev.model.name == "boom":
             raise ZeroDivisionError("division by zero")
         return super().handle(ev)
 
 
 @pytest.mark.asyncio
-async def test_a_message_that_makes_the_engine_raise_is_dead_lettered_and_the_batch_goes_on(
+async def test_a_message_the_engine_finds_bad_is_dead_lettered_and_the_batch_goes_on(
     index: RedisIndex,
 ) -> None:
     rec = Recorder()
     indexer = Indexer(Raising(), index, Metrics("indexer"), rec.send, rec.dead_letter, "events")
-    values = [(raw(node("n1")), 0, 0), (raw(pv("boom", "1Gi", on="n1")), 0, 1), (raw(pv("a", "1Gi", on="n1")), 0, 2)]
+    values = [(raw(node("n1")), 0, 0), (raw(pv("bad", "1Gi", on="n1")), 0, 1), (raw(pv("a", "1Gi", on="n1")), 0, 2)]
     await indexer.handle(values, full=False)
     assert [(d["reason"], d["position"], d["source"]) for d in rec.dead] == [
-        ("cannot handle: ZeroDivisionError: division by zero", 2, "indexer:events/0@1")
+        ("cannot handle: PersistentVolume bad: spec: not what the engine expects", 2, "indexer:events/0@1")
     ]
     assert await index.node_pvs("n1", "local") == [("a", GI)]
+
+
+@pytest.mark.asyncio
+async def test_a_bug_in_the_engine_is_raised_and_nothing_is_written(index: RedisIndex) -> None:
+    rec = Recorder()
+    indexer = Indexer(Raising(), index, Metrics("indexer"), rec.send, rec.dead_letter, "events")
+    values = [(raw(node("n1")), 0, 0), (raw(pv("boom", "1Gi", on="n1")), 0, 1), (raw(pv("a", "1Gi", on="n1")), 0, 2)]
+    with pytest.raises(ZeroDivisionError):
+        await indexer.handle(values, full=False)
+    assert rec.dead == [] and rec.sent == [] and not indexer.steps
+    assert await index.watermark("berth.index-watermarks", 0) == 0
 
 
 @pytest.mark.asyncio
@@ -356,3 +369,12 @@ async def test_the_lag_is_what_the_topic_has_beyond_the_watermarks_written(index
     assert metrics.indexer_lag_events._value.get() == 8 and metrics.indexer_lag_seconds._value.get() == 100.0
     assert indexer.lag({0: 2, 1: 5}.get, 1000.0) == (0, 0.0)  # caught up: no age
     assert indexer.lag({0: None, 1: 7}.get, 1000.0) == (2, 100.0)  # an end not known yet counts nothing
+
+
+def test_an_object_msgpack_cannot_keep_is_bad_input() -> None:
+    """JSON does not bound an integer, msgpack holds 64 bits: such an object is dead-lettered (the
+    agent's `cannot handle`), not a bug that ends the indexer."""
+    template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t", "namespace": "web"}}
+    template["template"] = {"spec": {"containers": [{"name": 2**70}]}}
+    with pytest.raises(InputError, match=r"^PodTemplate/web/t: cannot be kept: can't serialize ints"):
+        IndexerEngine().handle_raw(raw(template))

@@ -1,6 +1,7 @@
 """Issue 20's poison kinds before and after a valid log, for the buffer-controller and the indexer
-(the scorer's test is in test_streaming): each is dead-lettered with its reason and its real
-position, the service goes on, and the valid log's result is unchanged.
+(the scorer's test is in test_streaming): each is bad input (an InputError), dead-lettered with its
+reason and its real position, the service goes on, and the valid log's result is unchanged. A
+handler's bug is not dead-lettered: tests/pipeline/test_worker.py.
 Real broker (Tansu) and redis-server; each run has its own topics, groups and key prefix."""
 
 from __future__ import annotations

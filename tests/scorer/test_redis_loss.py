@@ -49,7 +49,7 @@ async def scorer_with(bus: MemoryBus, store: RedisStore, metrics: Metrics) -> Sc
     for ev in events(*OBJECTS):
         await scorer.handle(ev)
     await bus.flush()
-    await scorer.flushed()
+    await scorer.on_flushed()
     return scorer
 
 

@@ -78,7 +78,7 @@ class Bus(Protocol):
     async def stop(self) -> None: ...
 
 
-class Store(Protocol):
+class ReservationStore(Protocol):
     """Shared state between service replicas: decisions already made, and reservations.
 
     reserve() is atomic: it takes all the PVs and room on the node, or nothing. Room is checked

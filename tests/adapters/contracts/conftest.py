@@ -14,7 +14,7 @@ from berth.adapters.bus.memory import MemoryBus
 from berth.adapters.runtime.connect import redis_store
 from berth.adapters.store.memory import MemoryStore
 from berth.adapters.store.redis import RedisStore
-from berth.core.ports import Bus, Store
+from berth.core.ports import Bus, ReservationStore
 from berth.settings import from_env
 
 
@@ -32,8 +32,8 @@ async def bus(request: pytest.FixtureRequest) -> AsyncIterator[Bus]:
 
 
 @pytest_asyncio.fixture(params=["memory", "redis", "redis-cluster"])
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
-    s: Store
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[ReservationStore]:
+    s: ReservationStore
     if request.param == "redis":
         server = request.getfixturevalue("redis_server")
         s = RedisStore.from_url(f"redis://{server.address}/0", prefix=f"test:{uuid.uuid4().hex[:8]}:")

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from berth.core.ports import Store
+from berth.core.ports import ReservationStore
 
 
 def name(prefix: str) -> str:
@@ -14,7 +14,7 @@ def name(prefix: str) -> str:
 
 
 @pytest.mark.asyncio
-async def test_decided_once_marked(store: Store) -> None:
+async def test_decided_once_marked(store: ReservationStore) -> None:
     d, e = name("d"), name("d")
     assert not await store.decided(d)
     await store.mark_decided([d, e])
@@ -25,7 +25,7 @@ async def test_decided_once_marked(store: Store) -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_pv_is_reserved_once(store: Store) -> None:
+async def test_a_pv_is_reserved_once(store: ReservationStore) -> None:
     a, b, pv = name("pod"), name("pod"), name("pv")
     assert await store.reserve(a, "n1", [pv], {})
     assert not await store.reserve(b, "n1", [pv, name("pv")], {})
@@ -37,7 +37,7 @@ async def test_a_pv_is_reserved_once(store: Store) -> None:
 
 
 @pytest.mark.asyncio
-async def test_reservations_never_overcommit_a_node(store: Store) -> None:
+async def test_reservations_never_overcommit_a_node(store: ReservationStore) -> None:
     node = name("node")
     budget = {"cpu": 3000, "memory": 8}  # allocatable less what is bound, as the scorer sees it
     a, b = name("pod"), name("pod")
@@ -51,12 +51,12 @@ async def test_reservations_never_overcommit_a_node(store: Store) -> None:
 
 
 @pytest.mark.asyncio
-async def test_without_a_budget_only_pvs_are_checked(store: Store) -> None:
+async def test_without_a_budget_only_pvs_are_checked(store: ReservationStore) -> None:
     assert await store.reserve(name("pod"), name("node"), [], {"cpu": 10**9})
 
 
 @pytest.mark.asyncio
-async def test_big_numbers_stay_exact(store: Store) -> None:
+async def test_big_numbers_stay_exact(store: ReservationStore) -> None:
     node, big = name("node"), 2**50 + 1
     assert await store.reserve(name("pod"), node, [], {"memory": big}, {"memory": big})
     assert await store.reserved(node) == {"memory": big}
@@ -64,12 +64,12 @@ async def test_big_numbers_stay_exact(store: Store) -> None:
 
 
 @pytest.mark.asyncio
-async def test_releasing_nothing_is_harmless(store: Store) -> None:
+async def test_releasing_nothing_is_harmless(store: ReservationStore) -> None:
     await store.release(name("pod"))
 
 
 @pytest.mark.asyncio
-async def test_the_epoch_is_set_once(store: Store) -> None:
+async def test_the_epoch_is_set_once(store: ReservationStore) -> None:
     assert await store.epoch() is None
     token = await store.claim_epoch()
     assert token and await store.epoch() == token
@@ -77,7 +77,7 @@ async def test_the_epoch_is_set_once(store: Store) -> None:
 
 
 @pytest.mark.asyncio
-async def test_holdings_lists_every_reservation(store: Store) -> None:
+async def test_holdings_lists_every_reservation(store: ReservationStore) -> None:
     """What a scorer starting from Redis takes back: pod -> node."""
     assert await store.holdings() == {}
     assert await store.reserve("ns/a", "n1", ["pv-1"], {"cpu": 1})

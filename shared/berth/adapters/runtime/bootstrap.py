@@ -67,6 +67,8 @@ class Engine(Protocol):
 
     def resume(self, data: bytes) -> None: ...
 
+    def checkpoint(self) -> bytes: ...
+
 
 class Saved(msgspec.Struct):
     """A service's checkpoint: its engine's own state after the events before `offsets`."""

@@ -13,7 +13,6 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 
 from berth.adapters.bus.kafka import KafkaBus
-from berth.adapters.runtime.worker import POISON
 from berth.adapters.store.redis import RedisStore
 from berth.adapters.store.redisindex import RedisIndex
 from berth.core.api.watch import Event, decode_message
@@ -99,7 +98,7 @@ async def rebuild(
         try:
             ev = decode_message(msg)
             handle(ev)
-        except (InputError, *POISON):
+        except InputError:
             continue  # it went to the dead-letter topic the first time (as it does again if handled again)
         count += 1
     return count

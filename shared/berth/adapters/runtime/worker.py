@@ -3,25 +3,65 @@
 Order of side effects per batch: store updates and produced records first, then what waits for the
 broker's acknowledgement (on_flushed: the scorer's dedup marks), then the commit, so a
 crash redelivers a batch rather than losing it (at-least-once); handlers are idempotent.
-A message that cannot be read, or that makes the handler raise an error of its data (POISON), goes to
-the dead-letter topic with the reason, its position and its bytes, and the loop goes on.
+A message that cannot be read, or that makes the handler raise an InputError (bad input), goes to
+the dead-letter topic with the reason, its position and its bytes, and the loop goes on. Any other
+error is the handler's (a bug) or a dependency's: it is logged with the message's place and raised,
+so the service exits with its batch uncommitted, and the message comes again after the restart.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+import logging
+import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from berth.adapters.runtime.collector import COLLECTOR
+from berth.adapters.runtime.connect import unreachable
 from berth.adapters.runtime.metrics import Metrics
 from berth.core.api.watch import Event, UnreadableObject, decode_message
 from berth.core.errors import InputError
 from berth.core.pipeline.records import RejectRecord, encode_record
 from berth.core.ports import DEAD_LETTER, Bus, Message
 
-Handler = Callable[[Event], Awaitable[None]]
+log = logging.getLogger("berth.worker")
+
+
+class StreamHandler(Protocol):
+    """What the worker loop calls. Subclass it to take the no-op defaults: a simple handler only
+    writes handle. (The defaults return None explicitly: a body of only a docstring is abstract.)"""
+
+    async def handle(self, ev: Event) -> None: ...
+
+    def apply_only(self, ev: Event) -> None:
+        """A redelivered event this handler's checkpoint has seen (see on_assign): the state only."""
+        return None
+
+    async def on_assign(self, partitions: list[int]) -> Mapping[int, int]:
+        """Before the first batch after this member's partitions change (a standby taking over): the
+        partitions of the topic held. Returns, per partition, an offset below which redelivered
+        events were handled already (a checkpoint past the commit): those go to apply_only."""
+        return {}
+
+    async def before_batch(self) -> None:
+        """Before each batch is handled (the scorer checks that Redis still holds its state)."""
+        return None
+
+    async def on_flushed(self) -> None:
+        """The broker acknowledged a batch's records; the commit comes next."""
+        return None
+
+    async def checkpoint(self, positions: dict[int, int]) -> None:
+        """After on_flushed, before the commit: per partition held, the offset after the last event handled."""
+        return None
+
+    def kinds(self) -> frozenset[tuple[str, str]] | None:
+        """Asked before each batch: the kinds handle reads (None: all). Messages of others are not
+        decoded (their events carry no object), and one of them that would not decode is not
+        dead-lettered here."""
+        return None
 
 
 @dataclass
@@ -29,11 +69,6 @@ class Progress:
     events: int = 0
     rejects: int = 0
     lag: int = -1  # -1 until the first batch has been handled
-
-
-# What a message can make a handler raise: errors in the data, never a dependency's (a store or a
-# broker that went away raises its own errors, or OSError, and the service exits to be restarted).
-POISON = (ValueError, ArithmeticError, LookupError, TypeError, AttributeError, RecursionError)
 
 
 def dead_letter(service: str, msg: Message, reason: str, position: int | None = None) -> bytes:
@@ -65,16 +100,26 @@ def _decoded(
     return out
 
 
-def cannot_handle(e: BaseException) -> str:
-    """The dead-letter reason for an error a message made its handler raise: one line."""
-    return f"cannot handle: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+def cannot_handle(e: InputError) -> str:
+    """The dead-letter reason for bad input its handler found: one line."""
+    return f"cannot handle: {e.line()}"
+
+
+def failed(msg: Message, e: Exception) -> None:
+    """A handler raised something else than bad input: one line with the message's place and the
+    traceback, before the error ends the service. A broker or Redis gone is left to the service's
+    own one line (berth_cli.main), without a traceback."""
+    if unreachable(e) is None:
+        trace = "".join(traceback.format_exception(e))
+        place = {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset}
+        log.error("handler failed: the message stays uncommitted", extra={**place, "traceback": trace}, exc_info=e)
 
 
 async def run(
     bus: Bus,
     topic: str,
     group: str,
-    handle: Handler,
+    handler: StreamHandler,
     done: asyncio.Event,
     progress: Progress | None = None,
     dead_letter_topic: str = DEAD_LETTER,
@@ -82,28 +127,11 @@ async def run(
     service: str = "",
     drain: bool = True,
     metrics: Metrics | None = None,
-    on_assign: Callable[[list[int]], Awaitable[Mapping[int, int] | None]] | None = None,
-    on_flushed: Callable[[], Awaitable[None]] | None = None,
-    before_batch: Callable[[], Awaitable[None]] | None = None,
-    apply_only: Callable[[Event], object] | None = None,
-    checkpoint: Callable[[dict[int, int]], Awaitable[None]] | None = None,
-    kinds: Callable[[], frozenset[tuple[str, str]]] | None = None,
 ) -> None:
     """Consume until `done` is set: then, with drain, until nothing is left (the embedded pipeline);
-    without, at once after the batch in hand (a service shutting down).
-
-    on_assign runs before the first batch after this member's partitions change (a standby taking
-    over): the service rebuilds its state from what the group committed, then goes on from there.
-    It gets the partitions of `topic` held, and may return, per partition, an offset below which
-    redelivered events were handled already (its checkpoint is past the commit): those go to
-    apply_only, which changes only the state. checkpoint(positions) runs after on_flushed, before
-    the commit: per partition held, the offset after the last event handled.
-    before_batch runs before each batch is handled (the scorer checks that Redis still holds its state).
-    kinds, asked before each batch: the kinds the handler reads; messages of others are not decoded
-    (their events carry no object), and one of them that would not decode is not dead-lettered here.
-    on_flushed runs once the broker has acknowledged a batch's records, before the commit.
-    A message is decoded here, once, unless it carries its decoded event (the in-memory bus): a
-    batch's messages all before its first event is handled."""
+    without, at once after the batch in hand (a service shutting down). The handler's methods say
+    when each is called. A message is decoded here, once, unless it carries its decoded event (the
+    in-memory bus): a batch's messages all before its first event is handled."""
     consumer = bus.consumer([topic], group)
     await consumer.start()
     progress = progress or Progress()
@@ -113,9 +141,9 @@ async def run(
     try:
         while True:
             messages = await consumer.getmany(batch, timeout=0.05)
-            if on_assign is not None and consumer.assignment() and consumer.assignment() != held:
+            if consumer.assignment() and consumer.assignment() != held:
                 held = consumer.assignment()
-                passed = await on_assign(sorted(p for t, p in held if t == topic)) or {}
+                passed = await handler.on_assign(sorted(p for t, p in held if t == topic))
                 positions = {}
             if done.is_set() and not drain:
                 return
@@ -124,9 +152,8 @@ async def run(
                 if done.is_set() and progress.lag == 0:
                     return
                 continue
-            if before_batch is not None:
-                await before_batch()
-            for msg, ev in _decoded(messages, None if kinds is None else kinds()):
+            await handler.before_batch()
+            for msg, ev in _decoded(messages, handler.kinds()):
                 if isinstance(ev, InputError):
                     progress.rejects += 1
                     if metrics is not None:
@@ -135,24 +162,25 @@ async def run(
                     await bus.send(dead_letter_topic, dead_letter(service or group, msg, ev.line(), at), msg.key)
                     continue
                 try:
-                    if passed and msg.offset < passed.get(msg.partition, 0) and apply_only is not None:
-                        apply_only(ev)
+                    if passed and msg.offset < passed.get(msg.partition, 0):
+                        handler.apply_only(ev)
                     else:
-                        await handle(ev)
-                except POISON as e:  # the message, not a dependency: dead-lettered, and the service goes on
+                        await handler.handle(ev)
+                except InputError as e:  # bad input: dead-lettered, and the service goes on
                     progress.rejects += 1
                     if metrics is not None:
                         metrics.dead_letters.labels(metrics.service).inc()
                     at = ev.position or msg.offset + 1
                     await bus.send(dead_letter_topic, dead_letter(service or group, msg, cannot_handle(e), at), msg.key)
+                except Exception as e:
+                    failed(msg, e)
+                    raise
                 progress.events += 1
             await bus.flush()
-            if on_flushed is not None:
-                await on_flushed()
-            if checkpoint is not None:
-                for msg in messages:
-                    positions[msg.partition] = msg.offset + 1
-                await checkpoint(positions)
+            await handler.on_flushed()
+            for msg in messages:
+                positions[msg.partition] = msg.offset + 1
+            await handler.checkpoint(positions)
             await consumer.commit()
             COLLECTOR.handled(len(messages))
             progress.lag = await consumer.lag()

@@ -1,4 +1,4 @@
-"""The in-memory twin of the Redis store, for the embedded pipeline and tests."""
+"""The in-memory twin of the Redis store (the ReservationStore port), for the embedded pipeline and tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The store on Redis. Reservations are Lua scripts, so they are atomic across scorer replicas.
+"""The ReservationStore port on Redis. Reservations are Lua scripts, so they are atomic across scorer replicas.
 
 Keys (all under a configurable prefix, see docs/redis-layout.md):
   {p}decided:{id}      decision ids emitted, set once the broker acknowledged them (with a TTL)

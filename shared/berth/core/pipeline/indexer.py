@@ -265,7 +265,11 @@ def _object_op(ev: Event, key: str, rv: str) -> Op:
     guard = (f"rv:obj:{key}", rv) if rv else None
     if ev.deleted:
         return Op(guard, [["OBJDEL", key]])
-    return Op(guard, [["OBJSET", key]], _pack(storable(ev.wire)))
+    try:
+        value = _pack(storable(ev.wire))
+    except OverflowError as e:  # msgpack holds integers of 64 bits; JSON and the wire Struct allow more
+        raise InputError(key, "", f"cannot be kept: {e}") from None
+    return Op(guard, [["OBJSET", key]], value)
 
 
 def _guard(kind: str, key: str, rv: str) -> tuple[str, str] | None:
