@@ -4,25 +4,30 @@ record, the cluster-events topic) or a fresh `kubectl get -o json` of the cluste
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import aiohttp
 import yaml
 
 from berth.adapters.files.eventlog import read_events
 from berth.adapters.files.snapshot import load_objects
-from berth.adapters.kube.client import KINDS
+from berth.adapters.kube.client import KINDS, Kind, KubeClient
+from berth.adapters.kube.watch import Watcher
 from berth.core.api.kinds import convert
-from berth.core.api.watch import Event
+from berth.core.api.watch import Event, encode_event, parse_event
 from berth.core.cache.state import newer
-from tests.e2e.cluster import Kube, wait_for
+from tests.e2e.cluster import WAIT, Kube, wait_for
 from tests.e2e.controlplane import REPO, ControlPlane, _kubectl
 
+T = TypeVar("T")
 BERTH = str(Path(sys.executable).parent / "berth")
 DEPLOY = REPO / "deploy"
 # every ServiceAccount's rights: the watcher and the scorer's binder, and the buffer controller's status writes
@@ -306,3 +311,68 @@ def wait_quiet(kube: Kube) -> None:
         return all(n.get("status", {}).get("phase") != "Terminating" for n in items) or None
 
     wait_for("namespaces of earlier tests deleted", quiet, timeout=60)
+
+
+# ---------------------------------------------------------------- berth's clients, recorded
+
+
+class Recording(KubeClient):
+    """berth's KubeClient, keeping (method, path, query, HTTP status) of every request it made."""
+
+    def __init__(self, api: Any, timeouts: Any = None) -> None:
+        super().__init__(api, timeouts)
+        self.made: list[tuple[str, str, list[tuple[str, str]], int]] = []
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        query: Iterable[tuple[str, str]],
+        timeout: aiohttp.ClientTimeout,
+        body: Any = None,
+        content_type: str | None = None,
+    ) -> aiohttp.ClientResponse:
+        query = list(query)
+        resp = await super()._send(method, path, query, timeout, body, content_type)
+        self.made.append((method, path, query, resp.status))
+        return resp
+
+    def failed(self) -> list[str]:
+        return [f"{m} {p} -> {s}" for m, p, _, s in self.made if not 200 <= s < 300]
+
+
+async def connect_as(accounts: Accounts, account: str, folder: Path) -> Recording:
+    client = await Recording.connect(str(accounts.kubeconfig(account, folder)))
+    assert isinstance(client, Recording)
+    return client
+
+
+@contextlib.asynccontextmanager
+async def following(
+    client: KubeClient, handle: Callable[[Event], Awaitable[None]], kinds: Iterable[Kind] = KINDS
+) -> AsyncIterator[Watcher]:
+    """berth's watcher, watching, hands each event to `handle` as a consumer decodes it off the bus (encoded,
+    then parsed), in order. What `handle` raises is raised here at the end."""
+    watcher = Watcher(client, kinds)
+
+    async def run() -> None:
+        async with contextlib.aclosing(watcher.events()) as events:
+            async for ev in events:
+                await handle(parse_event(encode_event(ev)))
+
+    task = asyncio.create_task(run(), name="following")
+    try:
+        yield watcher
+    finally:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def eventually(
+    what: str, probe: Callable[[], T | None], timeout: float = WAIT, describe: Callable[[], str] | None = None
+) -> T:
+    """wait_for in a thread: the event loop (berth's watcher and handlers) runs meanwhile."""
+    return await asyncio.to_thread(wait_for, what, probe, timeout, describe)
