@@ -44,7 +44,7 @@ test: $(STAMP) servers lint ## The README's test command: venv, servers, lint, t
 unit: $(STAMP) servers ## Only the test suite, without lint
 	$(WITH_KUBE) $(BIN)/pytest
 
-e2e: $(STAMP) ## Only the e2e tests, on a real Kubernetes control plane (KUBEBUILDER_ASSETS)
+e2e: $(STAMP) servers ## Only the e2e tests, on a real Kubernetes control plane (KUBEBUILDER_ASSETS)
 	$(WITH_KUBE) $(BIN)/pytest -m e2e tests/e2e
 
 fuzz: $(STAMP) ## The fuzz tests with many more mutated inputs than make test runs (HYPOTHESIS_PROFILE=fuzz)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import subprocess
 import sys
@@ -45,6 +46,7 @@ def install_crds(plane: ControlPlane) -> None:
     plane.kubectl("wait", "--for=condition=Established", "--timeout=30s", *(f"crd/{c}" for c in CRDS))
 
 
+@functools.cache
 def rbac_objects() -> list[dict[str, Any]]:
     """The Namespace, ServiceAccounts, Roles and bindings of the overlays, rendered as `kubectl kustomize` does."""
     seen: dict[tuple[str, str | None, str], dict[str, Any]] = {}
