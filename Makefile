@@ -44,7 +44,7 @@ test: $(STAMP) servers lint ## The README's test command: venv, servers, lint, t
 unit: $(STAMP) servers ## Only the test suite, without lint
 	$(WITH_KUBE) $(BIN)/pytest
 
-e2e: $(STAMP) ## Only the e2e tests, on a real Kubernetes control plane (KUBEBUILDER_ASSETS)
+e2e: $(STAMP) servers ## Only the e2e tests, on a real Kubernetes control plane (KUBEBUILDER_ASSETS)
 	$(WITH_KUBE) $(BIN)/pytest -m e2e tests/e2e
 
 # berth against the real kube-scheduler, side by side (tests/e2e/compare): N generated pods (default 220,

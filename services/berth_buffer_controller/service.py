@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from berth.adapters.kube.client import KubeClient, patch_buffer_status
 from berth.adapters.runtime.bootstrap import Start
 from berth.adapters.runtime.metrics import Metrics
 from berth.adapters.runtime.worker import StreamHandler
@@ -14,6 +15,24 @@ from berth.core.pipeline.records import encode_record
 from berth.core.ports import BUFFER_STATUS, Bus
 
 StatusWriter = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+# The status fields the buffer controller computes: upstream's, and the proposal's readyReplicas.
+STATUS_FIELDS = ("podTemplateRef", "replicas", "podTemplateGeneration", "conditions", "provisioningStrategy", "readyReplicas")  # fmt: skip
+
+
+class StatusPatcher:
+    """--write-status: each status the controller computes replaces the one of its CapacityBuffer through
+    the status subresource (RBAC: patch capacitybuffers/status). A merge patch: the fields the controller
+    computes and the new status lacks are sent as null, so removed (a buffer that stops being ready loses
+    its replicas); fields anyone else writes are left as they are."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+
+    async def __call__(self, buffer: str, status: dict[str, Any]) -> None:
+        namespace, name = buffer.split("/", 1)
+        await patch_buffer_status(self.client, namespace, name, {**dict.fromkeys(STATUS_FIELDS), **status})
 
 
 class BufferController(StreamHandler):
@@ -37,8 +56,8 @@ class BufferController(StreamHandler):
             await self.bus.send(self.topic, encode_record(r), r.buffer.encode())
             if self.metrics is not None:
                 self.metrics.buffer_statuses.inc()
-            if self.write_status is not None:
-                await self.write_status(r.buffer, r.status)
+            if self.write_status is not None:  # upstream's fields, and the proposal's readyReplicas (the CRD's)
+                await self.write_status(r.buffer, {**r.status, "readyReplicas": r.ready_replicas})
 
     def apply_only(self, ev: Event) -> None:
         self.engine.apply(ev)

@@ -110,16 +110,12 @@ def run_buffer_controller(args: argparse.Namespace) -> int:
         if not args.write_status:
             await serve(settings, config, stop)
             return
-        from berth.adapters.kube.client import KubeClient, patch_buffer_status
+        from berth.adapters.kube.client import KubeClient
+        from berth_buffer_controller.service import StatusPatcher
 
         client = await KubeClient.connect(args.kubeconfig, args.context)
-
-        async def write(buffer: str, status: dict[str, Any]) -> None:
-            namespace, name = buffer.split("/", 1)
-            await patch_buffer_status(client, namespace, name, status)
-
         try:
-            await serve(settings, config, stop, write_status=write)
+            await serve(settings, config, stop, write_status=StatusPatcher(client))
         finally:
             await client.close()
 

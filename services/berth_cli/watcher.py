@@ -7,9 +7,11 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from typing import Any
 
 from berth.adapters.kube.client import KINDS, select_kinds
+from berth.adapters.kube.watch import GaveUp
 from berth.adapters.runtime import logs
 from berth.core.errors import ConfigError
 from berth.settings import Settings, from_env
@@ -70,7 +72,11 @@ def run(args: argparse.Namespace) -> int:
         once=args.once,
     )
     logs.setup("watcher", settings.service.log_level)
-    asyncio.run(_main(settings, options, args.duration))
+    try:
+        asyncio.run(_main(settings, options, args.duration))
+    except GaveUp as e:  # --once: a list kept failing; the retries were logged, one line each
+        print(f"berth watcher: cannot go on: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

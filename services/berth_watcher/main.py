@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from dataclasses import dataclass
 
 from berth.adapters.files.eventlog import EventWriter
@@ -13,11 +14,36 @@ from berth.adapters.kube.watch import Watcher
 from berth.adapters.runtime.connect import kafka_bus
 from berth.adapters.runtime.http import HttpServer
 from berth.adapters.runtime.metrics import Metrics
+from berth.core.api.watch import WatchEvent
 from berth.core.ports import Bus
 from berth.settings import Settings
 from berth_watcher.service import WatcherService
 
 log = logging.getLogger("berth.watcher")
+
+
+class Recorder:
+    """The --record file, opened at the first event: a watcher that never reached the server leaves no
+    empty file behind, and a snapshot (--once) that failed leaves none at all."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._writer: EventWriter | None = None
+
+    def write(self, ev: WatchEvent) -> None:
+        if self._writer is None:
+            self._writer = EventWriter(self.path)
+        self._writer.write(ev)
+
+    def close(self, complete: bool) -> None:
+        """complete: an empty cluster is an empty log (--once); else an unstarted file is not made and
+        a started one is kept unless `complete` is False for a snapshot (see serve)."""
+        if self._writer is None:
+            if complete:
+                EventWriter(self.path).close()
+            return
+        self._writer.close()
+        self._writer = None
 
 
 @dataclass(frozen=True)
@@ -50,21 +76,20 @@ async def serve(
     metrics = Metrics("watcher")
     watcher = Watcher(client, options.kinds, namespace=options.namespace, once=options.once)
     http = HttpServer(metrics, lambda: watcher.synced, settings.service.http_port) if options.publish else None
-    record: EventWriter | None = None
+    record = Recorder(options.record) if options.record else None
+    finished = False
     try:
         if http is not None:
             await http.start()
         if bus is not None:
             await bus.start()
             await bus.create_topics({settings.topics.cluster_events: settings.topics.partitions})
-        if options.record:
-            record = EventWriter(options.record)
         service = WatcherService(watcher, bus, settings.topics.cluster_events, record, metrics=metrics)
         log.info("watching", extra={"kinds": len(options.kinds), "server": client.host})
         task = asyncio.create_task(service.run(), name="watcher")
         stopping = asyncio.create_task(stop.wait())
         try:
-            await asyncio.wait([task, stopping], return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait([task, stopping], return_when=asyncio.FIRST_COMPLETED)
         finally:
             for t in (task, stopping):
                 t.cancel()
@@ -73,10 +98,16 @@ async def serve(
             with contextlib.suppress(asyncio.CancelledError):
                 await task  # re-raises what stopped the service, if not the stop
         log.info("stopped", extra={"events": service.published})
+        finished = task in done or not options.once
+        if not finished and record is not None:
+            log.warning("stopped before every kind was listed: no snapshot written", extra={"record": record.path})
         return service
     finally:
         if record is not None:
-            record.close()
+            record.close(complete=finished and options.once)
+            if options.once and not finished:  # a snapshot cut short (an error, a signal) is no snapshot
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(record.path)
         if bus is not None:
             await bus.stop()
         if http is not None:

