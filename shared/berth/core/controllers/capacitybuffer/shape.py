@@ -8,7 +8,6 @@ resolver: container requests default to limits, `kube-api-access-*` volumes go.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -91,8 +90,11 @@ def _is_api_access(item: Any) -> bool:
 
 
 def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The defaulting resolver: requests from limits, no API access volumes, no node."""
-    out = copy.deepcopy(dict(spec))
+    """The defaulting resolver: requests from limits, no API access volumes, no node.
+
+    Copies only what it changes; the input's nested values are shared, never mutated.
+    """
+    out = dict(spec)
     out.pop("nodeName", None)
     for field in ("containers", "initContainers"):
         if isinstance(out.get(field), list):
