@@ -1,11 +1,11 @@
 """Binder mode (`berth scorer --bind`): berth writes its decisions to the API server.
 
-Two ways in: pods with `schedulerName: berth` are bound as soon as the scorer decides them (berth is
-a secondary scheduler), and kube-scheduler's extender bindVerb hands berth the node it chose. Either
-way the pod's volumes are bound first, as kube-scheduler's VolumeBinding PreBind does (claimRef on
-the chosen PVs, the selected-node annotation on claims to provision), then the pod's Binding is
-created. A 409 from any of them means someone else got there first: the reservation is released and
-the pod is decided again later.
+Two ways in. Pods with `schedulerName: berth` are bound as soon as the scorer decides them (berth is
+a secondary scheduler): their volumes first, as kube-scheduler's VolumeBinding PreBind does (claimRef
+on the chosen PVs, the selected-node annotation on claims to provision), then the pod's Binding.
+kube-scheduler's extender bindVerb hands berth the node it chose after its own PreBind plugins have
+bound the volumes: berth creates only the Binding. A 409 from any of them means someone else got
+there first: the reservation is released and the pod is decided again later.
 """
 
 from __future__ import annotations
@@ -47,17 +47,18 @@ class Binder:
         pod = engine.state.pods.get(pod_key)
         return pod is not None and pod.scheduler_name == self.scheduler_name
 
-    async def write(self, engine: ScorerEngine, held: Reservation) -> None:
-        """PreBind the reservation's volumes, then bind the pod. On failure the reservation is revoked
-        (the pod waits and is retried) and BindError says why (conflict: a 409)."""
+    async def write(self, engine: ScorerEngine, held: Reservation, volumes: bool = True) -> None:
+        """PreBind the reservation's volumes (unless kube-scheduler has: volumes=False), then bind the
+        pod. On failure the reservation is revoked (the pod waits and is retried) and BindError says
+        why (conflict: a 409)."""
         pod, state = held.pod, engine.state
         try:
-            for claim_key, pv_name in held.bindings:
+            for claim_key, pv_name in held.bindings if volumes else ():
                 pv, pvc = state.pvs.get(pv_name), state.pvcs.get(claim_key)
                 if pv is None or pvc is None:
                     raise BindError(f"PV {pv_name} or claim {claim_key} is gone")
                 await prebind_pv(self.client, pv_name, pvc.namespace, pvc.name, pvc.uid, pv.resource_version)
-            for claim_key in held.provisions:
+            for claim_key in held.provisions if volumes else ():
                 namespace, _, name = claim_key.partition("/")
                 await select_node(self.client, namespace, name, held.node)
             await bind_pod(self.client, pod.namespace, pod.name, held.node, pod.uid or None)

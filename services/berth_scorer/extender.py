@@ -3,12 +3,14 @@
 kube-scheduler POSTs ExtenderArgs to <urlPrefix>/filter and /prioritize, and ExtenderBindingArgs to
 /bind when berth binds. With nodeCacheCapable it sends node names only: berth answers from its own
 state (nodes, the per-node PV index), restricted to the names sent. The pod is taken from the
-request, so a pod berth has not seen yet is answered too. Field names are Go's (no JSON tags).
+request, so a pod berth has not seen yet is answered too; a node or claim it has not seen yet is an
+error (kube-scheduler retries). prioritize scores only with what kube-scheduler lacks (capacity
+priority, LoadAwareScheduling: EXTRA_SCORE_PLUGINS). Field names are Go's (no JSON tags).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -16,10 +18,9 @@ from aiohttp import web
 
 from berth.core.api.core.model import Pod
 from berth.core.api.kinds import pod_from_raw
-from berth.core.errors import InputError
+from berth.core.errors import ConfigError, InputError
 from berth.core.framework.status import Code
 from berth.core.pipeline.scorer import ScorerEngine
-from berth.core.scheduler.schedule_one import Outcome
 
 FILTER = "/scheduler/filter"
 PRIORITIZE = "/scheduler/prioritize"
@@ -27,7 +28,10 @@ BIND = "/scheduler/bind"
 
 MAX_EXTENDER_PRIORITY = 10  # extenderv1.MaxExtenderPriority
 MAX_NODE_SCORE = 100  # a plugin's score range, framework.MaxNodeScore
-UNKNOWN_NODE = "node(s) not (yet) known to berth"
+
+
+class Lagging(Exception):
+    """berth has not seen everything the request names yet."""
 
 
 class NodeList(msgspec.Struct):
@@ -73,27 +77,39 @@ def _names(args: ExtenderArgs) -> list[str]:
     return [str((n.get("metadata") or {}).get("name", "")) for n in items]
 
 
-def _evaluate(engine: ScorerEngine, args: ExtenderArgs) -> tuple[Pod, Outcome]:
-    pod = pod_from_raw(args.pod)
-    return pod, engine.evaluate(pod)
+def behind(engine: ScorerEngine, pod: Pod, names: list[str]) -> str | None:
+    """What the request names that berth has not seen yet, or None. kube-scheduler's own filters have
+    passed them, so berth's view lags its watch: an Error makes kube-scheduler retry the pod with
+    backoff (or go on without berth if the extender is ignorable), where a failed node would leave
+    the pod waiting as unschedulable for a cluster event."""
+    claims = [f"{pod.namespace}/{v.claim_name}" for v in pod.volumes]
+    missing = [f"persistentvolumeclaim {c}" for c in claims if c not in engine.state.pvcs]
+    missing += [f"node {n}" for n in names if n not in engine.state.nodes.slot]
+    if not missing:
+        return None
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return f"berth has not seen {', '.join(missing[:3])}{more} yet (its watch is behind)"
 
 
 def filter_nodes(engine: ScorerEngine, args: ExtenderArgs) -> ExtenderFilterResult:
     """Which of the nodes sent the pod fits on, and why not on the others."""
     try:
-        _, outcome = _evaluate(engine, args)
+        pod = pod_from_raw(args.pod)
     except InputError as e:
         return ExtenderFilterResult(error=f"berth: the pod: {e}")
+    names = _names(args)
+    lag = behind(engine, pod, names)
+    if lag is not None:
+        return ExtenderFilterResult(error=f"berth: {lag}")
+    outcome = engine.evaluate(pod)
     d = outcome.decision
     if d.status == "Error":
         return ExtenderFilterResult(error=f"berth: {d.message}")
     passed: list[str] = []
     out = ExtenderFilterResult()
-    for name in _names(args):
-        result = d.nodes.get(name)
-        if result is None:
-            out.failed_nodes[name] = UNKNOWN_NODE
-        elif result.feasible:
+    for name in names:
+        result = d.nodes[name]
+        if result.feasible:
             passed.append(name)
         else:
             # the node's status as kube keeps it: its first failing plugin's code and reasons (joined
@@ -114,23 +130,55 @@ def filter_nodes(engine: ScorerEngine, args: ExtenderArgs) -> ExtenderFilterResu
     return out
 
 
-def to_extender_score(total: int, weight_sum: int) -> int:
-    """berth's total (each plugin 0-100, times its weight) onto kube's extender scale 0-10, rounded."""
+# What kube-scheduler 1.36 lacks by default: capacity priority (its VolumeBinding scores nothing while the
+# StorageCapacityScoring gate is off, as it is by default) and Koordinator's load-aware scheduling. Its own
+# plugins it has already scored; berth's copy of them would count twice.
+EXTRA_SCORE_PLUGINS = ("VolumeBinding", "LoadAwareScheduling")
+
+
+def extra_weights(engine: ScorerEngine, plugins: tuple[str, ...] = ()) -> dict[str, int]:
+    """The profile's weight of each plugin the extender scores with (none named: those of
+    EXTRA_SCORE_PLUGINS the profile scores with); ConfigError for a named one it does not score."""
+    weights = {p.name: w for p, w in engine.scheduler.profile.scorers}
+    if not plugins:
+        return {name: weights[name] for name in EXTRA_SCORE_PLUGINS if name in weights}
+    missing = [name for name in plugins if name not in weights]
+    if missing:
+        have = ", ".join(weights) or "none"
+        raise ConfigError(
+            [f"BERTH_EXTENDER_SCORE_PLUGINS: {', '.join(missing)} not a score plugin of the profile (it has: {have})"]
+        )
+    return {name: weights[name] for name in plugins}
+
+
+def to_extender_score(scores: Mapping[str, int], weights: Mapping[str, int]) -> int:
+    """The weighted mean of the extra plugins' 0-100 scores on kube's extender scale 0-10, rounded half up.
+
+    kube-scheduler multiplies it by the extender's weight and by 10: with that weight set to the sum of
+    `weights`, the extras add what they would as plugins in kube's own profile, to the nearest ten."""
+    weight_sum = sum(weights.values())
     if weight_sum <= 0:
         return 0
+    total = sum(w * scores.get(name, 0) for name, w in weights.items())
     scale = MAX_NODE_SCORE * weight_sum
     return max(0, min(MAX_EXTENDER_PRIORITY, (2 * total * MAX_EXTENDER_PRIORITY + scale) // (2 * scale)))
 
 
-def prioritize(engine: ScorerEngine, args: ExtenderArgs) -> list[HostPriority]:
-    """A score 0-10 for each node sent: 0 where the pod does not fit or the node is unknown."""
-    _, outcome = _evaluate(engine, args)
-    weight_sum = sum(w for _, w in engine.scheduler.profile.scorers)
+def prioritize(engine: ScorerEngine, args: ExtenderArgs, plugins: tuple[str, ...] = ()) -> list[HostPriority]:
+    """A score 0-10 for each node sent, from the extra plugins only: 0 where the pod does not fit.
+    Lagging: berth's view is behind (kube-scheduler then goes on without berth's scores)."""
+    pod = pod_from_raw(args.pod)
+    names = _names(args)
+    lag = behind(engine, pod, names)
+    if lag is not None:
+        raise Lagging(lag)
+    outcome = engine.evaluate(pod)
+    weights = extra_weights(engine, plugins)
     out = []
-    for name in _names(args):
+    for name in names:
         result = outcome.decision.nodes.get(name)
-        total = result.total if result is not None and result.feasible else None
-        out.append(HostPriority(name, to_extender_score(total or 0, weight_sum)))
+        scores = result.scores if result is not None and result.feasible else None
+        out.append(HostPriority(name, to_extender_score(scores or {}, weights)))
     return out
 
 
@@ -141,9 +189,15 @@ class Routes:
     """The extender's HTTP handlers. `engine` is called per request: the scorer swaps its engine on
     takeover. `bind` returns an error message ("" when bound); None: berth does not bind."""
 
-    def __init__(self, engine: Callable[[], ScorerEngine], bind: BindFn | None = None) -> None:
+    def __init__(
+        self,
+        engine: Callable[[], ScorerEngine],
+        bind: BindFn | None = None,
+        score_plugins: tuple[str, ...] = (),
+    ) -> None:
         self.engine = engine
         self.bind_fn = bind
+        self.score_plugins = score_plugins
         self._encoder = msgspec.json.Encoder()
 
     def add_to(self, app: web.Application) -> None:
@@ -164,9 +218,11 @@ class Routes:
     async def prioritize(self, request: web.Request) -> web.Response:
         try:
             args = msgspec.json.decode(await request.read(), type=ExtenderArgs)
-            return self._json(prioritize(self.engine(), args))
+            return self._json(prioritize(self.engine(), args, self.score_plugins))
         except (msgspec.DecodeError, InputError) as e:
             return web.Response(status=400, text=f"berth: {e}\n")
+        except Lagging as e:
+            return web.Response(status=503, text=f"berth: {e}\n")
 
     async def bind(self, request: web.Request) -> web.Response:
         try:

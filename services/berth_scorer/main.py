@@ -12,7 +12,7 @@ from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import Bus, ReservationStore
 from berth.settings import Settings
 from berth_scorer.binder import Binder
-from berth_scorer.extender import ExtenderBindingArgs, Routes
+from berth_scorer.extender import ExtenderBindingArgs, Routes, extra_weights
 from berth_scorer.service import Scorer
 
 
@@ -38,6 +38,8 @@ async def serve(
             )
         return engine
 
+    plugins = settings.service.extender_plugins
+    extra_weights(make_engine(), plugins)  # fail fast: a plugin the profile does not score
     if store is None:
         await check_redis(settings)  # fail fast: reservations need Redis from the first decision
         store = redis_store(settings)
@@ -49,7 +51,7 @@ async def serve(
         return await scorer.bind(args.pod_namespace, args.pod_name, args.pod_uid, args.node)
 
     # the extender API; the engine is looked up per request (a take-over swaps it)
-    Routes(lambda: scorer.engine, bind if binder is not None else None).add_to(service.http.app)
+    Routes(lambda: scorer.engine, bind if binder is not None else None, plugins).add_to(service.http.app)
     try:
         await service.run(stop)
     finally:

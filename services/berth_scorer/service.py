@@ -176,7 +176,8 @@ class Scorer(StreamHandler):
         return ok
 
     async def bind(self, namespace: str, name: str, uid: str, node: str) -> str:
-        """The extender's bind: kube-scheduler chose the node. "" when bound, else why not."""
+        """The extender's bind: kube-scheduler chose the node and its VolumeBinding PreBind has bound the
+        pod's volumes; berth binds the pod. "" when bound, else why not."""
         if self.binder is None:
             return "berth: the scorer does not bind (run `berth scorer --bind`)"
         await self.check_store()  # it reserves: not in a Redis that lost the other reservations
@@ -195,7 +196,7 @@ class Scorer(StreamHandler):
         if not await self._reserve(key, node, held):
             return f"berth: the reservation for {key} on {node} was lost to another scorer"
         try:
-            await self.binder.write(engine, held)
+            await self.binder.write(engine, held, volumes=False)
         except BindError as e:
             await self.store.release(key)
             return f"berth: {e}"

@@ -197,6 +197,14 @@ class ServiceSettings:
     top_nodes: int = 10  # nodes listed per decision on the bus; 0 = all
     gc_thaw_every: int = 1_000_000  # events between full garbage collections (berth.adapters.runtime.collector)
     indexer_max_lag_seconds: int = 300  # the indexer's /readyz fails further behind the topic's end than this
+    # the scorer's extender prioritize scores with these plugins (comma-separated); empty: those of
+    # VolumeBinding and LoadAwareScheduling the profile scores with
+    extender_score_plugins: str = ""
+
+    @property
+    def extender_plugins(self) -> tuple[str, ...]:
+        text = self.extender_score_plugins.strip()
+        return tuple(name.strip() for name in text.split(",")) if text else ()
 
     def validate(self) -> list[str]:
         out = []
@@ -210,6 +218,11 @@ class ServiceSettings:
             out.append(f"BERTH_INDEXER_MAX_LAG_SECONDS: must be at least 1, got {self.indexer_max_lag_seconds}")
         if self.gc_thaw_every < 1000:
             out.append(f"BERTH_GC_THAW_EVERY: must be 1000 or more, got {self.gc_thaw_every}")
+        if not all(self.extender_plugins):
+            out.append(
+                "BERTH_EXTENDER_SCORE_PLUGINS: want plugin names separated by commas, "
+                f"got {self.extender_score_plugins!r}"
+            )
         return out
 
 
@@ -235,6 +248,7 @@ ENV: dict[str, tuple[str, str]] = {
     "BERTH_TOP_NODES": ("service", "top_nodes"),
     "BERTH_GC_THAW_EVERY": ("service", "gc_thaw_every"),
     "BERTH_INDEXER_MAX_LAG_SECONDS": ("service", "indexer_max_lag_seconds"),
+    "BERTH_EXTENDER_SCORE_PLUGINS": ("service", "extender_score_plugins"),
 }
 
 

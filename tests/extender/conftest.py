@@ -46,13 +46,13 @@ class Api:
 
 @pytest_asyncio.fixture
 async def serve() -> AsyncIterator[Any]:
-    """serve(engine_of, bind=None) -> Api: the HttpServer with the extender routes, on port 0."""
+    """serve(engine_of, bind=None, score_plugins=()) -> Api: the HttpServer with the extender routes, on port 0."""
     servers: list[HttpServer] = []
     async with aiohttp.ClientSession() as session:
 
-        async def start(engine_of: Any, bind: BindFn | None = None) -> Api:
+        async def start(engine_of: Any, bind: BindFn | None = None, score_plugins: tuple[str, ...] = ()) -> Api:
             http = HttpServer(Metrics("scorer"), lambda: True, 0, "127.0.0.1")
-            Routes(engine_of, bind).add_to(http.app)
+            Routes(engine_of, bind, score_plugins).add_to(http.app)
             servers.append(http)
             return Api(session, await http.start())
 

@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from berth.core.api.kinds import pod_from_raw
+from berth.core.errors import ConfigError
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.plugins.volumebinding import BIND_CONFLICT
-from berth_scorer.extender import MAX_EXTENDER_PRIORITY, UNKNOWN_NODE, to_extender_score
+from berth_scorer.extender import extra_weights, to_extender_score
 from tests.builders import node, pod, pv, pvc, storage_class
 from tests.extender.conftest import engine_with, events
 
@@ -41,13 +42,38 @@ async def test_filter_splits_failed_and_unresolvable(serve: Any) -> None:
     engine = cluster()
     api = await serve(lambda: engine)
     # never seen by the scorer: the pod comes only in ExtenderArgs
-    got = await api.post("filter", args(pod("web", ("a",), cpu="2"), (*NODES, "ghost")))
+    got = await api.post("filter", args(pod("web", ("a",), cpu="2")))
     assert got["NodeNames"] == ["n1", "n2"]
     assert got["Nodes"] is None and got["Error"] == ""
-    assert got["FailedNodes"] == {"ghost": UNKNOWN_NODE}
+    assert got["FailedNodes"] == {}
     # more cpu than small's whole allocatable: UnschedulableAndUnresolvable, as kube 1.36's fitsRequest
     assert got["FailedAndUnresolvableNodes"] == {"small": "Insufficient cpu", "n3": BIND_CONFLICT}
     assert "default/web" not in engine.state.pods  # nothing kept
+
+
+@pytest.mark.parametrize(
+    ("claims", "names", "want"),
+    [
+        ((), ("n1", "ghost"), "berth has not seen node ghost yet (its watch is behind)"),
+        (("a", "new"), NODES, "berth has not seen persistentvolumeclaim default/new yet (its watch is behind)"),
+        (
+            ("new",),
+            ("g1", "g2", "g3", "g4"),
+            "berth has not seen persistentvolumeclaim default/new, node g1, node g2 and 2 more yet (its watch is behind)",
+        ),
+    ],
+)
+@pytest.mark.asyncio
+async def test_what_berth_has_not_seen_yet_is_an_error_kube_retries(
+    serve: Any, claims: tuple[str, ...], names: tuple[str, ...], want: str
+) -> None:
+    engine = cluster()
+    api = await serve(lambda: engine)
+    got = await api.post("filter", args(pod("web", claims), names))
+    assert got["Error"] == f"berth: {want}"
+    assert got["NodeNames"] is None and got["FailedNodes"] == {} and got["FailedAndUnresolvableNodes"] == {}
+    async with api.session.post(f"{api.base}/prioritize", json=args(pod("web", claims), names)) as resp:
+        assert (resp.status, await resp.text()) == (503, f"berth: {want}\n")
 
 
 @pytest.mark.asyncio
@@ -74,10 +100,13 @@ async def test_filter_with_node_objects_when_not_cache_capable(serve: Any) -> No
 async def test_a_pre_filter_rejection_is_unresolvable_everywhere(serve: Any) -> None:
     engine = cluster()
     api = await serve(lambda: engine)
-    got = await api.post("filter", args(pod("web", ("missing",))))
-    assert got["NodeNames"] == [] and got["FailedNodes"] == {}
+    # InterPodAffinity's PreFilter: a selector that does not parse
+    term = {"labelSelector": {"matchLabels": {"app": "bad value!"}}, "topologyKey": "kubernetes.io/hostname"}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    got = await api.post("filter", args(pod("web", affinity=affinity)))
+    assert got["NodeNames"] == [] and got["FailedNodes"] == {} and got["Error"] == ""
     assert set(got["FailedAndUnresolvableNodes"]) == set(NODES)
-    assert 'persistentvolumeclaim "missing" not found' in got["FailedAndUnresolvableNodes"]["n1"]
+    assert got["FailedAndUnresolvableNodes"]["n1"].startswith("parsing pod: requiredAffinityTerms:")
 
 
 @pytest.mark.asyncio
@@ -96,38 +125,64 @@ async def test_the_pods_own_reservation_does_not_count_against_it(serve: Any) ->
 
 
 @pytest.mark.asyncio
-async def test_prioritize_maps_totals_onto_0_to_10(serve: Any) -> None:
+async def test_prioritize_scores_only_what_kube_lacks(serve: Any) -> None:
     engine = cluster()
     api = await serve(lambda: engine)
     raw = pod("web", ("a",), cpu="2")
-    got = await api.post("prioritize", args(raw, (*NODES, "ghost")))
-    assert [h["Host"] for h in got] == [*NODES, "ghost"]
+    got = await api.post("prioritize", args(raw))
+    assert [h["Host"] for h in got] == list(NODES)
     scores = {h["Host"]: h["Score"] for h in got}
-    assert scores["n3"] == scores["small"] == scores["ghost"] == 0  # infeasible or unknown
+    assert scores["n3"] == scores["small"] == 0  # infeasible
     results = engine.evaluate(pod_from_raw(raw)).decision.nodes
-    weights = sum(w for _, w in engine.scheduler.profile.scorers)
-    for name in ("n1", "n2"):
-        total = results[name].total
-        assert total is not None and 0 <= scores[name] <= MAX_EXTENDER_PRIORITY
-        assert scores[name] == to_extender_score(total, weights)
-    # pv1 fits the claim exactly, pv2 is twice its size
+    # pv1 fits the claim exactly (capacity priority: 100), pv2 is twice its size; n2 has twice the free cpu,
+    # which kube's own NodeResourcesFit already counts: berth leaves it out
     assert results["n1"].scores["VolumeBinding"] > results["n2"].scores["VolumeBinding"]  # type: ignore[index]
+    assert results["n1"].scores["NodeResourcesFit"] < results["n2"].scores["NodeResourcesFit"]  # type: ignore[index]
+    assert scores["n1"] > scores["n2"]
+    weights = extra_weights(engine)
+    assert weights == {"VolumeBinding": 1, "LoadAwareScheduling": 1}
+    for name in ("n1", "n2"):
+        extra = {p: results[name].scores[p] for p in weights}  # type: ignore[index]
+        assert scores[name] == to_extender_score(extra, weights)
 
 
-def test_score_mapping() -> None:
-    assert to_extender_score(0, 1) == 0
-    assert to_extender_score(100, 1) == 10
-    assert to_extender_score(54, 1) == 5 and to_extender_score(55, 1) == 6  # rounded, half up
-    assert to_extender_score(300, 3) == 10 and to_extender_score(150, 3) == 5  # weights sum to 3
-    assert to_extender_score(10_000, 1) == 10  # clamped
-    assert to_extender_score(50, 0) == 0
+@pytest.mark.asyncio
+async def test_prioritize_with_the_plugins_named(serve: Any) -> None:
+    engine = cluster()
+    api = await serve(lambda: engine, score_plugins=("NodeResourcesFit",))
+    got = await api.post("prioritize", args(pod("web", ("a",), cpu="2"), ("n1", "n2")))
+    results = engine.evaluate(pod_from_raw(pod("web", ("a",), cpu="2"))).decision.nodes
+    want = {n: (results[n].scores["NodeResourcesFit"] + 5) // 10 for n in ("n1", "n2")}  # type: ignore[index]
+    assert {h["Host"]: h["Score"] for h in got} == want
+
+
+def test_a_named_plugin_the_profile_does_not_score_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="BERTH_EXTENDER_SCORE_PLUGINS: NodePorts not a score plugin"):
+        extra_weights(cluster(), ("VolumeBinding", "NodePorts"))
+
+
+@pytest.mark.parametrize(
+    ("scores", "weights", "want"),
+    [
+        ({"A": 0}, {"A": 1}, 0),
+        ({"A": 100}, {"A": 1}, 10),
+        ({"A": 54}, {"A": 1}, 5),
+        ({"A": 55}, {"A": 1}, 6),  # rounded half up
+        ({"A": 100, "B": 50}, {"A": 1, "B": 2}, 7),  # (100 + 100) / 3 = 66.7
+        ({"A": 100, "B": 0}, {"A": 1, "B": 1}, 5),
+        ({}, {"A": 1}, 0),  # not scored: 0
+        ({"A": 100}, {}, 0),  # no plugins
+    ],
+)
+def test_score_mapping(scores: dict[str, int], weights: dict[str, int], want: int) -> None:
+    assert to_extender_score(scores, weights) == want
 
 
 @pytest.mark.asyncio
 async def test_the_engine_is_read_per_request(serve: Any) -> None:
     engines = [engine_with(storage_class(), node("n1"))]
     api = await serve(lambda: engines[-1])
-    assert (await api.post("filter", args(pod("web"), ("n1", "n2"))))["NodeNames"] == ["n1"]
+    assert "node n2" in (await api.post("filter", args(pod("web"), ("n1", "n2"))))["Error"]
     engines.append(engine_with(storage_class(), node("n1"), node("n2")))  # take-over swapped it
     assert (await api.post("filter", args(pod("web"), ("n1", "n2"))))["NodeNames"] == ["n1", "n2"]
 
