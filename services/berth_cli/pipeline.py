@@ -90,8 +90,10 @@ class Pipeline:
     async def run(self, events: Iterable[Event]) -> None:
         await self.bus.create_topics({CLUSTER_EVENTS: 1})
         tasks = [asyncio.create_task(self.publish(events))]
+        scorers = []
         for i, lane in enumerate(self.lanes):
             scorer = Scorer(lane.scorer, self.bus, self.store if i == 0 else MemoryStore(), lane.decisions_topic)
+            scorers.append(scorer)
             controller = BufferController(lane.buffers, self.bus, lane.status_topic)
             tasks.append(
                 asyncio.create_task(
@@ -107,6 +109,9 @@ class Pipeline:
             )  # fmt: skip
         try:
             await asyncio.gather(*tasks)
+            for scorer in scorers:  # the log is over: what is due now would be retried before long
+                await scorer.publish(scorer.engine.end_of_log())
+            await self.bus.flush()
         finally:
             COLLECTOR.close()  # the workers froze what survived (berth.adapters.runtime.collector)
 

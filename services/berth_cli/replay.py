@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 from rich.console import Console
 
-from berth.adapters.files.eventlog import Reject, open_log, read_events, write_rejects
+from berth.adapters.files.eventlog import Reject, initial_state_end, open_log, read_events, write_rejects
 from berth.core.api.watch import Event
 from berth.core.errors import InputError
 from berth.core.pipeline.clock import ObjectClock
@@ -168,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
     configs = [args.config, *(args.compare or [])]
     for config in configs:
         load_config(config, args.strict_config)  # every config's problems (and warnings) before any replay starts
+    # nothing is decided before the logs' initial lists are read, as kube-scheduler waits for its caches
+    args.initial_end = initial_state_end(args.logs)
     results = _replay_all(args, configs)
     first = results[0]
     if args.strict and first.dead:  # an event the engine found bad: fatal too, at its line
@@ -298,6 +300,8 @@ def replay_one(
     )
     if args.start is not None:
         lane.scorer.hold_until(args.start)
+    if args.initial_end:
+        lane.scorer.hold_through(args.initial_end)
     pipeline = Pipeline([lane], args.speed)
     started = time.perf_counter()
     if log is None:

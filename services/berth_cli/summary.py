@@ -64,6 +64,7 @@ def summary_json(runs: list[RunStats]) -> dict[str, Any]:
                 "podsDecided": o.pods_decided,
                 "podsSkipped": r.skipped,
                 "podsGated": r.gated,
+                "podsRetriedAtEnd": r.retried_at_end,
                 "podsScheduled": o.pods_scheduled,
                 "podsScheduledFirstAttempt": o.scheduled_first_attempt,
                 "podsNeverScheduled": o.never_scheduled,

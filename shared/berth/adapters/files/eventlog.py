@@ -10,8 +10,10 @@ from typing import IO
 
 import msgspec
 
-from berth.core.api.watch import Event, UnreadableObject, WatchEvent, encode_event, parse_event
+from berth.core.api.kinds import KINDS
+from berth.core.api.watch import Event, UnreadableObject, WatchEvent, encode_event, parse_event, peek_event
 from berth.core.errors import InputError
+from berth.core.pipeline.initial import InitialState
 
 
 class Reject(msgspec.Struct, frozen=True):
@@ -66,6 +68,29 @@ def read_events(
                     )
         except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
             raise InputError(path, "", f"cannot read: {e}") from None
+
+
+def initial_state_end(paths: list[str]) -> int:
+    """The position (line numbers running on across the logs, as `berth replay` numbers them) of the
+    last event of the logs' initial lists (berth.core.pipeline.initial); 0 when there is none. Reads
+    each line's envelope only, and only as far as it must."""
+    found = InitialState(frozenset(KINDS))
+    offset = 0
+    for path in paths:
+        last = 0
+        with open_log(path) as f:
+            try:
+                for number, line in enumerate(f, start=1):
+                    if line.isspace():
+                        continue
+                    last = number
+                    peeked = peek_event(line)
+                    if peeked is not None and not found.see(offset + number, *peeked):
+                        return found.end
+            except (OSError, EOFError, zlib.error) as e:
+                raise InputError(path, "", f"cannot read: {e}") from None
+        offset += last
+    return found.end
 
 
 class EventWriter:

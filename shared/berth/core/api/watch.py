@@ -219,6 +219,26 @@ def _passed_over(data: bytes, position: int, only: frozenset[tuple[str, str]]) -
     return Event(etype, None, kind, bus_key(obj.kind, meta.namespace, meta.name), data, ts, at)
 
 
+def peek_event(line: bytes) -> tuple[str, tuple[str, str] | None, datetime | None] | None:
+    """A line's type, kind and `ts` only, without its object (None: a line that does not read so)."""
+    try:
+        head = _head_line.decode(line)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return None
+    if head.event is not None or head.resource is not msgspec.UNSET:
+        etype, obj, stamp = _SIMULATOR.get(head.event or ""), head.resource, head.time
+    else:
+        etype, obj, stamp = head.type, head.object, head.ts
+    if etype not in TYPES:
+        return None
+    try:
+        ts = parse_time(stamp) if stamp else None
+    except ValueError:
+        return None
+    kind = (group_of(obj.apiVersion), obj.kind) if isinstance(obj, Head) and obj.kind else None
+    return etype, kind, ts
+
+
 _CHANGES = frozenset(TYPES) - {"BOOKMARK"}
 _NOT_READ = (("", ""), None)
 # (wire Struct, apiVersion) -> (kind, its Kind); _NOT_READ when the apiVersion is of another API

@@ -115,6 +115,7 @@ def _pods(runs: list[RunStats], top: int) -> Section:
         Row("scheduled", [_n_of(o.pods_scheduled, o.pods_decided) for o in over]),
         Row("on the first attempt", [f"{o.scheduled_first_attempt:,}" for o in over], indent=1),
         Row("after retries", [f"{o.pods_scheduled - o.scheduled_first_attempt:,}" for o in over], indent=1),
+        Row("retried at the end of the log", [f"{r.retried_at_end:,}" for r in runs]),
         Row("never scheduled", [_n_of(o.never_scheduled, o.pods_decided) for o in over]),
         Row("unschedulable at the end", [f"{o.pods_unschedulable_at_end:,}" for o in over]),
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -126,6 +126,8 @@ class ScorerEngine:
         self.observer = StatsObserver(label)
         self.overrun = OverRunObserver()
         self._hold: datetime | None = None
+        self._hold_at: int | None = None
+        self._last: Event | None = None  # the latest event handled: end_of_log's decisions point at it
         self.preemption_grace = preemption_grace
         self._evictions: list[tuple[float, Pod, str, tuple[str, ...], DecisionRecord]] = []
         self._evicted: set[str] = set()
@@ -140,6 +142,16 @@ class ScorerEngine:
     def hold_until(self, start: datetime) -> None:
         """Events before `start` only build the state; pods still pending then are decided at `start`."""
         self._hold = start
+
+    def hold_through(self, position: int) -> None:
+        """Events up to this position only build the state (the log's initial lists:
+        berth.core.pipeline.initial); pods still pending then are decided at it."""
+        self._hold_at = position
+
+    def _holding(self, ev: Event) -> bool:
+        if self._hold is not None and (not self.applier.has_clock or self.applier.now < self._hold):
+            return True
+        return self._hold_at is not None and ev.position < self._hold_at
 
     def restore(self, events: list[Event], now: datetime | None) -> None:
         """Start from the objects as they are (a snapshot) instead of their history: apply them,
@@ -244,6 +256,7 @@ class ScorerEngine:
 
     def handle(self, ev: Event) -> list[DecisionRecord]:
         self.observer.event()
+        self._last = ev
         applied = self.applier.apply(ev)
         obj = applied.obj
         cls = type(obj)  # models are final classes
@@ -256,13 +269,10 @@ class ScorerEngine:
         elif cls is Node:
             self.overrun.node(obj, ev.deleted)
         out: list[DecisionRecord] = []
-        if self._hold is not None:
-            if not self.applier.has_clock or self.applier.now < self._hold:
+        if self._hold is not None or self._hold_at is not None:
+            if self._holding(ev):
                 return []
-            self._hold = None
-            for pod in self.state.pending_pods():
-                if self.state.reserved(pod.key) is None:
-                    self._decide(pod, ev, out, 1)
+            self._release(ev, out)
             return out
         if self.queue.has_due and self.applier.has_clock:
             for pod in self.queue.to_retry(self.queue.take_due(self.applier.now.timestamp())):
@@ -280,6 +290,32 @@ class ScorerEngine:
                     self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
         if self._evictions:
             self._evict_due(ev, out)
+        return out
+
+    def _release(self, ev: Event, out: list[DecisionRecord]) -> None:
+        """The hold is over: decide the pods pending now, as a scheduler that has synced its caches."""
+        self._hold = self._hold_at = None
+        for pod in self.state.pending_pods():
+            if self.state.reserved(pod.key) is None:
+                self._decide(pod, ev, out, 1)
+
+    def end_of_log(self) -> list[DecisionRecord]:
+        """The log is over: a hold still on is released, and the pods due for a retry are retried, each
+        as if the clock had moved past its backoff (kube-scheduler would retry them then)."""
+        out: list[DecisionRecord] = []
+        at = self._last or Event("ADDED", None, None, b"", b"")
+        if self._hold is not None or self._hold_at is not None:
+            self._release(at, out)
+        while self.queue.has_due:
+            eligible = self.queue.next_due()
+            if eligible is None:
+                break
+            if not self.applier.has_clock or eligible > self.applier.now.timestamp():
+                self.applier.now = datetime.fromtimestamp(eligible, UTC)
+                self.applier.has_clock = True
+            for pod in self.queue.to_retry(self.queue.take_due(eligible)):
+                self.stats.retried_at_end += 1
+                self._decide(pod, at, out, self.queue.attempts(pod.key) + 1, retry=True)
         return out
 
     def _evict_due(self, ev: Event, out: list[DecisionRecord]) -> None:

@@ -137,6 +137,7 @@ class RunStats(msgspec.Struct, kw_only=True):
 
     skipped: int = 0  # distinct pods of schedulers the config has no profile for (left alone)
     gated: int = 0  # distinct pods a PreEnqueue plugin held back at least once (scheduling gates)
+    retried_at_end: int = 0  # replay: pods due for a retry when the log ended, retried then
 
     def final(self) -> list[DecisionPoint]:
         """Each pod's last decision (decisions without a pod count on their own)."""

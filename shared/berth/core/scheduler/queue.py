@@ -189,6 +189,15 @@ class UnschedulableQueue:
     def has_due(self) -> bool:
         return bool(self._due)
 
+    def next_due(self) -> float | None:
+        """When the next pod a change helped is due (its eligible_at); None when none is."""
+        while self._due:
+            at, _, _, w = self._due[0]
+            if self.pods.get(w.key) is w and w.due:
+                return at
+            heapq.heappop(self._due)  # removed or failed again since
+        return None
+
     def saved(self) -> tuple[int, list[Waiting]]:
         """What restore() takes back: the failure counter and every waiting pod, in failure order."""
         return self._seq, sorted(self.pods.values(), key=lambda w: w.seq)
