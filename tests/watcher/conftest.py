@@ -36,11 +36,16 @@ class Fixed(random.Random):
         return self.value
 
 
-async def take(events: AsyncIterator[WatchEvent], n: int, timeout: float = 5.0) -> list[WatchEvent]:
+async def take(
+    events: AsyncIterator[WatchEvent], n: int, timeout: float = 5.0, markers: bool = False
+) -> list[WatchEvent]:
+    """The next n events; without `markers`, the BOOKMARKs marking the first lists are passed over."""
     out: list[WatchEvent] = []
     async with asyncio.timeout(timeout):
         while len(out) < n:
-            out.append(await anext(events))
+            ev = await anext(events)
+            if markers or ev.type != "BOOKMARK":
+                out.append(ev)
     return out
 
 

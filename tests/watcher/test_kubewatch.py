@@ -16,6 +16,7 @@ from berth.adapters.kube.client import BY_PLURAL, KINDS, KubeClient, Timeouts, s
 from berth.adapters.kube.watch import Backoff, GaveUp, KindWatcher, Watcher, WatchOptions
 from berth.core.api.kinds import KINDS as READ
 from berth.core.api.kinds import kind_key
+from berth.core.api.watch import ListMarker, encode_event, parse_event
 from berth.core.errors import ConfigError
 from tests.fakeapi import FakeAPI
 from tests.servers import free_port
@@ -68,7 +69,7 @@ async def test_list_then_watch_in_order(api: FakeAPI, client: KubeClient) -> Non
         # list items come without apiVersion and kind: they are filled in, first
         assert list(first[0].object)[:2] == ["apiVersion", "kind"]
         assert first[0].object["apiVersion"] == "v1"
-        assert [ev.position for ev in first] == [1, 2] and first[0].ts == T0
+        assert [ev.position for ev in first] == [2, 3] and first[0].ts == T0  # 1: the first lists' BOOKMARK
         list_rv = kw.resource_version
         await api.wait_for(lambda: api.open_watches("pods") == 1)
         api.modify(pod("a", node="n1"))
@@ -77,7 +78,7 @@ async def test_list_then_watch_in_order(api: FakeAPI, client: KubeClient) -> Non
         later = await take(events, 3)
     assert summary(later) == [("MODIFIED", "Pod", "db/a"), ("ADDED", "Pod", "db/c"), ("DELETED", "Pod", "web/b")]
     assert later[0].object["spec"]["nodeName"] == "n1"
-    assert [ev.position for ev in later] == [3, 4, 5]
+    assert [ev.position for ev in later] == [5, 6, 7]  # after the BOOKMARKs that begin and end the list
     req = api.watches("pods")[0]
     assert req.query["resourceVersion"] == list_rv
     assert req.query["allowWatchBookmarks"] == "true"
@@ -326,19 +327,27 @@ async def test_every_kind_at_once(api: FakeAPI, client: KubeClient) -> None:
     api.add({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"}})
     w = Watcher(client, sleep=Sleeps(), rand=Fixed(), clock=lambda: T0)
     async with contextlib.aclosing(w.events()) as events:
-        got = await take(events, 5)
+        got = await take(events, 1 + len(KINDS) + 5, markers=True)
         await api.wait_for(lambda: w.synced and all(api.open_watches(k.plural) == 1 for k in KINDS))
     # the first lists one kind after another, what pods need first and pods last
-    assert summary(got) == [
+    data = [ev for ev in got if ev.type != "BOOKMARK"]
+    assert summary(data) == [
         ("ADDED", "StorageClass", "local"),
         ("ADDED", "Node", "n1"),
         ("ADDED", "NodeMetric", "n1"),
         ("ADDED", "CapacityBuffer", "db/b1"),
         ("ADDED", "Pod", "db/a"),
     ]
-    assert [ev.position for ev in got] == [1, 2, 3, 4, 5]
-    for ev in got:  # every object is one berth's core reads
+    assert [ev.position for ev in got] == list(range(1, len(got) + 1))
+    for ev in data:  # every object is one berth's core reads
         assert kind_key(ev.object) in READ
+    # the BOOKMARKs that mark the first lists: the kinds, then each kind's end after its list
+    markers = [parse_event(encode_event(ev)).marker for ev in got if ev.type == "BOOKMARK"]
+    assert markers[0] == ListMarker(begin=tuple((k.group, k.kind) for k in KINDS))
+    assert [m.end for m in markers[1:] if m is not None] == [(k.group, k.kind) for k in KINDS]
+    ends = {(ev.object["apiVersion"], ev.object["kind"]): i for i, ev in enumerate(got[1:], 1) if ev.type == "BOOKMARK"}
+    for ev in data:
+        assert ends[(ev.object["apiVersion"], ev.object["kind"])] > got.index(ev)
 
 
 @pytest.mark.asyncio

@@ -43,12 +43,13 @@ async def run_until(service: WatcherService, count: int, timeout: float = 5.0) -
 
 
 async def churn(api: FakeAPI, service: WatcherService) -> None:
-    """A node and two pods listed, then a pod bound, changed again and deleted while watched."""
+    """A node and two pods listed, then a pod bound, changed again and deleted while watched. Published: 10
+    events, 3 of them the BOOKMARKs that mark the first lists (their start, the nodes' end, the pods' end)."""
     api.add(node("n1"))
     api.add(pod("a"))
     api.add(pod("b"))
-    task = asyncio.create_task(run_until(service, 7))
-    await api.wait_for(lambda: api.open_watches("pods") == 1 and service.published == 3)
+    task = asyncio.create_task(run_until(service, 10))
+    await api.wait_for(lambda: api.open_watches("pods") == 1 and service.published == 6)
     api.modify(pod("a", node="n1"))
     api.modify(pod("a", node="n1", priority=5))
     api.delete(pod("b"))
@@ -69,7 +70,7 @@ async def test_publishes_keyed_per_object_and_records(api: FakeAPI, client: Kube
         service = WatcherService(watcher(client), bus, CLUSTER_EVENTS, record)
         await churn(api, service)
     messages = [m for part in bus.topics[CLUSTER_EVENTS] for m in part]
-    assert len(messages) == 7
+    assert len(messages) == 10
     by_key: dict[bytes, list[str]] = {}
     for m in messages:
         ev = parse_event(m.value)
@@ -77,14 +78,19 @@ async def test_publishes_keyed_per_object_and_records(api: FakeAPI, client: Kube
         assert m.partition == bus.partition_of(CLUSTER_EVENTS, m.key)
         by_key.setdefault(m.key or b"", []).append(ev.type)
     assert by_key == {
+        b"//": ["BOOKMARK"],  # the kinds about to be listed
+        b"Node//": ["BOOKMARK"],  # their lists' ends
+        b"Pod//": ["BOOKMARK"],
         b"Node//n1": ["ADDED"],
         b"Node//n2": ["ADDED"],
         b"Pod/db/a": ["ADDED", "MODIFIED", "MODIFIED"],  # one object's events in order, on one partition
         b"Pod/db/b": ["ADDED", "DELETED"],
     }
     # the record is an event log berth replay reads: same events, in publishing order
-    recorded = recorded_events(str(log))
-    assert len(recorded) == 7 and [ev.position for ev in recorded] == list(range(1, 8))
+    marked = recorded_events(str(log))
+    assert len(marked) == 10 and [ev.position for ev in marked] == list(range(1, 11))
+    assert [ev.type for ev in marked[:1]] == ["BOOKMARK"]
+    recorded = [ev for ev in marked if ev.type != "BOOKMARK"]
     assert sorted(summary(recorded)[:3]) == [
         ("ADDED", "Node", "n1"),
         ("ADDED", "Pod", "db/a"),
@@ -92,7 +98,8 @@ async def test_publishes_keyed_per_object_and_records(api: FakeAPI, client: Kube
     ]
     pods = [s for s in summary(recorded)[3:] if s[1] == "Pod"]  # each kind in its own order
     assert pods == [("MODIFIED", "Pod", "db/a"), ("MODIFIED", "Pod", "db/a"), ("DELETED", "Pod", "db/b")]
-    assert {parse_event(m.value).model.resource_version for m in messages} == {
+    published = [parse_event(m.value) for m in messages]
+    assert {ev.model.resource_version for ev in published if ev.type != "BOOKMARK"} == {
         ev.object["metadata"]["resourceVersion"] for ev in recorded
     }
     assert all(ev.ts is not None for ev in recorded)
@@ -104,7 +111,7 @@ async def test_a_recording_replays(api: FakeAPI, client: KubeClient, tmp_path: P
     api.add(node("n1"))
     api.add(pod("web-0"))  # pending: berth replay decides it
     with EventWriter(str(log)) as record:
-        await run_until(WatcherService(watcher(client), None, record=record), 2)
+        await run_until(WatcherService(watcher(client), None, record=record), 5)  # with the pods' list's end
     decisions = tmp_path / "decisions.jsonl"
     code = await asyncio.to_thread(main, ["replay", str(log), "--decisions", str(decisions), "--no-progress"])
     assert code == 0
@@ -138,11 +145,17 @@ async def test_the_command_records_a_cluster(api: FakeAPI, tmp_path: Path, capsy
     log = tmp_path / "out.jsonl"
     argv = ["watcher", "--kubeconfig", str(kubeconfig), "--kinds", "nodes,pods", "--record", str(log), "--no-publish"]
     assert await asyncio.to_thread(main, [*argv, "--once"]) == 0  # a snapshot: list once, exit
-    assert summary(recorded_events(str(log))) == [("ADDED", "Node", "n1"), ("ADDED", "Pod", "db/a")]
+    assert summary(recorded_events(str(log))) == [
+        ("BOOKMARK", "", ""),
+        ("ADDED", "Node", "n1"),
+        ("BOOKMARK", "Node", ""),
+        ("ADDED", "Pod", "db/a"),
+        ("BOOKMARK", "Pod", ""),
+    ]
     assert not api.watches("pods") and not api.lists("jobs")
 
     assert await asyncio.to_thread(main, [*argv, "--duration", "0.3"]) == 0  # watches until the time is up
-    assert len(list(read_events(str(log), strict=True))) <= 2
+    assert len([ev for ev in read_events(str(log), strict=True) if ev.type != "BOOKMARK"]) <= 2
 
     assert await asyncio.to_thread(main, ["watcher", "--no-publish"]) == 2
     assert "--no-publish: needs --record" in capsys.readouterr().err
@@ -180,12 +193,13 @@ async def test_serve_is_ready_once_every_kind_is_listed(api: FakeAPI, client: Ku
         async with http.get(f"{base}/readyz") as r:
             assert r.status == 200
         async with http.get(f"{base}/metrics") as r:
-            assert 'berth_events_total{service="watcher"} 2.0' in await r.text()
+            assert 'berth_events_total{service="watcher"} 5.0' in await r.text()
     stop.set()
     service = await asyncio.wait_for(task, 5)
-    assert service.published == 2
-    assert [m.key for m in bus.topics[CLUSTER_EVENTS][0]] == [b"Node//n1", b"Pod/db/a"]
-    assert len(list(read_events(str(tmp_path / "rec.jsonl"), strict=True))) == 2  # closed: all written
+    assert service.published == 5
+    keys = [m.key for m in bus.topics[CLUSTER_EVENTS][0]]
+    assert keys == [b"//", b"Node//n1", b"Node//", b"Pod/db/a", b"Pod//"]  # the first lists' BOOKMARKs around them
+    assert len(list(read_events(str(tmp_path / "rec.jsonl"), strict=True))) == 5  # closed: all written
 
 
 @pytest.mark.integration
@@ -203,12 +217,12 @@ async def test_publishes_through_kafka(api: FakeAPI, client: KubeClient, broker:
         try:
             for _ in range(50):
                 got += await consumer.getmany(100, timeout=0.2)
-                if len(got) >= 7:
+                if len(got) >= 10:
                     break
         finally:
             await consumer.stop()
     finally:
         await bus.stop()
     pod_a = [parse_event(m.value).type for m in got if m.key == b"Pod/db/a"]
-    assert len(got) == 7 and pod_a == ["ADDED", "MODIFIED", "MODIFIED"]
+    assert len(got) == 10 and pod_a == ["ADDED", "MODIFIED", "MODIFIED"]
     assert len({m.partition for m in got if m.key == b"Pod/db/a"}) == 1

@@ -32,7 +32,7 @@ import aiohttp
 import msgspec
 
 from berth.adapters.kube.client import KINDS, Kind, KubeClient, KubeError, Timeouts
-from berth.core.api.watch import WatchEvent
+from berth.core.api.watch import WatchEvent, begin_marker, end_marker
 
 log = logging.getLogger("berth.watcher")
 
@@ -162,6 +162,7 @@ class KindWatcher:
         self.failing_since: float | None = None  # monotonic time of the first of those failures
         self.lists = 0
         self.watches = 0
+        self.marked = False  # the end of the first list has been marked
 
     @property
     def name(self) -> str:
@@ -174,6 +175,8 @@ class KindWatcher:
                 try:
                     async for ev in self._list():
                         yield ev
+                    if not self.marked:
+                        yield self._listed()
                     if once:
                         return
                 except NotServed:
@@ -182,6 +185,7 @@ class KindWatcher:
                     what = "its CRD is not installed" if self.kind.crd else "the API server does not serve it"
                     versions = ", ".join(self.kind.api_version(v) for v in self.kind.versions)
                     log.warning("skipping %s (%s): %s", self.kind.kind, versions, what)
+                    yield self._listed()  # listed nothing
                     return
                 except RETRY as e:
                     if not server_wide(e):
@@ -198,6 +202,12 @@ class KindWatcher:
                 self.resource_version = None
             except RETRY as e:
                 await self._pause("watch", e)
+
+    def _listed(self) -> WatchEvent:
+        """The BOOKMARK that ends the kind's first list (kube's initial-events-end), once."""
+        self.marked = True
+        api = self.kind.api_version(self.version or self.kind.versions[0])
+        return self.stamp("BOOKMARK", end_marker(api, self.kind.kind, self.resource_version or ""))
 
     def _gave_up(self, err: BaseException) -> GaveUp:
         took = time.monotonic() - (self.failing_since or time.monotonic())
@@ -374,6 +384,8 @@ class Watcher:
     consumer hears of nodes, volumes and workloads before the pods; a kind whose first list fails
     holds the next ones up for that one attempt only, or, when the server cannot be reached or refuses
     the credentials, until it answers. After its first list, every kind goes its own way.
+    BOOKMARKs mark the first lists: one at the start names the kinds, and one per kind (kube's
+    `k8s.io/initial-events-end`) follows its first list, or its skip (berth.core.api.watch.ListMarker).
     """
 
     def __init__(
@@ -432,6 +444,8 @@ class Watcher:
         ]
         running = len(tasks)
         try:
+            # the kinds about to be listed: a consumer decides nothing until each list's end is marked
+            yield self.stamp("BOOKMARK", begin_marker([(kw.kind.group, kw.kind.kind) for kw in self.kinds]))
             while running:
                 item = await self._queue.get()
                 if item is None:

@@ -32,6 +32,19 @@ _UNSET = msgspec.UNSET
 _SIMULATOR = {"Add": "ADDED", "Update": "MODIFIED", "Delete": "DELETED"}
 
 
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # kube's own: a kind's initial list is complete
+INITIAL_LISTS = "berth.io/initial-lists"  # berth's watcher, at its start: the kinds it is about to list
+
+
+class ListMarker(msgspec.Struct, frozen=True, gc=False):
+    """What a BOOKMARK says about the watcher's first lists: `begin` names the kinds about to be
+    listed (berth's watcher, at its start); `end` is a kind whose initial list is complete (kube's
+    `k8s.io/initial-events-end`)."""
+
+    begin: tuple[tuple[str, str], ...] = ()
+    end: tuple[str, str] | None = None
+
+
 class Event(msgspec.Struct, frozen=True, gc=False):
     """A decoded watch event. `position` is where it came from (a log line number or a bus offset).
 
@@ -41,6 +54,7 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     raw: the object's JSON bytes as they arrived; line: the whole line or message.
     wire: the object as its kind's wire Struct (what the indexer keeps in Redis), with model; None
     when the decoder was asked not to keep it (`parse_event`'s `wire`).
+    marker: a BOOKMARK's word on the first lists, if it has one.
     """
 
     type: str
@@ -51,6 +65,7 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     ts: datetime | None = None
     position: int = 0
     wire: Any = None
+    marker: ListMarker | None = None
 
     @property
     def deleted(self) -> bool:
@@ -321,7 +336,7 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
     meta = head.metadata or Names()
     key = bus_key(head.kind, meta.namespace, meta.name)
     if etype == "BOOKMARK":
-        return Event(etype, None, None, key, data, ts, at)
+        return Event(etype, None, None, key, data, ts, at, marker=_marker(obj))
     if not head.kind:
         names = {"name": meta.name or None, "namespace": meta.namespace}
         raise InputError(where, f"{describe(None, names)}: kind", "is required")
@@ -335,6 +350,47 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
         out = _Out(ts=None if ts is None else format_time(ts), type=etype, object=obj, position=at)
         raise UnreadableObject(e, _encoder.encode(out), at) from None
     return Event(etype, model, kind, key, data, ts, at, struct if wire else None)
+
+
+class _Annotated(msgspec.Struct):
+    annotations: dict[str, str] | None = None
+
+
+class _MarkerObject(msgspec.Struct):
+    kind: str = ""
+    apiVersion: str = ""
+    metadata: _Annotated | None = None
+
+
+_marker_object = msgspec.json.Decoder(_MarkerObject)
+
+
+def _marker(obj: bytes) -> ListMarker | None:
+    """The ListMarker of a BOOKMARK's object, or None (a plain bookmark, or annotations that do not read)."""
+    try:
+        head = _marker_object.decode(obj)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    notes = (head.metadata.annotations if head.metadata is not None else None) or {}
+    if notes.get(INITIAL_EVENTS_END) == "true" and head.kind:
+        return ListMarker(end=(group_of(head.apiVersion), head.kind))
+    listed = notes.get(INITIAL_LISTS)
+    if listed is None:
+        return None
+    kinds = [k.strip().rpartition("/") for k in listed.split(",") if k.strip()]
+    return ListMarker(begin=tuple((group, kind) for group, _, kind in kinds))
+
+
+def begin_marker(kinds: list[tuple[str, str]]) -> dict[str, Any]:
+    """A BOOKMARK's object naming the kinds a watcher is about to list (as group/Kind, core kinds as /Kind)."""
+    listed = ",".join(f"{group}/{kind}" for group, kind in kinds)
+    return {"metadata": {"annotations": {INITIAL_LISTS: listed}}}
+
+
+def end_marker(api_version: str, kind: str, resource_version: str) -> dict[str, Any]:
+    """A BOOKMARK's object saying that the kind's initial list is complete, as kube's watch-list ends it."""
+    meta = {"resourceVersion": resource_version, "annotations": {INITIAL_EVENTS_END: "true"}}
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta}
 
 
 def encode_line(ev: Event, with_position: bool = False) -> bytes:

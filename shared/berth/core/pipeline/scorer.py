@@ -18,7 +18,7 @@ import msgspec
 from berth.core.api.core.model import Node, Pod
 from berth.core.api.core.resources import CPU, MEMORY
 from berth.core.api.kinds import KINDS
-from berth.core.api.watch import Event
+from berth.core.api.watch import Event, ListMarker
 from berth.core.cache.state import ClusterState, Reservation
 from berth.core.config.kubeschedulerconfig import SchedulerConfig
 from berth.core.framework.events import Action, PodUpdate, pod_update
@@ -127,6 +127,7 @@ class ScorerEngine:
         self.overrun = OverRunObserver()
         self._hold: datetime | None = None
         self._hold_at: int | None = None
+        self._listing: set[tuple[str, str]] | None = None  # kinds the watcher is listing (ListMarker)
         self._last: Event | None = None  # the latest event handled: end_of_log's decisions point at it
         self.preemption_grace = preemption_grace
         self._evictions: list[tuple[float, Pod, str, tuple[str, ...], DecisionRecord]] = []
@@ -151,7 +152,15 @@ class ScorerEngine:
     def _holding(self, ev: Event) -> bool:
         if self._hold is not None and (not self.applier.has_clock or self.applier.now < self._hold):
             return True
-        return self._hold_at is not None and ev.position < self._hold_at
+        return bool(self._listing) or (self._hold_at is not None and ev.position < self._hold_at)
+
+    def _listed(self, marker: ListMarker) -> None:
+        """berth's watcher starts its first lists (begin: decide nothing until each kind's is complete,
+        as kube-scheduler waits for its caches), or one of them is complete (end)."""
+        if marker.begin:
+            self._listing = set(marker.begin)
+        elif marker.end is not None and self._listing is not None:
+            self._listing.discard(marker.end)
 
     def restore(self, events: list[Event], now: datetime | None) -> None:
         """Start from the objects as they are (a snapshot) instead of their history: apply them,
@@ -269,7 +278,9 @@ class ScorerEngine:
         elif cls is Node:
             self.overrun.node(obj, ev.deleted)
         out: list[DecisionRecord] = []
-        if self._hold is not None or self._hold_at is not None:
+        if ev.marker is not None:
+            self._listed(ev.marker)
+        if self._hold is not None or self._hold_at is not None or self._listing is not None:
             if self._holding(ev):
                 return []
             self._release(ev, out)
@@ -293,10 +304,15 @@ class ScorerEngine:
         return out
 
     def _release(self, ev: Event, out: list[DecisionRecord]) -> None:
-        """The hold is over: decide the pods pending now, as a scheduler that has synced its caches."""
-        self._hold = self._hold_at = None
+        """The hold is over: decide the pods pending now, as a scheduler that has synced its caches
+        (waiting pods are retried: the changes they missed may help them)."""
+        self._hold = self._hold_at = self._listing = None
         for pod in self.state.pending_pods():
-            if self.state.reserved(pod.key) is None:
+            if self.state.reserved(pod.key) is not None or self.scheduler.nominator.holds(pod.key):
+                continue
+            if pod.key in self.queue:
+                self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
+            else:
                 self._decide(pod, ev, out, 1)
 
     def end_of_log(self) -> list[DecisionRecord]:
@@ -304,7 +320,7 @@ class ScorerEngine:
         as if the clock had moved past its backoff (kube-scheduler would retry them then)."""
         out: list[DecisionRecord] = []
         at = self._last or Event("ADDED", None, None, b"", b"")
-        if self._hold is not None or self._hold_at is not None:
+        if self._hold is not None or self._hold_at is not None or self._listing is not None:
             self._release(at, out)
         while self.queue.has_due:
             eligible = self.queue.next_due()
