@@ -58,7 +58,8 @@ class PreFilterPlugin(Protocol):
 
     def pre_filter(self, cycle: Cycle) -> Status:
         """SKIP: the plugin has nothing to say about this pod (its Filter is skipped); a rejection
-        stops the cycle for every node."""
+        stops the cycle for every node; a PreFilterResult (a Success) names the only nodes worth
+        evaluating (kube's PreFilterResult.NodeNames)."""
         ...
 
 
