@@ -107,6 +107,9 @@ class _DryRun:
     def nominated(self, pod: Pod) -> frozenset[str]:
         return frozenset(self.scheduler.nominator.for_pod(pod))
 
+    def nominated_node(self, pod: Pod) -> str:
+        return self.scheduler.nominator.nominated_node(pod)
+
     def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         # a reader without removal_safe is taken as unsafe
         return self._checked is not None and all(p.removal_safe(cycle, leaving) for p in self._checked)
