@@ -22,6 +22,7 @@ from berth.adapters.kube.client import (
     prebind_pv,
     select_node,
 )
+from berth.core.api.core.model import Pod
 from berth.core.api.watch import format_time
 from berth.core.cache.state import Reservation
 from berth.core.pipeline.scorer import ScorerEngine
@@ -81,6 +82,8 @@ class Binder:
             return
         now = format_time(engine.applier.now)
         message = f"{pod.scheduler_name}: preempting to accommodate a higher priority pod"
+        if any((v := state.pods.get(key)) is not None and not v.deleting for key in victims):
+            await self._clear_lower(engine, pod, node)
         for key in victims:
             victim = state.pods.get(key)
             if victim is None or victim.deleting:
@@ -97,3 +100,20 @@ class Binder:
             await nominate_node(self.client, pod.namespace, pod.name, node)
         except KubeError as e:
             log.warning("nomination failed", extra={"pod": pod_key, "node": node, "error": str(e)})
+
+    async def _clear_lower(self, engine: ScorerEngine, preemptor: Pod, node: str) -> None:
+        """kube's asynchronous preemption: the pending pods nominated to the node with a priority below
+        the preemptor's lose their status.nominatedNodeName (the engine has cleared them already); only
+        this scheduler's pods, as kube's nominator holds only its own."""
+        mine = engine.state.priority(preemptor)
+        for other in engine.state.pending_pods():
+            ours = other.scheduler_name == self.scheduler_name
+            if not ours or other.nominated_node != node or engine.state.priority(other) >= mine:
+                continue
+            try:
+                await nominate_node(self.client, other.namespace, other.name, None)
+            except KubeError as e:
+                if e.status != 404:
+                    log.warning("clearing a nomination failed", extra={"pod": other.key, "error": str(e)})
+                continue
+            log.info("nomination cleared", extra={"pod": other.key, "node": node, "by": preemptor.key})

@@ -60,3 +60,48 @@ async def test_a_preemption_is_carried_out_through_the_api(api: FakeAPI, client:
     gone = WatchEvent("DELETED", kpod("low", "n1", 0, SLOT), T0 + timedelta(seconds=10), 10).decoded()
     await scorer.handle(gone)
     assert api.get("pods", "web", "default")["spec"]["nodeName"] == "n1"
+
+
+@pytest.mark.parametrize(
+    ("waiting_priority", "scheduler", "cleared"),
+    [
+        (500, "berth", True),  # lower than the preemptor's, nominated to its node: cleared first
+        (1000, "berth", False),  # equal priority: kept (getLowerPriorityNominatedPods: strictly lower); web sees it
+        (500, "default-scheduler", False),  # another scheduler's pod: not in this scheduler's nominator
+    ],
+)
+@pytest.mark.asyncio
+async def test_a_preemption_clears_lower_priority_nominations_on_its_node(
+    api: FakeAPI, client: KubeClient, waiting_priority: int, scheduler: str, cleared: bool
+) -> None:
+    # kube's prepareCandidateAsync (issue 37): before the victims go, the pods nominated to the node with
+    # a lower priority lose their status.nominatedNodeName. `waiting` fits nowhere (preemptionPolicy
+    # Never keeps its nomination).
+    bus = MemoryBus()
+    scorer = Scorer(ScorerEngine(parse_config(None)), bus, MemoryStore(), binder=Binder(client))
+    waiting = kpod(
+        "waiting",
+        priority=waiting_priority,
+        req={"cpu": "100m", "memory": "100Mi"},
+        schedulerName=scheduler,
+        preemptionPolicy="Never",
+        nodeSelector={"disk": "none"},
+        status={"nominatedNodeName": "n1"},
+    )
+    objs = [
+        knode("n1", {"cpu": "1", "memory": "1Gi"}),
+        kpod("low", "n1", 0, SLOT),
+        waiting,
+        kpod("web", priority=1000, req=SLOT, schedulerName="berth"),
+    ]
+    for ev in events(*[api.add(o) for o in objs]):
+        await scorer.handle(ev)
+    writes = [(r.method, r.path.rsplit("/", 2)[-2:]) for r in api.requests if r.method != "GET"]
+    clear = [("PATCH", ["waiting", "status"])] if cleared else []
+    assert writes == [
+        *clear,
+        ("PATCH", ["low", "status"]),
+        ("DELETE", ["pods", "low"]),
+        ("PATCH", ["web", "status"]),
+    ]
+    assert api.get("pods", "waiting", "default")["status"].get("nominatedNodeName") == (None if cleared else "n1")

@@ -12,6 +12,7 @@ from berth.core.api.kinds import convert
 from berth.core.cache.state import ClusterState
 from berth.core.config.kubeschedulerconfig import parse_config
 from berth.core.framework.cycle import Cycle
+from berth.core.framework.status import PreFilterResult
 from tests.builders import NOW
 
 OK = "SUCCESS"
@@ -138,9 +139,7 @@ NA = "TestNodeAffinity/"
 FOO_BAR = {"foo": "bar"}
 GPU = {"GPU": "NVIDIA-GRID-K1"}
 # (upstream case, pod spec, node name, node labels, NodeAffinityArgs or None, want)
-# Upstream also checks PreFilter's result (the node names matchFields allow) and, in "Pod with two
-# conflicting mach field requirements", PreFilter's own reason ("pod affinity terms conflict"): berth has
-# no PreFilter for NodeAffinity and rejects each node in Filter, so only the Filter status is carried over.
+# Upstream's PreFilter results for the same cases are in PRE_AFFINITY below.
 AFFINITY: list[tuple[str, dict[str, Any], str, dict[str, str], dict[str, Any] | None, str]] = [
     (NA + "missing labels", {"nodeSelector": FOO_BAR}, "node", {}, None, POD_AFFINITY),
     (NA + "same labels", {"nodeSelector": FOO_BAR}, "node", FOO_BAR, None, OK),
@@ -224,3 +223,52 @@ def test_node_affinity_filter_as_upstream(
     spec: dict[str, Any], name: str, labels: dict[str, str], args: dict[str, Any] | None, want: str
 ) -> None:
     assert verdict("NodeAffinity", pod(**spec), node(name, labels), args) == want
+
+
+def pre_verdict(spec: dict[str, Any], args: dict[str, Any] | None) -> str:
+    """NodeAffinity's PreFilter: SKIP, SUCCESS, the node set as "nodes: a b", or "CODE: reason"."""
+    doc = {"profiles": [{"pluginConfig": [{"name": "NodeAffinity", "args": args}]}]} if args is not None else None
+    cfg = parse_config(doc)
+    state = ClusterState()
+    p = cfg.plugins.modules["NodeAffinity"].new(cfg.args.get("NodeAffinity"), state)
+    status = p.pre_filter(Cycle(convert(pod(**spec)), state, NOW))  # type: ignore[attr-defined]
+    if isinstance(status, PreFilterResult):
+        return "nodes: " + " ".join(sorted(status.node_names))
+    return status.code.name + (f": {status.message}" if status.message else "")
+
+
+# (upstream case, pod spec, NodeAffinityArgs or None, wantPreFilterStatus / wantPreFilterResult)
+PRE_AFFINITY: list[tuple[str, dict[str, Any], dict[str, Any] | None, str]] = [
+    (NA + "missing labels", {"nodeSelector": FOO_BAR}, None, OK),
+    (NA + "Pod with no Affinity will schedule onto a node", {}, None, "SKIP"),
+    (NA + "Pod with Affinity but nil NodeSelector will schedule onto a node", {"affinity": {"nodeAffinity": {}}},
+     None, "SKIP"),
+    (NA + "Pod with matchFields using In operator that matches the existing node",
+     {"affinity": required(term(fields=(name_in("node1"),)))}, None, "nodes: node1"),
+    (NA + "Pod with matchFields using In operator that does not match the existing node",
+     {"affinity": required(term(fields=(name_in("node1"),)))}, None, "nodes: node1"),
+    (NA + "Pod with two terms: matchFields does not match, but matchExpressions matches",
+     {"affinity": required(term(fields=(name_in("node1"), name_in("node2"))), term(r("foo", "In", "bar")))},
+     None, OK),
+    (NA + "Pod with one term: matchFields does not match, but matchExpressions matches",
+     {"affinity": required(term(r("foo", "In", "bar"), fields=(name_in("node1"),)))}, None, "nodes: node1"),
+    (NA + "Pod with one term: both matchFields and matchExpressions match",
+     {"affinity": required(term(r("foo", "In", "bar"), fields=(name_in("node1"),)))}, None, "nodes: node1"),
+    (NA + "Pod with two terms: both matchFields and matchExpressions do not match",
+     {"affinity": required(term(fields=(name_in("node1"),)), term(r("foo", "In", "not-match-to-bar")))}, None, OK),
+    (NA + "Pod with two terms of node.Name affinity",
+     {"affinity": required(term(fields=(name_in("node1"),)), term(fields=(name_in("node2"),)))}, None,
+     "nodes: node1 node2"),
+    (NA + "Pod with two conflicting mach field requirements",
+     {"affinity": required(term(fields=(name_in("node1"), name_in("node2"))))}, None,
+     "UNRESOLVABLE: pod affinity terms conflict"),
+    # the args' addedAffinity gives no node set, but the pod is not skipped
+    (NA + "Matches added affinity and Pod's node affinity",
+     {"affinity": required(term(r("zone", "In", "foo")))}, added(term(fields=(name_in("node2"),))), OK),
+    (NA + "Doesn't match added affinity", {}, added(term(r("zone", "In", "bar"))), OK),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("spec", "args", "want"), [c[1:] for c in PRE_AFFINITY], ids=[c[0] for c in PRE_AFFINITY])
+def test_node_affinity_pre_filter_as_upstream(spec: dict[str, Any], args: dict[str, Any] | None, want: str) -> None:
+    assert pre_verdict(spec, args) == want

@@ -2,7 +2,8 @@
 
 - scheduled or not;
 - the node: kube breaks ties between the best nodes at random (selectHost), berth by name, so kube's node
-  must be one of berth's top-scoring feasible nodes;
+  must be one of berth's top-scoring feasible nodes (or berth's node, when berth took the pod's nominated node
+  without scoring, as kube's evaluateNominatedNode does);
 - the PV of each claim, on kube's node: kube takes the smallest PV that fits, ties in its cache's order,
   berth the smallest by name, so a different PV of the same size (and class) is a tie, not a difference;
 - an unschedulable pod's FailedScheduling message, byte for byte;
@@ -44,6 +45,9 @@ def differences(kube: Kube, berth: Berth, k: KubeResult) -> list[str]:
         if d.status != "Scheduled":
             return [f"kube bound it to {k.bound}; berth {d.status}: {d.message}"]
         best, top = top_nodes(d)
+        chosen = d.nodes.get(d.node or "")
+        if chosen is not None and chosen.total is None:  # kube's nominated node first: nothing scored
+            top = {d.node or ""}
         if k.bound not in top:
             mine = d.nodes.get(k.bound)
             why = "not listed" if mine is None else (mine.reasons if not mine.feasible else mine.scores)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from tests.e2e.compare.scenario import (
     HOST,
@@ -264,6 +265,88 @@ def scoring(n: Names) -> Scenario:
     return Scenario("scoring", nodes, running=running, pending=[Pending(p) for p in pending])
 
 
+def node_names(*names: str) -> dict[str, Any]:
+    """Required node affinity on metadata.name, one term per node (as a DaemonSet's pods have it)."""
+    terms = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]} for n in names]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+
+
+def node_sets(n: Names) -> Scenario:
+    """NodeAffinity's PreFilter node set (metadata.name): kube evaluates only the nodes it names and counts
+    the others as `node(s) didn't satisfy plugin(s) [NodeAffinity]`; names that conflict are a PreFilter
+    rejection (`pod affinity terms conflict`)."""
+    a, b, c = n.node("a"), n.node("b"), n.node("c")
+    nodes = [NodeSpec(a, cpu="1"), NodeSpec(b), NodeSpec(c, unschedulable=True)]
+    both = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [v]} for v in (a, b)]}
+    conflict = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [both]}}}
+    pending = [
+        pod("ds-a", "2", affinity=node_names(a)),  # Insufficient cpu on a; b and c left out
+        pod("ds-b", affinity=node_names(b)),
+        pod("ds-c", affinity=node_names(c)),  # cordoned
+        pod("ds-a-or-c", "2", affinity=node_names(a, c)),
+        pod("ds-gone", affinity=node_names(n.node("gone"))),  # no such node: every node left out
+        pod("ds-conflict", affinity=conflict),
+    ]
+    return Scenario("node-sets", nodes, pending=[Pending(p) for p in pending])
+
+
+def nominated_skip(n: Names) -> Scenario:
+    """A pod nominated to a node (preemptionPolicy Never keeps its nomination while it stays unschedulable)
+    with required anti-affinity against app=web: InterPodAffinity's PreFilter skips a web pod that no bound
+    pod's anti-affinity matches, and kube then ignores the nominated pod's anti-affinity on that node; once a
+    bound pod's anti-affinity matches web pods, the nominated pod's counts."""
+    a, b = n.node("a"), n.node("b")
+    nodes = [NodeSpec(a), NodeSpec(b)]
+    keeper = n.cluster("keeper")
+    cluster = [(PC, priority_class(keeper, 1000) | {"preemptionPolicy": "Never"})]
+    web = {"app": "web"}
+    anti_web = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [pod_term(web, HOST)]}}
+    pending = [
+        Pending(pod("nom", priority_class=keeper, affinity=anti_web, nodeSelector={"disk": "none"}), nominated=a),
+        Pending(pod("web-0", labels=web, nodeSelector={HOST: a})),
+        Pending(pod("guard", labels={"app": "guard"}, affinity=anti_web, nodeSelector={HOST: b})),
+        Pending(pod("web-1", labels=web, nodeSelector={HOST: a})),
+    ]
+    return Scenario("nominated-skip", nodes, cluster=cluster, pending=pending)
+
+
+def nominated_first(n: Names) -> Scenario:
+    """evaluateNominatedNode: a pod whose status.nominatedNodeName still fits there goes there unscored (b would
+    score higher); one that no longer fits there, or names a node that is gone, is scheduled as any other."""
+    a, b = n.node("a"), n.node("b")
+    nodes = [NodeSpec(a, cpu="2"), NodeSpec(b, cpu="8")]
+    running = [pod("half", "1", node=a)]
+    pending = [
+        Pending(pod("fits", "500m"), nominated=a),
+        Pending(pod("too-big", "1"), nominated=a),
+        Pending(pod("gone", "100m"), nominated=n.node("gone")),
+        Pending(pod("plain", "100m")),
+    ]
+    return Scenario("nominated-first", nodes, running=running, pending=pending)
+
+
+def nominations_cleared(n: Names) -> Scenario:
+    """prepareCandidate: a preemption on a node clears the nominations of lower-priority pods nominated there,
+    so a later low-priority pod no longer sees them on it."""
+    a = n.node("a")
+    nodes = [NodeSpec(a, cpu="2")]
+    low, mid, high = n.cluster("low"), n.cluster("mid-never"), n.cluster("high")
+    cluster = [
+        (PC, priority_class(low, 100)),
+        (PC, priority_class(mid, 500) | {"preemptionPolicy": "Never"}),
+        (PC, priority_class(high, 1000)),
+    ]
+    running = [pod("victim", "1", node=a, priority_class=low)]
+    pending = [
+        # nominated to a, and kept there while it fits nowhere (preemptionPolicy Never)
+        Pending(pod("waiting", "1500m", priority_class=mid, nodeSelector={"disk": "none"}), nominated=a),
+        Pending(pod("tiny-0", "400m", priority_class=low)),  # waiting's nomination takes a's room
+        Pending(pod("high", "1500m", priority_class=high)),  # preempts victim on a: waiting's nomination goes
+        Pending(pod("tiny-1", "400m", priority_class=low)),
+    ]
+    return Scenario("nominations-cleared", nodes, cluster=cluster, running=running, pending=pending)
+
+
 HANDWRITTEN: dict[str, Callable[[Names], Scenario]] = {
     "fit": fit,
     "taints": taints,
@@ -275,6 +358,10 @@ HANDWRITTEN: dict[str, Callable[[Names], Scenario]] = {
     "zones": zones,
     "preemption": preemption,
     "scoring": scoring,
+    "node-sets": node_sets,
+    "nominated-skip": nominated_skip,
+    "nominated-first": nominated_first,
+    "nominations-cleared": nominations_cleared,
 }
 
 

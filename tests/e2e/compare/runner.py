@@ -248,6 +248,9 @@ def kube_decide(kube: Kube, pending: Pending, classes: Mapping[str, Mapping[str,
     else:
         out.message = condition(pod, "PodScheduled").get("message", "")  # type: ignore[union-attr]
         out.nominated = pod.get("status", {}).get("nominatedNodeName", "")
+        if pending.nominated and out.nominated in (pending.nominated, ""):
+            out.nominated = ""  # the scenario's own nomination, kept or cleared: the pod stays, pending
+            return out
         if out.nominated:
             out.victims, out.bound = aftermath(kube, name, before)
         else:
@@ -326,6 +329,9 @@ def run(kube: Kube, sc: Scenario, profile: Mapping[str, Any] | None) -> list[Out
         manifest["spec"]["schedulingGates"] = [{"name": GATE}]
         kube.api.create(kube.path("pods"), manifest)
         name = manifest["metadata"]["name"]
+        if pending.nominated:
+            status = {"status": {"nominatedNodeName": pending.nominated}}
+            kube.api.patch(kube.path("pods", name) + "/status", status)
         berth = berth_decide(snapshot(kube), config, f"{kube.ns}/{name}")
         try:
             result = kube_decide(kube, pending, classes, before)

@@ -47,6 +47,9 @@ class NodeSpec:
 class Pending:
     pod: dict[str, Any]
     claims: list[dict[str, Any]] = field(default_factory=list)  # PVCs created just before the pod
+    # status.nominatedNodeName written while the pod is gated, as an earlier preemption would have left it;
+    # the pod stays pending if kube cannot place it (its nomination stands, or kube clears it)
+    nominated: str = ""
 
 
 @dataclass

@@ -20,7 +20,7 @@ from berth.core.framework.cycle import Cycle
 from berth.core.framework.interface import PostFilterResult
 from berth.core.framework.status import Code, Failure, Status
 from berth.core.plugins.defaultpreemption import NAME, Candidate
-from tests.builders import pv, pvc
+from tests.builders import NOW, pv, pvc
 from tests.plugins.defaultpreemption.helpers import (
     HIGH,
     LARGE,
@@ -715,6 +715,20 @@ def test_not_eligible_messages_leave_the_nomination_alone() -> None:
     )
 
 
+def test_a_cleared_nomination_no_longer_holds_the_pod_back() -> None:
+    # kube's Preempt reads the latest pod: once its nominatedNodeName is cleared (a higher-priority
+    # preemption on that node, issue 37) the terminating pod there no longer makes it ineligible
+    h = Harness().add(knode("node1", ONE_POD), kpod("p1", "node1", LOW, metadata=TERMINATING, status=PREEMPTED))
+    h.add(kpod("p", priority=HIGH, status={"nominatedNodeName": "node1"}))
+    pod = h.state.pods["default/p"]
+    cycle = Cycle(pod, h.state, NOW)
+    before = h.plugin.post_filter(cycle, h.every_node(), h.scheduler.dry_runner)
+    assert before.status.message == "preemption: not eligible due to a terminating pod on the nominated node."
+    h.scheduler.nominator.clear(pod.key)
+    after = h.plugin.post_filter(cycle, h.every_node(), h.scheduler.dry_runner)
+    assert "not eligible" not in after.status.message
+
+
 class _OneAtATime:
     """The profile's dry run, declared not node-local: DefaultPreemption then tries one node at a time."""
 
@@ -729,6 +743,9 @@ class _OneAtATime:
 
     def nominated(self, pod: Any) -> frozenset[str]:
         return frozenset()
+
+    def nominated_node(self, pod: Any) -> str:
+        return str(pod.nominated_node or "")
 
     def removal_safe(self, cycle: Cycle, leaving: Any = None) -> bool:
         return False

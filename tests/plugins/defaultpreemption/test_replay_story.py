@@ -110,3 +110,54 @@ def test_during_the_grace_the_nomination_holds_the_node_against_lower_priority_p
     assert by_pod["default/web"].victims == ["default/old"]
     assert by_pod["default/late-batch"].status == "Unschedulable"
     assert (by_pod["default/late-critical"].status, by_pod["default/late-critical"].node) == ("Scheduled", "n0")
+
+
+def play(raws: list[tuple[str, dict[str, Any], int]], grace: float) -> tuple[ScorerEngine, list[DecisionRecord]]:
+    """(event type, object, seconds after NOW) through the engine as `berth replay` does."""
+    engine = ScorerEngine(parse_config(None), preemption_grace=grace)
+    records: list[DecisionRecord] = []
+    for i, (kind, raw, at) in enumerate(raws):
+        raw["metadata"]["resourceVersion"] = str(100 + i)
+        records += engine.handle(WatchEvent(kind, raw, NOW + timedelta(seconds=at), i + 1).decoded())
+    return engine, records
+
+
+def test_the_preemptor_is_retried_on_its_nominated_node_first() -> None:
+    # kube's evaluateNominatedNode (issue 37): web preempts old on n1 (n2 is full of a pod it cannot
+    # preempt); during the grace n2 empties. When old is gone, web is retried with its
+    # nominatedNodeName and goes to n1 unscored, though the empty n2 would score higher.
+    raws: list[tuple[str, dict[str, Any], int]] = [
+        ("ADDED", priority_class("serving", 1000), 0),
+        ("ADDED", priority_class("critical", 100_000), 0),
+        ("ADDED", knode("n1", {"cpu": "1", "memory": "4Gi"}), 0),
+        ("ADDED", knode("n2", {"cpu": "4", "memory": "4Gi"}), 0),
+        ("ADDED", kpod("old", "n1", req={"cpu": "1"}), 1),
+        ("ADDED", kpod("blocker", "n2", req={"cpu": "4"}, priorityClassName="critical"), 1),
+        ("ADDED", kpod("web", req={"cpu": "1"}, priorityClassName="serving"), 2),
+        ("DELETED", kpod("blocker", "n2", req={"cpu": "4"}, priorityClassName="critical"), 5),
+        ("ADDED", priority_class("later", 1), 30),  # the log goes on past the grace
+    ]
+    _, records = play(raws, 10.0)
+    web = [r for r in records if r.pod == "default/web"]
+    assert (web[0].nominated_node, web[0].victims) == ("n1", ["default/old"])
+    assert (web[-1].status, web[-1].node) == ("Scheduled", "n1")
+
+
+def test_a_higher_priority_preemption_clears_a_waiting_nomination() -> None:
+    # kube's prepareCandidate (issue 37): web (serving) preempts b on n1 and waits for it to go; api
+    # (critical) then preempts on n1 too, which clears web's nomination there
+    raws: list[tuple[str, dict[str, Any], int]] = [
+        ("ADDED", priority_class("batch", 0, default=True), 0),
+        ("ADDED", priority_class("serving", 1000), 0),
+        ("ADDED", priority_class("critical", 100_000), 0),
+        ("ADDED", knode("n1", {"cpu": "3", "memory": "4Gi"}), 0),
+        ("ADDED", kpod("a", "n1", req={"cpu": "1"}), 1),
+        ("ADDED", kpod("b", "n1", req={"cpu": "1500m"}), 1),
+        ("ADDED", kpod("web", req={"cpu": "1"}, priorityClassName="serving"), 2),
+        ("ADDED", kpod("api", req={"cpu": "2500m"}, priorityClassName="critical"), 3),
+    ]
+    engine, records = play(raws, 60.0)
+    by_pod = {r.pod: r for r in records}
+    assert (by_pod["default/web"].nominated_node, by_pod["default/web"].victims) == ("n1", ["default/b"])
+    assert by_pod["default/api"].nominated_node == "n1"
+    assert engine.scheduler.nominator.held() == {"default/api": "n1"}

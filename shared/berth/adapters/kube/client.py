@@ -338,8 +338,9 @@ async def delete_pod(client: KubeClient, namespace: str, name: str) -> None:
     await client.request("DELETE", PODS.path("v1", namespace, name))
 
 
-async def nominate_node(client: KubeClient, namespace: str, name: str, node: str) -> dict[str, Any]:
-    """Record the node preemption nominated in the pod's status.nominatedNodeName (RBAC: patch pods/status)."""
+async def nominate_node(client: KubeClient, namespace: str, name: str, node: str | None) -> dict[str, Any]:
+    """Record the node preemption nominated in the pod's status.nominatedNodeName, or clear it (None)
+    (RBAC: patch pods/status)."""
     return await client.request(
         "PATCH",
         PODS.path("v1", namespace, name, "status"),

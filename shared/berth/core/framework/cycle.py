@@ -23,6 +23,9 @@ class Cycle:
     data: dict[str, Any] = field(default_factory=dict)
     bindings: list[tuple[str, str]] = field(default_factory=list)  # (claim key, PV name), assumed by Reserve
     provisions: list[str] = field(default_factory=list)  # claim keys to provision on the node
+    # plugins whose PreFilter returned Skip in this cycle (kube's SkipFilterPlugins): a re-run of the
+    # filters for the same cycle (with nominated pods placed, a preemption dry run) keeps them skipped
+    skip_filter: frozenset[str] = frozenset()
 
 
 # ---- extension points ------------------------------------------------------------------------

@@ -58,7 +58,8 @@ class PreFilterPlugin(Protocol):
 
     def pre_filter(self, cycle: Cycle) -> Status:
         """SKIP: the plugin has nothing to say about this pod (its Filter is skipped); a rejection
-        stops the cycle for every node."""
+        stops the cycle for every node; a PreFilterResult (a Success) names the only nodes worth
+        evaluating (kube's PreFilterResult.NodeNames)."""
         ...
 
 
@@ -88,6 +89,10 @@ class DryRun(Protocol):
 
     def nominated(self, pod: Pod) -> frozenset[str]:
         """Nodes where the pod's filters also see nominated pods (kube's addGENominatedPods)."""
+        ...
+
+    def nominated_node(self, pod: Pod) -> str:
+        """The pod's own nominated node as kube's latest pod object has it (a cleared nomination: "")."""
         ...
 
     def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool: ...

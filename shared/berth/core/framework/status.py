@@ -67,6 +67,28 @@ SKIP = Status(Code.SKIP)
 
 
 @dataclass(frozen=True)
+class PreFilterResult(Status):
+    """A PreFilter's Success that names the only nodes worth evaluating (kube's PreFilterResult
+    NodeNames); names of nodes that do not exist are ignored."""
+
+    node_names: frozenset[str] = frozenset()
+
+
+def unsatisfied(plugins: list[str]) -> str:
+    """kube's status for the nodes a PreFilterResult left out (findNodesThatFitPod): the plugins
+    that gave node sets, sorted, as Go prints a []string."""
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
+
+
+def disjoint(plugins: list[str]) -> str:
+    """kube's PreFilter rejection when the plugins' node sets have no node in common (RunPreFilterPlugins)."""
+    names = sorted(plugins)
+    if len(names) == 1:
+        return f"node(s) didn't satisfy plugin {names[0]}"
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+
+
+@dataclass(frozen=True)
 class Failure:
     """Slots that fail a filter, with the Status code and the reason string for each of them.
     An ERROR failure stops the cycle whatever its mask (kube: the filter returned an error)."""

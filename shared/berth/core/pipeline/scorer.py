@@ -344,6 +344,7 @@ class ScorerEngine:
                 return
             self._evictions = [e for e in self._evictions if e[0] > now]
             for _, preemptor, node, victims, record in due:
+                still = self.scheduler.nominator.holds(preemptor.key)  # not cleared by a later preemption
                 priorities = []
                 helped: list[str] = []
                 for key in victims:
@@ -359,6 +360,8 @@ class ScorerEngine:
                 self.scheduler.nominator.forget(preemptor.key)
                 current = self.state.pods.get(preemptor.key)
                 if current is not None and current.pending and self.state.reserved(current.key) is None:
+                    if still:  # kube retries it with status.nominatedNodeName set: that node first
+                        current = msgspec.structs.replace(current, nominated_node=node)
                     self._decide(current, ev, out, self.queue.attempts(current.key) + 1)
                 for pod in self.queue.to_retry([k for k in dict.fromkeys(helped) if k != preemptor.key]):
                     self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
@@ -471,6 +474,11 @@ class ScorerEngine:
         elif d.status == "Unschedulable":
             changed = self.queue.failed(pod.key, self.applier.now.timestamp(), d.message, outcome.rejected_by)
             emit = changed or not retry or isinstance(d.nominated_node, str)
+        post = outcome.post_filter
+        if post is not None and post.nominated_node == "":
+            self.scheduler.nominator.clear(pod.key)  # kube clears the pod's nominatedNodeName
+        elif isinstance(d.nominated_node, str) and d.nominated_node and isinstance(d.victims, list):
+            self.scheduler.clear_nominations(pod, d.nominated_node, d.victims)
         if not emit:
             return
         record = DecisionRecord.of(

@@ -31,6 +31,7 @@ NAME = "InterPodAffinity"
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
+_EXISTING = f"{NAME}/existing"  # cycle.data: PreFilter's nodes where an existing pod's anti-affinity matches
 
 
 class Args(msgspec.Struct, frozen=True):
@@ -144,9 +145,31 @@ class InterPodAffinity:
 
     # ---- PreFilter and Filter ---------------------------------------------------------------
     def pre_filter(self, cycle: fwk.Cycle) -> fwk.Status:
-        """kube's PreFilter turns a pod away when framework.NewPodInfo cannot parse its terms."""
+        """kube's PreFilter turns a pod away when framework.NewPodInfo cannot parse its terms, and
+        skips (its Filter, and the nominated pods' AddPod) a pod without required terms that no
+        existing pod's required anti-affinity matches."""
         error = parse_error(cycle.pod)
-        return fwk.OK if error is None else fwk.Status(fwk.Code.UNRESOLVABLE, f"parsing pod: {error}", NAME)
+        if error is not None:
+            return fwk.Status(fwk.Code.UNRESOLVABLE, f"parsing pod: {error}", NAME)
+        a = cycle.pod.pod_affinity
+        existing = self._existing(cycle)
+        cycle.data[_EXISTING] = existing
+        if not np.count_nonzero(existing) and (a is None or not (a.required or a.required_anti)):
+            return fwk.SKIP
+        return fwk.OK
+
+    def _existing(self, cycle: fwk.Cycle) -> fwk.Mask:
+        """The nodes in a domain where an existing pod's required anti-affinity matches the pod."""
+        pod, state = cycle.pod, cycle.state
+        n = len(state.nodes.valid)
+        ns_labels = self.index.namespaces.get(pod.namespace, {})
+        existing = np.zeros(n, dtype=bool)
+        for owner_ns, term, held in self.index.groups("required_anti", pod.labels):
+            if held and existing_term_matches(term, owner_ns, pod, ns_labels):
+                totals = self._per_domain(state, term.topology_key, *_sparse(held, n))
+                if totals.found:
+                    existing |= totals.positive()
+        return existing
 
     def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         pod, state = cycle.pod, cycle.state
@@ -154,15 +177,10 @@ class InterPodAffinity:
         n = len(valid)
         required = pod.pod_affinity.required if pod.pod_affinity else ()
         anti = pod.pod_affinity.required_anti if pod.pod_affinity else ()
-        ns_labels = self.index.namespaces.get(pod.namespace, {})
-        existing: fwk.Mask | None = None
-        for owner_ns, term, held in self.index.groups("required_anti", pod.labels):
-            if held and existing_term_matches(term, owner_ns, pod, ns_labels):
-                totals = self._per_domain(state, term.topology_key, *_sparse(held, n))
-                if totals.found:
-                    hit = totals.positive()
-                    existing = hit if existing is None else existing | hit
-        if (existing is None or not np.count_nonzero(existing)) and not required and not anti:
+        existing: fwk.Mask = cycle.data.pop(_EXISTING, None)  # PreFilter's, for this state
+        if existing is None or len(existing) != n:
+            existing = self._existing(cycle)
+        if not np.count_nonzero(existing) and not required and not anti:
             return []  # kube's PreFilter Skip
         fail_aff = np.zeros(n, dtype=bool)
         if required:
@@ -191,10 +209,7 @@ class InterPodAffinity:
                     fail_anti |= totals.positive()
         fail_aff &= valid
         fail_anti &= valid & ~fail_aff
-        if existing is None:
-            existing = np.zeros(n, dtype=bool)
-        else:
-            existing &= valid & ~fail_aff & ~fail_anti
+        existing = existing & valid & ~fail_aff & ~fail_anti
         return [
             fwk.Failure(fail_aff, REASON_AFFINITY, fwk.Code.UNRESOLVABLE),
             fwk.Failure(fail_anti, REASON_ANTI, fwk.Code.UNSCHEDULABLE),

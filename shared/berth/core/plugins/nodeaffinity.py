@@ -23,6 +23,7 @@ from berth.core.plugins.helper.normalize_score import default_normalize
 NAME = "NodeAffinity"
 REASON = "node(s) didn't match Pod's node affinity/selector"
 ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+CONFLICT = "pod affinity terms conflict"
 
 
 class Args(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,6 +72,21 @@ class NodeAffinity:
 
     def __init__(self, args: Args) -> None:
         self.args = args
+
+    def pre_filter(self, cycle: fwk.Cycle) -> fwk.Status:
+        """kube's PreFilter: Skip for a pod without node affinity or nodeSelector (and no args'
+        addedAffinity); when every required term names nodes by `metadata.name In`, those nodes
+        (each term's sets intersected, the terms' united) as a PreFilterResult, or a rejection when
+        they cancel out. The args' addedAffinity gives no node set."""
+        pod = cycle.pod
+        if pod.affinity is None and self.args.required is None and not pod.node_selector:
+            return fwk.SKIP
+        names = node_names(pod.affinity)
+        if names is None:
+            return fwk.OK
+        if not names:
+            return fwk.Status(fwk.Code.UNRESOLVABLE, CONFLICT, NAME)
+        return fwk.PreFilterResult(node_names=names)
 
     def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         pod, nodes = cycle.pod, cycle.state.nodes
@@ -126,6 +142,23 @@ class NodeAffinity:
             return p.affinity is None or p.affinity.matches(labels, name)
 
         return lambda pods, version: fwk.each_pod(pods, helps)
+
+
+def node_names(required: NodeSelector | None) -> frozenset[str] | None:
+    """The nodes a pod's required node affinity names by `metadata.name In` in every term, or None
+    when a term names none (any node may match)."""
+    if required is None or not required.terms:
+        return None
+    out: set[str] = set()
+    for term in required.terms:
+        mine: set[str] | None = None
+        for r in term.match_fields:
+            if r.key == "metadata.name" and r.operator == "In":
+                mine = set(r.values) if mine is None else mine & set(r.values)
+        if mine is None:
+            return None
+        out |= mine
+    return frozenset(out)
 
 
 def new(args: Any, handle: ClusterState) -> NodeAffinity:

@@ -11,7 +11,7 @@ when it is built); it never names one.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -39,8 +39,11 @@ from berth.core.framework.status import (
     Failure,
     NodeStatus,
     NodeToStatus,
+    PreFilterResult,
     Status,
+    disjoint,
     fit_error,
+    unsatisfied,
     with_post_filter,
 )
 from berth.core.framework.types import Mask
@@ -74,6 +77,12 @@ class _Filtered:
     failures: list[Failure] = field(default_factory=list)  # every failing group, in filter order
     by_plugin: list[tuple[str, list[Failure]]] = field(default_factory=list)
     stop: Outcome | None = None  # the cycle ended early: an Error or a PreFilter rejection
+    # the nodes the filters passed, whether or not kube evaluates them (a PreFilter's node set left them out)
+    passed: Mask | None = None
+    # the nodes a PreFilter's node set left out (kube never evaluates them), and the plugins that gave sets
+    outside: Mask | None = None
+    with_nodes: frozenset[str] = frozenset()
+    chosen: int | None = None  # the pod's nominated node, where it fits: kube looks no further
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,9 @@ class _DryRun:
 
     def nominated(self, pod: Pod) -> frozenset[str]:
         return frozenset(self.scheduler.nominator.for_pod(pod))
+
+    def nominated_node(self, pod: Pod) -> str:
+        return self.scheduler.nominator.nominated_node(pod)
 
     def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         # a reader without removal_safe is taken as unsafe
@@ -165,13 +177,43 @@ class Scheduler:
         self.observe(plugin, point, time.perf_counter() - start)
         return out
 
-    def find_nodes_that_fit(self, cycle: Cycle, top_nodes: int | None) -> _Filtered:
-        """kube's findNodesThatFitPod: PreFilter, then Filter on every node at once; on nodes with\n        nominated pods, again with them."""
+    def find_nodes_that_fit(self, cycle: Cycle, top_nodes: int | None, nominated_node: str = "") -> _Filtered:
+        """kube's findNodesThatFitPod: PreFilter, then Filter on every node at once; on nodes with
+        nominated pods, again with them. nominated_node: the pod's status.nominatedNodeName; where
+        it passes (with the nominated pods there too) it is `chosen` and no other node is looked at
+        (kube's evaluateNominatedNode, whatever a PreFilter's node set says)."""
         found = self._filter_once(cycle, top_nodes)
+        if found.stop is not None:
+            return found
         nominated = self.nominator.for_pod(cycle.pod)
-        if not nominated or found.stop is not None:
+        if nominated_node:
+            slot = self.state.nodes.slot.get(nominated_node)
+            if slot is not None and found.passed is not None and found.passed[slot]:
+                others = nominated.get(nominated_node)
+                if not others or self._passes_with(cycle, others, slot):
+                    found.chosen = slot
+                    return found
+        if not nominated:
             return found
         return self._with_nominated(cycle, found, nominated)
+
+    def _passes_with(self, cycle: Cycle, pods: list[Pod], slot: int) -> bool:
+        """Whether the node passes the filters with these nominated pods placed on it."""
+        trial = self._trial(cycle, pods, self.state.nodes.names[slot] or "")
+        return trial.stop is None and trial.passed is not None and bool(trial.passed[slot])
+
+    def _trial(self, cycle: Cycle, pods: list[Pod], node: str) -> _Filtered:
+        """PreFilter and Filter again with the nominated pods placed on the node (kube's
+        addGENominatedPods: AddPod for the plugins whose PreFilter did not skip), then undone."""
+        for p in pods:
+            self.state.reserve(Reservation(p, node))
+        try:
+            # a trial state, undone at once: its answers are not worth keeping
+            again = Cycle(cycle.pod, self.state, cycle.now, skip_filter=cycle.skip_filter)
+            return self._filter_once(again, None, keep=False)
+        finally:
+            for p in pods:
+                self.state.release(p.key)
 
     def _with_nominated(self, cycle: Cycle, found: _Filtered, nominated: dict[str, list[Pod]]) -> _Filtered:
         """kube's RunFilterPluginsWithNominatedPods: a node where pods of at least this pod's priority
@@ -183,16 +225,9 @@ class Scheduler:
         extra: list[tuple[str, list[Failure]]] = []
         for node, pods in nominated.items():
             slot = nodes.slot.get(node)
-            if slot is None:
-                continue
-            for p in pods:
-                self.state.reserve(Reservation(p, node))
-            try:
-                # a trial state, undone at once: its answers are not worth keeping
-                trial = self._filter_once(Cycle(cycle.pod, self.state, cycle.now), None, keep=False)
-            finally:
-                for p in pods:
-                    self.state.release(p.key)
+            if slot is None or (found.outside is not None and found.outside[slot]):
+                continue  # kube evaluates only the nodes a PreFilter's node set names
+            trial = self._trial(cycle, pods, node)
             here = np.zeros(n, dtype=bool)
             here[slot] = True
             if trial.stop is not None:
@@ -201,8 +236,10 @@ class Scheduler:
                     return trial
                 failures = [Failure(here, reason, status.code) for reason in status.reasons]
                 extra.append((status.plugin, failures))
-            elif not trial.feasible[slot]:
+            elif trial.passed is not None and not trial.passed[slot]:
                 for name, failing in trial.by_plugin:
+                    if not name:
+                        continue  # a node set's own entry: the node is in the set
                     hits = [Failure(here, f.reason, f.code) for f in failing if f.mask[slot]]
                     if hits:
                         extra.append((name, hits))
@@ -211,7 +248,8 @@ class Scheduler:
             replaced |= here
         if not replaced.any():
             return found
-        out = _Filtered(found.feasible & ~replaced)
+        out = _Filtered(found.feasible & ~replaced, outside=found.outside, with_nodes=found.with_nodes)
+        out.passed = found.passed & ~replaced if found.passed is not None else None
         for name, failing in found.by_plugin:
             kept = [Failure(f.mask & ~replaced, f.reason, f.code) for f in failing]
             kept = [f for f in kept if f.mask.any()]
@@ -222,26 +260,34 @@ class Scheduler:
         return out
 
     def _filter_once(self, cycle: Cycle, top_nodes: int | None, keep: bool = True) -> _Filtered:
-        """PreFilter, then Filter on every node at once (keep: with the kept answers, if any)."""
+        """PreFilter, then Filter on every node at once (keep: with the kept answers, if any). The
+        plugins cycle.skip_filter names (skipped by this cycle's first PreFilter) stay skipped, as
+        kube keeps its SkipFilterPlugins for the whole cycle. A PreFilter's node set (kube's
+        PreFilterResult) leaves the other nodes out: they fail with kube's status for them, first,
+        and berth's own report still lists what the filters say there."""
         pod, nodes = cycle.pod, self.state.nodes
-        skipped: set[str] = set()
+        skipped = set(cycle.skip_filter)
+        names: frozenset[str] | None = None
+        with_nodes: list[str] = []
         for plugin in self.profile.pre_filters:
+            if plugin.name in cycle.skip_filter:
+                continue
             status = self._timed(plugin.name, "PreFilter", plugin.pre_filter, cycle)
             if status.code is Code.ERROR:
                 return _Filtered(nodes.valid, stop=self._error(pod, status.message))
             if status.rejects:
-                message = fit_error(len(nodes), {}, pre_filter=status.message)
-                statuses = NodeToStatus(nodes, everywhere=NodeStatus(plugin.name, status.code, (status.message,)))
-                stop = Outcome(
-                    results.rejected_everywhere(pod, message, status.message, nodes, top_nodes),
-                    None,
-                    frozenset({plugin.name}),
-                    pre_filter_rejected=True,
-                    statuses=statuses,
-                )
-                return _Filtered(nodes.valid, stop=stop)
+                return _Filtered(nodes.valid, stop=self._pre_filter_rejected(pod, status, plugin.name, top_nodes))
             if status.code is Code.SKIP:
                 skipped.add(plugin.name)
+            elif isinstance(status, PreFilterResult):
+                with_nodes.append(plugin.name)
+                names = status.node_names if names is None else names & status.node_names
+                if not names:  # kube: the sets have no node in common
+                    message = disjoint(with_nodes)
+                    rejection = Status(Code.UNRESOLVABLE, message)
+                    stop = self._pre_filter_rejected(pod, rejection, "", top_nodes, frozenset(with_nodes))
+                    return _Filtered(nodes.valid, stop=stop)
+        cycle.skip_filter = frozenset(skipped)
         out = _Filtered(nodes.valid.copy())
         for filt in self.profile.filters:
             if filt.name in skipped:
@@ -260,12 +306,38 @@ class Scheduler:
             if failing:
                 out.failures.extend(failing)
                 out.by_plugin.append((filt.name, failing))
+        out.passed = out.feasible
+        if names is not None:
+            inside = np.zeros(len(nodes.valid), dtype=bool)
+            inside[[slot for name in names if (slot := nodes.slot.get(name)) is not None]] = True
+            outside = nodes.valid & ~inside
+            out.outside, out.with_nodes = outside, frozenset(with_nodes)
+            out.feasible = out.passed & inside
+            if np.count_nonzero(outside):
+                left_out = Failure(outside, unsatisfied(with_nodes), Code.UNRESOLVABLE)
+                out.failures.insert(0, left_out)
+                out.by_plugin.insert(0, ("", [left_out]))
         return out
+
+    def _pre_filter_rejected(
+        self, pod: Pod, status: Status, plugin: str, top_nodes: int | None, rejected_by: frozenset[str] | None = None
+    ) -> Outcome:
+        """A PreFilter turned the pod away: every node gets its status (kube's absent-nodes status)."""
+        nodes = self.state.nodes
+        message = fit_error(len(nodes), {}, pre_filter=status.message)
+        statuses = NodeToStatus(nodes, everywhere=NodeStatus(plugin, status.code, (status.message,)))
+        return Outcome(
+            results.rejected_everywhere(pod, message, status.message, nodes, top_nodes),
+            None,
+            frozenset({plugin}) if rejected_by is None else rejected_by,
+            pre_filter_rejected=True,
+            statuses=statuses,
+        )
 
     def dry_run(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]:
         """PreFilter and Filter of this profile for a cycle, against the state as it is now (for a
         PostFilter that changes the state for the call, as kube's preemption does on a copy)."""
-        trial = Cycle(cycle.pod, self.state, cycle.now)
+        trial = Cycle(cycle.pod, self.state, cycle.now, skip_filter=cycle.skip_filter)
         found = self.find_nodes_that_fit(trial, None)
         if found.stop is not None:
             if found.stop.statuses is not None:
@@ -280,14 +352,18 @@ class Scheduler:
         nodes = self.state.nodes
         if not len(nodes):  # kube's ErrNoNodesAvailable, before PreFilter; any change may help
             return Outcome(results.unschedulable(pod, NO_NODES_AVAILABLE), None)
-        found = self.find_nodes_that_fit(cycle, top_nodes)
+        # kube tries the nominated node first in its own cycles (not the extender's calls)
+        first = self.nominator.nominated_node(pod) if on is None and self._post_filtering else ""
+        found = self.find_nodes_that_fit(cycle, top_nodes, first)
         if found.stop is not None:
             if found.stop.pre_filter_rejected:
                 return self._preempt(cycle, found.stop)
             return found.stop
+        if found.chosen is not None:
+            return self._place(cycle, found.chosen, {first: results.NodeResult(True, [])}, NodeToStatus(nodes), {})
         statuses = NodeToStatus(nodes, found.by_plugin)
-        feasible = found.feasible if on is not None else self._sample(found.feasible)
-        rejected = frozenset(name for name, _ in found.by_plugin)
+        feasible = found.feasible if on is not None else self._sample(found.feasible, found.outside)
+        rejected = frozenset(name for name, _ in found.by_plugin if name) | found.with_nodes
         codes = {f.reason: f.code for f in found.failures}
         scores: dict[str, np.ndarray] = {}
         any_feasible = bool(np.count_nonzero(feasible))
@@ -318,7 +394,18 @@ class Scheduler:
             return self._preempt(cycle, unfit)
         else:
             slot = self.select_host(ranked, key)
-        node = nodes.names[slot] or ""
+        return self._place(cycle, slot, listed, statuses, codes)
+
+    def _place(
+        self,
+        cycle: Cycle,
+        slot: int,
+        listed: dict[str, results.NodeResult],
+        statuses: NodeToStatus,
+        codes: dict[str, Code],
+    ) -> Outcome:
+        """kube's assume and Reserve on the chosen node."""
+        pod, node = cycle.pod, self.state.nodes.names[slot] or ""
         failed = self.reserve(cycle, slot)
         if failed is not None:
             if failed.code is Code.ERROR:
@@ -388,18 +475,21 @@ class Scheduler:
         outcome.decision = d
         return outcome
 
-    def _sample(self, feasible: Mask) -> Mask:
+    def _sample(self, feasible: Mask, outside: Mask | None = None) -> Mask:
         """percentageOfNodesToScore: the first feasible nodes from where the last cycle stopped
-        (berth.core.scheduler.sampling); the others are neither scored nor listed."""
+        (berth.core.scheduler.sampling); the others are neither scored nor listed. outside: the
+        nodes a PreFilter's node set left out; kube searches the others only, and the next search
+        starts as many nodes further on as it looked at."""
         nodes = self.state.nodes
-        k = num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, len(nodes))
-        if k >= len(nodes):  # every node is looked at: the next search starts where this one did
+        slots = np.flatnonzero(nodes.valid if outside is None else nodes.valid & ~outside)
+        k = num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, len(slots))
+        if k >= len(slots):  # every node is looked at: without a node set, the next search starts where this one did
+            if outside is not None and len(nodes):
+                self.next_start = (self.next_start + len(slots)) % len(nodes)
             return feasible
-        slots = np.flatnonzero(nodes.valid)
         order = slots[np.argsort(nodes.name_rank()[slots], kind="stable")]
         kept, processed = first_feasible(feasible, order, self.next_start, k)
-        if len(order):
-            self.next_start = (self.next_start + processed) % len(order)
+        self.next_start = (self.next_start + processed) % len(nodes)
         return kept
 
     def _post_filter(self, cycle: Cycle, statuses: NodeToStatus) -> PostFilterResult | None:
@@ -475,9 +565,20 @@ class Scheduler:
         if post is None:
             return
         if post.nominated_node == "":
-            self.nominator.forget(pod.key)
+            self.nominator.clear(pod.key)
         if post.status.code is not Code.SUCCESS or not post.nominated_node:
             return
+        self.clear_nominations(pod, post.nominated_node, post.victims)
         for victim in post.victims:
             self.state.lift(victim)
         self.nominator.hold(pod, post.nominated_node)
+
+    def clear_nominations(self, preemptor: Pod, node: str, victims: Iterable[str]) -> list[str]:
+        """kube's asynchronous preemption (prepareCandidateAsync, on by default in 1.36): when a
+        victim is not being deleted already, the pods nominated to the node with a priority below
+        the preemptor's lose their nomination (getLowerPriorityNominatedPods); returns them. It does
+        not retry them: kube's status-only update of a pending pod matches no plugin's event."""
+        pods = self.state.pods
+        if all((victim := pods.get(key)) is not None and victim.deleting for key in victims):
+            return []
+        return self.nominator.clear_lower(node, self.state.priority(preemptor))

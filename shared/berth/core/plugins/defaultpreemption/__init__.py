@@ -169,7 +169,7 @@ class DefaultPreemption:
     # ---- PostFilter ------------------------------------------------------------------------------
     def post_filter(self, cycle: fwk.Cycle, statuses: fwk.NodeToStatus, dry_run: fwk.DryRun) -> fwk.PostFilterResult:
         pod = cycle.pod
-        eligible, why = self.eligible(pod, statuses)
+        eligible, why = self.eligible(pod, statuses, dry_run.nominated_node(pod))
         if not eligible:
             return fwk.PostFilterResult(fwk.Status(fwk.Code.UNSCHEDULABLE, f"preemption: {why}", NAME))
         nodes = self.state.nodes
@@ -199,10 +199,12 @@ class DefaultPreemption:
         )
 
     # ---- eligibility (PodEligibleToPreemptOthers) ----------------------------------------------
-    def eligible(self, pod: Pod, statuses: fwk.NodeToStatus | None) -> tuple[bool, str]:
+    def eligible(self, pod: Pod, statuses: fwk.NodeToStatus | None, nominated: str | None = None) -> tuple[bool, str]:
+        """nominated: the pod's nominated node as kube's latest object of it says (None: the pod's own)."""
         if self.state.preemption_policy(pod) == NEVER:
             return False, NOT_ELIGIBLE_NEVER
-        nominated = pod.nominated_node
+        if nominated is None:
+            nominated = pod.nominated_node
         if not nominated:
             return True, ""
         status = None if statuses is None else statuses.get(nominated)
