@@ -354,21 +354,24 @@ async def following(
     client: KubeClient, handle: Callable[[Event], Awaitable[None]], kinds: Iterable[Kind] = KINDS
 ) -> AsyncIterator[Watcher]:
     """berth's watcher, watching, hands each event to `handle` as a consumer decodes it off the bus (encoded,
-    then parsed), in order. What `handle` raises is raised here at the end."""
+    then parsed), in order. At the end an event in hand is handled to its end (a bind under way finishes,
+    as a service stopping on a signal finishes its batch), then the watch stops. What `handle` raises is
+    raised here at the end."""
     watcher = Watcher(client, kinds)
+    busy = asyncio.Lock()
 
     async def run() -> None:
         async with contextlib.aclosing(watcher.events()) as events:
             async for ev in events:
-                await handle(parse_event(encode_event(ev)))
+                async with busy:
+                    await handle(parse_event(encode_event(ev)))
 
     task = asyncio.create_task(run(), name="following")
     try:
         yield watcher
     finally:
-        if task.done() and not task.cancelled() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
-        task.cancel()
+        async with busy:
+            task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
 

@@ -200,7 +200,7 @@ async def test_a_410_after_etcd_compaction_relists_and_misses_nothing(
     try:
         with caplog.at_level(logging.INFO, logger="berth.watcher"):
             async with asyncio.timeout(30):
-                while service.published < 3:
+                while service.published < 5:  # the three templates, between the BOOKMARKs marking the list
                     await asyncio.sleep(0.02)
                 gate.closed = True
                 await gate.waiting.wait()  # the watch ended quietly: the watcher waits to reconnect
@@ -223,7 +223,8 @@ async def test_a_410_after_etcd_compaction_relists_and_misses_nothing(
         await client.close()
     assert any("relisting" in r.getMessage() and "410" in r.getMessage() for r in caplog.records), caplog.text
     events = [parse_event(line) for line in record.read_bytes().splitlines()]
-    after = [(e.type, e.key.decode().rsplit("/", 1)[1]) for e in events[3:]]
+    assert [e.type for e in events[:5:4]] == ["BOOKMARK", "BOOKMARK"]  # the first list, marked
+    after = [(e.type, e.key.decode().rsplit("/", 1)[1]) for e in events[5:]]
     assert sorted(after) == [("ADDED", "new"), ("DELETED", "drop"), ("MODIFIED", "change")]  # each once
     fresh = {
         k: v for k, v in held_in_fresh_list(control_plane, tmp_path).items() if k.startswith(f"PodTemplate/{kube.ns}/")

@@ -443,9 +443,12 @@ class Watcher:
             for i, kw in enumerate(self.kinds)
         ]
         running = len(tasks)
+        # the kinds being listed, for consumers to decide nothing until each list's end; made first, sent
+        # with the first event (no record is started for a server that never answers)
+        begin: WatchEvent | None = self.stamp(
+            "BOOKMARK", begin_marker([(k.kind.group, k.kind.kind) for k in self.kinds])
+        )
         try:
-            # the kinds about to be listed: a consumer decides nothing until each list's end is marked
-            yield self.stamp("BOOKMARK", begin_marker([(kw.kind.group, kw.kind.kind) for kw in self.kinds]))
             while running:
                 item = await self._queue.get()
                 if item is None:
@@ -453,6 +456,9 @@ class Watcher:
                 elif isinstance(item, BaseException):
                     raise item
                 else:
+                    if begin is not None:
+                        yield begin
+                        begin = None
                     yield item
         finally:
             for t in tasks:
