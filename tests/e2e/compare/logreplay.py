@@ -86,13 +86,15 @@ def deleting(event: dict[str, Any]) -> bool:
 
 def manifest(obj: dict[str, Any]) -> dict[str, Any]:
     """The object as a client would create it: no status or server-set metadata; a pod's priority left to
-    admission (which resolves it from priorityClassName, and refuses a pod that sets both differently)."""
+    admission (which resolves it from priorityClassName, and refuses a pod that sets both differently), and
+    no finalizers on a pod (the Job controller that would remove batch.kubernetes.io/job-tracking does not run)."""
     out = copy.deepcopy(obj)
     out.pop("status", None)
     for name in SERVER_SET:
         out["metadata"].pop(name, None)
     if out.get("kind") == "Pod":
         out["spec"].pop("priority", None)
+        out["metadata"].pop("finalizers", None)
     return out
 
 
@@ -172,30 +174,30 @@ class LogReplay:
 
     def run(self, events: list[dict[str, Any]]) -> list[Placement]:
         for position, event in enumerate(events, 1):
-            self.apply(position, event)
-            if self.held:
+            if self.apply(position, event) and self.held:
                 self.settle()
         self.settle()
         self.final_look()
         return list(self.placements.values())
 
-    def apply(self, position: int, event: dict[str, Any]) -> None:
+    def apply(self, position: int, event: dict[str, Any]) -> bool:
+        """Apply one event; False when it was skipped."""
         obj, kind, type_ = event["object"], event["object"].get("kind", ""), event["type"]
-        if kind not in KINDS and kind != "Namespace":
+        known = kind in KINDS or kind == "Namespace"
+        if not known or (type_ not in ("ADDED", "DELETED") and not deleting(event)):
             self.skipped[f"{kind} {type_}"] += 1
-            return
+            return False
         if kind == "Namespace":
             self.namespace(obj["metadata"]["name"])
         elif deleting(event) and kind in ("Pod", "PersistentVolumeClaim"):
             self.delete_pod(obj) if kind == "Pod" else self.delete_claim(obj)
         elif type_ == "DELETED":
             self.api.delete(self.obj_path(obj))
-        elif type_ != "ADDED":
-            self.skipped[f"{kind} {type_}"] += 1
         elif kind == "Pod" and not obj["spec"].get("nodeName"):
             self.schedule(position, obj)
         else:
             self.create(obj)
+        return True
 
     def namespace(self, name: str) -> None:
         if name in self.namespaces:
