@@ -5,9 +5,9 @@ controller) or marks it Unschedulable before the next event is applied, so kube 
 What is applied: Namespaces (made on first use), Nodes (as API objects, with the log's status), StorageClasses,
 CSI objects, PriorityClasses, PVs, PVCs, Services, ReplicaSets and StatefulSets (kube-scheduler reads them for
 its default spreading; no workload controller runs, so they make no pods), PodDisruptionBudgets and Pods.
-Pods with a node in the log are created on it; a deleting or deleted Pod or PVC is deleted. Every other kind
-(NodeMetrics, CapacityBuffers, Deployments, Jobs, ResourceQuotas, ...) and every other update is skipped and
-counted. When a bound claim is deleted, the PV is wiped and offered again as it was in the log, as the local
+Pods with a node in the log are created on it; a deleting or deleted object is deleted. Every other kind
+(NodeMetrics, CapacityBuffers, Deployments, Jobs, ResourceQuotas, ...) and every other update (status, replica
+counts; a Namespace's deletion) is skipped and counted. When a bound claim is deleted, the PV is wiped and offered again as it was in the log, as the local
 static provisioner does (and as berth's replay frees a PV when the pod that reserved it goes).
 
 Between events, pods kube-scheduler still holds (Unschedulable, retried when a change may help them) get their
@@ -22,6 +22,7 @@ import gzip
 import json
 import ssl
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -123,8 +124,6 @@ class Queue:
 
 def scheduler_queue(plane: ControlPlane, context: ssl.SSLContext) -> Queue:
     """kube-scheduler's scheduler_pending_pods gauge, read from its /metrics as the admin user."""
-    import urllib.request
-
     url = f"https://127.0.0.1:{plane.ports['scheduler']}/metrics"
     with urllib.request.urlopen(url, context=context, timeout=10) as resp:
         text = resp.read().decode()
@@ -183,15 +182,17 @@ class LogReplay:
     def apply(self, position: int, event: dict[str, Any]) -> bool:
         """Apply one event; False when it was skipped."""
         obj, kind, type_ = event["object"], event["object"].get("kind", ""), event["type"]
-        known = kind in KINDS or kind == "Namespace"
-        if not known or (type_ not in ("ADDED", "DELETED") and not deleting(event)):
+        if kind == "Namespace" and type_ == "ADDED":
+            self.namespace(obj["metadata"]["name"])
+            return True
+        if kind not in KINDS or (type_ != "ADDED" and not deleting(event)):
             self.skipped[f"{kind} {type_}"] += 1
             return False
-        if kind == "Namespace":
-            self.namespace(obj["metadata"]["name"])
-        elif deleting(event) and kind in ("Pod", "PersistentVolumeClaim"):
-            self.delete_pod(obj) if kind == "Pod" else self.delete_claim(obj)
-        elif type_ == "DELETED":
+        if kind == "Pod" and deleting(event):
+            self.delete_pod(obj)
+        elif kind == "PersistentVolumeClaim" and deleting(event):
+            self.delete_claim(obj)
+        elif deleting(event):
             self.api.delete(self.obj_path(obj))
         elif kind == "Pod" and not obj["spec"].get("nodeName"):
             self.schedule(position, obj)
