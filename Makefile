@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 SNAPSHOT ?= tests/data/snapshots/local-pvs.yaml
 
 .DEFAULT_GOAL := help
-.PHONY: help venv servers lint test unit e2e compare-kube fuzz bench demo evaluate lock clean up down
+.PHONY: help venv servers lint test unit e2e compare-kube demo-kube fuzz bench demo evaluate lock clean up down
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -52,6 +52,11 @@ e2e: $(STAMP) servers ## Only the e2e tests, on a real Kubernetes control plane 
 N ?= 220
 compare-kube: $(STAMP) ## berth against the real kube-scheduler 1.36, side by side (N=generated pods, SEED=...)
 	$(WITH_KUBE) COMPARE_ALL=1 $(if $(N),COMPARE_PODS=$(N)) $(if $(SEED),COMPARE_SEED=$(SEED)) $(BIN)/pytest -m e2e tests/e2e/test_compare_kube.py
+
+# The demo's story against kube (docs/volume-binding.md): the sample log replayed through kube-scheduler 1.36 with
+# StorageCapacityScoring off, on with kube's shape, on with KEP-1845's, next to berth replay (PODS=N: a slice).
+demo-kube: $(STAMP) ## The sample log through the real kube-scheduler 1.36 and berth, VolumeBinding's settings side by side
+	$(WITH_KUBE) nice $(BIN)/python -m tests.e2e.compare.demo_story $(if $(PODS),--pods $(PODS)) --out out/demo-kube
 
 fuzz: $(STAMP) ## The fuzz tests with many more mutated inputs than make test runs (HYPOTHESIS_PROFILE=fuzz)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider tests/fuzz

@@ -28,7 +28,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -329,6 +329,7 @@ class ControlPlane:
     assets: Path
     workdir: Path
     scheduler_config: Mapping[str, Any] | None = None
+    scheduler_flags: tuple[str, ...] = ()  # more kube-scheduler flags, e.g. --feature-gates=...
     ports: dict[str, int] = field(default_factory=dict)
     processes: dict[str, Process] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)  # seconds
@@ -474,7 +475,7 @@ class ControlPlane:
             f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
             "--bind-address=127.0.0.1", f"--secure-port={self.ports['scheduler']}",
             f"--cert-dir={self.workdir / 'certs'}",
-            "--v=2",
+            "--v=2", *self.scheduler_flags,
         ]  # fmt: skip
         self.processes["kube-scheduler"] = Process("kube-scheduler", args, self.workdir / "logs" / "kube-scheduler.log")
 
@@ -573,9 +574,11 @@ def _kubectl() -> str:
     return found
 
 
-def start_control_plane(assets: Path, scheduler_config: Mapping[str, Any] | None = None) -> ControlPlane:
+def start_control_plane(
+    assets: Path, scheduler_config: Mapping[str, Any] | None = None, scheduler_flags: Sequence[str] = ()
+) -> ControlPlane:
     """Start one (a few seconds); stop() it. On a failed start every process started is stopped again."""
-    plane = ControlPlane(assets, Path(tempfile.mkdtemp(prefix="berth-kube-")), scheduler_config)
+    plane = ControlPlane(assets, Path(tempfile.mkdtemp(prefix="berth-kube-")), scheduler_config, tuple(scheduler_flags))
     try:
         plane.start()
     except BaseException:
