@@ -3,7 +3,7 @@ in-memory twins for the embedded pipeline; both pass the same contract tests (te
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Protocol
 
 import msgspec
@@ -73,6 +73,11 @@ class Bus(Protocol):
     async def records(self, topic: str) -> list[Message]:
         """Every message of a topic up to its end now, in partition order (what the scorer
         recovers its dedup marks from when Redis lost them)."""
+        ...
+
+    def tail(self, topic: str) -> AsyncGenerator[Message, None]:
+        """Every message of a topic from its beginning, then each new one as it comes, without a
+        group (nothing committed; `berth decisions --follow`). Runs until closed."""
         ...
 
     async def stop(self) -> None: ...

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 
 import pytest
@@ -122,3 +124,23 @@ async def test_records_are_every_message_so_far_in_partition_order(bus: Bus) -> 
     await bus.send(t, bytes([8]), keys[0])
     await bus.flush()
     assert len(await bus.records(t)) == 9
+
+
+@pytest.mark.asyncio
+async def test_tail_gives_what_is_there_then_what_comes(bus: Bus) -> None:
+    t = topic()
+    await bus.create_topics({t: 2})
+    for i in range(4):
+        await bus.send(t, bytes([i]), f"k{i}".encode())
+    await bus.flush()
+    got: list[bytes] = []
+    async with asyncio.timeout(30), contextlib.aclosing(bus.tail(t)) as tail:
+        async for m in tail:
+            got.append(m.value)
+            if len(got) == 4:
+                await bus.send(t, b"\x09", b"k0")  # sent while tailing: it comes too
+                await bus.flush()
+            if len(got) == 5:
+                break
+    assert sorted(got[:4]) == [bytes([i]) for i in range(4)] and got[4] == b"\x09"
+    assert len(await drain(bus, [t], "nobody-committed-for-tail", 5)) == 5  # tail joined no group

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -103,14 +103,36 @@ class KafkaBus:
     async def history(self, topic: str, group: str, start: Mapping[int, int] | None = None) -> list[Message]:
         return await self._read(topic, await self.committed_offsets(topic, group), start)
 
-    async def records(self, topic: str) -> list[Message]:
+    async def _partitions(self, topic: str) -> list[int]:
         admin = AIOKafkaAdminClient(**self._common())
         await admin.start()
         try:
             meta = await admin.describe_topics([topic])
-            partitions = sorted(p["partition"] for p in meta[0]["partitions"]) if meta else []
+            return sorted(p["partition"] for p in meta[0]["partitions"]) if meta else []
         finally:
             await admin.close()
+
+    async def tail(self, topic: str) -> AsyncGenerator[Message, None]:
+        partitions = await self._partitions(topic)
+        while not partitions:  # not created yet: it will be, by the first service to start
+            await asyncio.sleep(1)
+            partitions = await self._partitions(topic)
+        tps = [TopicPartition(topic, p) for p in partitions]
+        reader = AIOKafkaConsumer(group_id=None, enable_auto_commit=False, **self._common())
+        await reader.start()
+        try:
+            reader.assign(tps)
+            await reader.seek_to_beginning(*tps)
+            while True:
+                batches = await reader.getmany(*tps, timeout_ms=500, max_records=5000)
+                for tp in sorted(batches, key=lambda tp: tp.partition):
+                    for r in batches[tp]:
+                        yield Message(r.topic, r.partition, r.offset, r.key, r.value)
+        finally:
+            await reader.stop()
+
+    async def records(self, topic: str) -> list[Message]:
+        partitions = await self._partitions(topic)
         out: list[Message] = []
         if not partitions:
             return out

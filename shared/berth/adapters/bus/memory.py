@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 
 from berth.core.api.watch import Event
 from berth.core.ports import Message
@@ -78,6 +78,16 @@ class MemoryBus:
 
     async def records(self, topic: str) -> list[Message]:
         return [m for p, log in enumerate(self.topics.get(topic, [])) for m in log[self.forgotten.get((topic, p), 0) :]]
+
+    async def tail(self, topic: str) -> AsyncGenerator[Message, None]:
+        read: dict[int, int] = {}
+        while True:
+            for p, log in enumerate(self.topics.get(topic, [])):
+                read[p] = max(read.get(p, 0), self.forgotten.get((topic, p), 0))
+                while read[p] < len(log):  # what is sent meanwhile comes too
+                    read[p] += 1
+                    yield log[read[p] - 1]
+            await asyncio.sleep(0.02)
 
     def forget(self, topic: str, groups: Iterable[str]) -> None:
         """Drop the messages of `topic` that every one of `groups` has committed, as a broker's
