@@ -85,6 +85,14 @@ KINDS: dict[tuple[str, str], Kind] = {
         _kind("storage.k8s.io", "StorageClass", wc.StorageClass, core.storage_class, "storageclasses", cluster=True),
         _kind("storage.k8s.io", "CSIDriver", wc.CSIDriver, core.csi_driver, "csidrivers", cluster=True),
         _kind("storage.k8s.io", "CSINode", wc.CSINode, core.csi_node, "csinodes", cluster=True),  # NodeVolumeLimits
+        _kind(
+            "storage.k8s.io",
+            "VolumeAttachment",
+            wc.VolumeAttachment,
+            core.volume_attachment,
+            "volumeattachments",
+            cluster=True,
+        ),  # NodeVolumeLimits
         _kind("", "Node", wc.Node, core.node, "nodes", cluster=True),
         _kind("", "Namespace", wc.Namespace, core.namespace, "namespaces", cluster=True),  # namespaceSelector
         _kind(

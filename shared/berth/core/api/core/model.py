@@ -316,6 +316,17 @@ class CSINode(msgspec.Struct, frozen=True, gc=False):
     limits: dict[str, int] = {}
 
 
+class VolumeAttachment(msgspec.Struct, frozen=True, gc=False):
+    """A volume the attach/detach controller attaches to a node: `attacher` (the CSI driver), the node
+    and the PersistentVolume it attaches (spec.source.persistentVolumeName; "" for an inline spec)."""
+
+    name: str
+    resource_version: str = ""
+    attacher: str = ""
+    node_name: str = ""
+    pv_name: str = ""
+
+
 class ScopeRequirement(msgspec.Struct, frozen=True, gc=False):
     scope_name: str
     operator: str

@@ -34,6 +34,7 @@ from berth.core.api.core.model import (
     StorageClass,
     Taint,
     Toleration,
+    VolumeAttachment,
 )
 from berth.core.api.core.resources import pod_amounts
 from berth.core.api.meta import wire as w
@@ -606,6 +607,19 @@ def csi_node(v: wc.CSINode) -> CSINode:
             for d in drivers
             if d.allocatable is not None and d.allocatable.count is not None
         },
+    )
+
+
+def volume_attachment(v: wc.VolumeAttachment) -> VolumeAttachment:
+    meta = v.metadata or EMPTY_META
+    spec = v.spec or wc.VolumeAttachmentSpec()
+    source = spec.source
+    return VolumeAttachment(
+        name=name_of(meta),
+        resource_version=meta.resource_version or "",
+        attacher=spec.attacher or "",
+        node_name=spec.node_name or "",
+        pv_name=(source.persistent_volume_name or "") if source is not None else "",
     )
 
 

@@ -1,5 +1,5 @@
 """Core Kubernetes kinds: Pod, Node, PersistentVolume(Claim), StorageClass, CSIDriver, CSIStorageCapacity, CSINode,
-Namespace, Service."""
+VolumeAttachment, Namespace, Service."""
 
 # ---- Pod ----
 from __future__ import annotations
@@ -347,6 +347,23 @@ class CSINodeSpec(Wire, frozen=True):
 
 class CSINode(Object, frozen=True):
     spec: CSINodeSpec | None = None
+
+
+# ---- VolumeAttachment (NodeVolumeLimits counts the node's attachments, kube 1.32+) ----
+
+
+class VolumeAttachmentSource(Wire, frozen=True):
+    persistent_volume_name: str | None = None
+
+
+class VolumeAttachmentSpec(Wire, frozen=True):
+    attacher: str | None = None
+    node_name: str | None = None
+    source: VolumeAttachmentSource | None = None
+
+
+class VolumeAttachment(Object, frozen=True):
+    spec: VolumeAttachmentSpec | None = None
 
 
 class ScopeRequirement(Wire, frozen=True):
