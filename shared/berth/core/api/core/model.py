@@ -126,6 +126,8 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # the spec's own requests when an in-place resize makes `requests` differ from them (Koordinator's
     # estimator reads these); None when they are `requests`
     spec_requests: ResourceList | None = None
+    # spec.resourceClaims' names: dynamic resource allocation, which berth does not model (DynamicResources)
+    resource_claims: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _set(self, "key", _intern(f"{self.namespace}/{self.name}"))

@@ -177,7 +177,7 @@ positional(
     "deleting", "node_name", "phase", "scheduler_name", "priority", "priority_class_name", "node_selector",
     "affinity", "tolerations", "volumes", "requests", "limits", "conditions", "pod_affinity", "spread",
     "nonzero_requests", "preferred_affinity", "host_ports", "inline_disks", "images", "preemption_policy",
-    "start_time", "nominated_node", "inline_csi", "scheduling_gates", "key", "spec_requests",
+    "start_time", "nominated_node", "inline_csi", "scheduling_gates", "key", "spec_requests", "resource_claims",
 )  # fmt: skip
 positional(PodVolume, "name", "claim_name", "ephemeral")
 positional(Requirement, "key", "operator", "values")
@@ -225,7 +225,7 @@ def pod(v: wc.Pod) -> Pod:
         started = moment(status.start_time)
     except Bad as e:
         raise e.under("status.startTime") from None
-    gates = spec.scheduling_gates
+    gates, claims = spec.scheduling_gates, spec.resource_claims
     return Pod(
         _intern(meta.namespace or "default"),
         name,
@@ -262,6 +262,7 @@ def pod(v: wc.Pod) -> Pod:
         tuple(g.name or "" for g in gates) if gates else (),  # scheduling_gates
         "",  # key: the model sets it from namespace and name
         spec_requests,
+        tuple(c.name or "" for c in claims) if claims else (),  # resource_claims
     )
 
 

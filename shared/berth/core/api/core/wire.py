@@ -138,6 +138,10 @@ class SchedulingGate(Wire, frozen=True):
     name: str | None = None
 
 
+class PodResourceClaim(Wire, frozen=True):
+    name: str | None = None
+
+
 class PodSpec(Wire, frozen=True):
     node_name: str | None = None
     scheduler_name: str | None = None
@@ -154,6 +158,7 @@ class PodSpec(Wire, frozen=True):
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
     preemption_policy: str | None = None
     scheduling_gates: list[SchedulingGate] | None = None
+    resource_claims: list[PodResourceClaim] | None = None
 
 
 class PodCondition(Wire, frozen=True):
