@@ -25,8 +25,8 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from berth_cli.main import main
 from berth.core.api.kinds import KINDS
+from berth_cli.main import main
 from tests.fuzz.mutations import META_FIELDS, META_RAW, RAW, Mutation, apply_json, apply_yaml, paths
 
 ROOT = Path(__file__).parents[2]
