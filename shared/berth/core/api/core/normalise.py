@@ -295,6 +295,15 @@ def node(v: wc.Node) -> Node:
 _STORAGE: dict[object, int] = {}  # sizes repeat (10Gi, 100Gi, 1Ti): parsed once, a bounded cache
 
 
+def size(q: wc.Quantity, path: str) -> int:
+    """A storage size: any quantity, compared exactly (Quantity.Cmp), but not below 0, which the API server
+    rejects (ValidateNonnegativeQuantity)."""
+    n = nanos(q, path, bounded=False)
+    if n < 0:
+        raise Bad(path, f"{q!r} must be greater than or equal to 0")
+    return n
+
+
 def _storage(v: wc.Storage | None, at: str) -> int | None:
     if v is None:
         return None
@@ -303,7 +312,7 @@ def _storage(v: wc.Storage | None, at: str) -> int | None:
         return None
     n = _STORAGE.get(q)
     if n is None:
-        n = nanos(q, f"{at}.storage", bounded=False)  # a size: any, compared exactly (Quantity.Cmp)
+        n = size(q, f"{at}.storage")
         if len(_STORAGE) >= 4096:
             _STORAGE.clear()
         _STORAGE[q] = n
@@ -509,10 +518,10 @@ def csi_capacity(v: wc.CSIStorageCapacity) -> CSIStorageCapacity:
         name=name_of(meta),
         resource_version=meta.resource_version or "",
         storage_class=v.storage_class_name or "",
-        capacity=None if v.capacity is None else nanos(v.capacity, "capacity", bounded=False),
+        capacity=None if v.capacity is None else size(v.capacity, "capacity"),
         maximum_volume_size=None
         if v.maximum_volume_size is None
-        else nanos(v.maximum_volume_size, "maximumVolumeSize", bounded=False),
+        else size(v.maximum_volume_size, "maximumVolumeSize"),
         node_topology=None if v.node_topology is None else label_selector(v.node_topology),
     )
 
