@@ -519,9 +519,7 @@ def csi_capacity(v: wc.CSIStorageCapacity) -> CSIStorageCapacity:
         resource_version=meta.resource_version or "",
         storage_class=v.storage_class_name or "",
         capacity=None if v.capacity is None else size(v.capacity, "capacity"),
-        maximum_volume_size=None
-        if v.maximum_volume_size is None
-        else size(v.maximum_volume_size, "maximumVolumeSize"),
+        maximum_volume_size=None if v.maximum_volume_size is None else size(v.maximum_volume_size, "maximumVolumeSize"),
         node_topology=None if v.node_topology is None else label_selector(v.node_topology),
     )
 
