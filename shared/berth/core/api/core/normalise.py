@@ -295,7 +295,7 @@ def node(v: wc.Node) -> Node:
 _STORAGE: dict[object, int] = {}  # sizes repeat (10Gi, 100Gi, 1Ti): parsed once, a bounded cache
 
 
-def size(q: wc.Quantity, path: str) -> int:
+def size(q: w.Quantity, path: str) -> int:
     """A storage size: any quantity, compared exactly (Quantity.Cmp), but not below 0, which the API server
     rejects (ValidateNonnegativeQuantity)."""
     n = nanos(q, path, bounded=False)
