@@ -204,6 +204,17 @@ def csi_node(name: str, **drivers: int | None) -> dict[str, Any]:
     }
 
 
+def volume_attachment(name: str, node: str, attacher: str, pv: str = "") -> dict[str, Any]:
+    """A VolumeAttachment of PersistentVolume pv to the node by the attacher (no pv: an empty source)."""
+    source = {"persistentVolumeName": pv} if pv else {}
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "VolumeAttachment",
+        "metadata": {"name": name},
+        "spec": {"attacher": attacher, "nodeName": node, "source": source},
+    }
+
+
 def six_plugin_profile(**args: dict[str, Any]) -> dict[str, Any]:
     """berth's profile before it became kube's (examples/six-plugin-profile.yaml), with these plugin args."""
     path = Path(__file__).parent.parent / "examples" / "six-plugin-profile.yaml"

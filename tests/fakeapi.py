@@ -71,6 +71,7 @@ BUILTIN = [
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
     ("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
     ("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+    ("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False),
     ("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
     ("apps", "v1", "deployments", "Deployment", True),
     ("apps", "v1", "replicasets", "ReplicaSet", True),

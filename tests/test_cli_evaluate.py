@@ -181,6 +181,24 @@ SNAPSHOTS = [
         _TEXT.replace("2026-11-01T10:00:00Z", "0001-01-01T00:00:00+01:00", 1),
         "outside years 0001..9999",
     ),
+    (  # it crashed the PV index (an int64 array); the API server rejects a negative size
+        "a PV capacity of -1e30",
+        "s.yaml",
+        _TEXT.replace("storage: 1Ti", "storage: '-1e30'", 1),
+        "spec.capacity.storage: '-1e30' must be greater than or equal to 0",
+    ),
+    (  # issue 34: it crashed newer() (Python's int-string limit)
+        "a resourceVersion of 5,002 digits",
+        "s.yaml",
+        _TEXT.replace("resourceVersion: '100'", "resourceVersion: '1" + "0" * 5001 + "'", 1),
+        "Node node-a: metadata.resourceVersion: '10000000000000000000'... (5,002 characters) is not a decimal uint64",
+    ),
+    (
+        "a resourceVersion that is not a number",
+        "s.yaml",
+        _TEXT.replace("resourceVersion: '100'", "resourceVersion: v100", 1),
+        "Node node-a: metadata.resourceVersion: 'v100' is not a decimal uint64",
+    ),
 ]
 
 

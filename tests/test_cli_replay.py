@@ -354,16 +354,33 @@ def test_a_bug_in_the_engine_ends_the_replay(
         replay(capsys, LOCAL, "--decisions", str(tmp_path / "d.jsonl"))
 
 
-def test_a_resource_version_of_unicode_digits_is_opaque(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """issue 20: `int()` took some Unicode digits and not others; kube's resourceVersion is opaque."""
+def test_a_resource_version_that_is_not_a_decimal_uint64_rejects_its_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """issue 20: `int()` took some Unicode digits and not others. issue 34: a resourceVersion the API server
+    could not have written (ParseResourceVersion: a decimal uint64) rejects its line, and the others decide
+    as before; a 5,002-digit one crashed `newer`."""
     lines = Path(LOCAL).read_text().splitlines()
-    odd = [line.replace('"resourceVersion":"', '"resourceVersion":"\u00b2', 1) for line in lines]
-    assert odd != lines
-    path = tmp_path / "odd.jsonl"
-    path.write_text("\n".join(odd) + "\n")
-    code, _, err = replay(capsys, str(path), "--decisions", str(tmp_path / "d.jsonl"))
-    assert code == 0, err
-    assert (tmp_path / "d.jsonl").read_text().count("Scheduled") > 0
+    marked = [i for i, line in enumerate(lines) if '"name":"pv-a-1t","resourceVersion":"' in line]
+    marked += [i for i, line in enumerate(lines) if '"name":"node-c","resourceVersion":"' in line]
+    assert len(marked) == 2
+    odd = list(lines)
+    odd[marked[0]] = odd[marked[0]].replace('"resourceVersion":"', '"resourceVersion":"\u00b2', 1)
+    odd[marked[1]] = odd[marked[1]].replace('"resourceVersion":"', '"resourceVersion":"1' + "0" * 5001, 1)
+    blanked = ["" if i in marked else line for i, line in enumerate(lines)]
+    got = {}
+    for name, text in (("odd", odd), ("blanked", blanked)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("\n".join(text) + "\n")
+        code, _, err = replay(capsys, str(path), "--decisions", str(tmp_path / f"{name}.d.jsonl"),
+                              "--rejects", str(tmp_path / f"{name}.r.jsonl"))  # fmt: skip
+        assert code == 0, err
+        got[name] = (tmp_path / f"{name}.d.jsonl").read_text()
+    rejects = [json.loads(r) for r in (tmp_path / "odd.r.jsonl").read_text().splitlines()]
+    ours = [r for r in rejects if "metadata.resourceVersion" in r["reason"]]  # the log has bad lines of its own
+    assert [r["line"] for r in ours] == sorted(i + 1 for i in marked)
+    assert len(rejects) - len(ours) == len((tmp_path / "blanked.r.jsonl").read_text().splitlines())
+    assert got["odd"] == got["blanked"] and got["odd"].count("Scheduled") > 0
 
 
 @pytest.mark.parametrize("value", ["1e-300", "0.0001", "1e7", "nan"])
@@ -383,3 +400,29 @@ def test_diff_covers_every_run_against_the_first() -> None:
     assert [d["pod"] for d in diff] == ["p1", "p2"]
     assert [r["label"] for r in diff[0]["runs"]] == ["default", "b", "c"]
     assert diff[0]["runs"][2] == {"label": "c", "node": "n3", "pvs": ["pv"]}
+
+
+def test_a_pod_with_resource_claims_is_an_error_in_the_summary(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """issue 34: dynamic resource allocation is not modelled: the pod's decision is an Error, counted as such
+    (never a placement), its message in the table's Decisions section."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}  # fmt: skip
+
+    def pod(name: str, **spec: object) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "x"}], **spec}}  # fmt: skip
+
+    objs = [node, pod("gpu", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "t"}]), pod("plain")]
+    log = tmp_path / "dra.jsonl"
+    log.write_text("".join(json.dumps({"ts": f"2026-01-01T00:00:0{i}Z", "type": "ADDED", "object": o}) + "\n"
+                           for i, o in enumerate(objs)))  # fmt: skip
+    summary, decisions = tmp_path / "s.json", tmp_path / "d.jsonl"
+    code, out, err = replay(capsys, str(log), "--summary", str(summary), "--decisions", str(decisions))
+    assert code == 0, err
+    got = {d["pod"]: (d["status"], d["node"]) for d in lines(decisions) if d["kind"] == "Decision"}
+    assert got == {"default/gpu": ("Error", None), "default/plain": ("Scheduled", "n1")}
+    run = json.loads(summary.read_text())["runs"][0]
+    assert (run["podsErrorAtEnd"], run["podsUnschedulableAtEnd"], run["podsScheduled"]) == (1, 0, 1)
+    assert "pods Error" in out and "dynamic resource allocation is not modelled" in out

@@ -70,6 +70,7 @@ def summary_json(runs: list[RunStats]) -> dict[str, Any]:
                 "podsNeverScheduled": o.never_scheduled,
                 "podsUnschedulableAtEnd": o.pods_unschedulable_at_end,
                 "unschedulableAtEndByReason": o.unschedulable_at_end,
+                "podsErrorAtEnd": o.pods_error_at_end,
                 "pvsChosen": o.pvs_chosen,
                 "pvBytesRequested": o.pv_bytes_requested,
                 "pvBytesWasted": o.pv_bytes_wasted,

@@ -91,6 +91,13 @@ def behind(engine: ScorerEngine, pod: Pod, names: list[str]) -> str | None:
     return f"berth has not seen {', '.join(missing[:3])}{more} yet (its watch is behind)"
 
 
+def kube_allocates_claims(pod: Pod) -> Pod:
+    """The pod as berth decides it for the extender: kube-scheduler, which calls the extender, allocates
+    the pod's ResourceClaims itself (its DynamicResources), so berth answers for the rest rather than
+    failing the pod with "dynamic resource allocation is not modelled"."""
+    return msgspec.structs.replace(pod, resource_claims=()) if pod.resource_claims else pod
+
+
 def filter_nodes(engine: ScorerEngine, args: ExtenderArgs) -> ExtenderFilterResult:
     """Which of the nodes sent the pod fits on, and why not on the others."""
     try:
@@ -101,7 +108,7 @@ def filter_nodes(engine: ScorerEngine, args: ExtenderArgs) -> ExtenderFilterResu
     lag = behind(engine, pod, names)
     if lag is not None:
         return ExtenderFilterResult(error=f"berth: {lag}")
-    outcome = engine.evaluate(pod)
+    outcome = engine.evaluate(kube_allocates_claims(pod))
     d = outcome.decision
     if d.status == "Error":
         return ExtenderFilterResult(error=f"berth: {d.message}")
@@ -172,7 +179,7 @@ def prioritize(engine: ScorerEngine, args: ExtenderArgs, plugins: tuple[str, ...
     lag = behind(engine, pod, names)
     if lag is not None:
         raise Lagging(lag)
-    outcome = engine.evaluate(pod)
+    outcome = engine.evaluate(kube_allocates_claims(pod))
     weights = extra_weights(engine, plugins)
     out = []
     for name in names:

@@ -17,7 +17,19 @@ from berth.core.api.kinds import KINDS, convert, convert_as, decode, kind_key
 from berth.core.api.meta.selectors import LabelSelector, NodeSelector, NodeSelectorTerm, Requirement
 from berth.core.api.watch import WatchEvent, encode_event, parse_event
 from berth.core.errors import InputError
-from tests.builders import HOST, ZONE, csi_capacity, csi_driver, csi_node, node, pod, pv, pvc, storage_class
+from tests.builders import (
+    HOST,
+    ZONE,
+    csi_capacity,
+    csi_driver,
+    csi_node,
+    node,
+    pod,
+    pv,
+    pvc,
+    storage_class,
+    volume_attachment,
+)
 from tests.controllers.capacitybuffer.builders import buffer, pod_template, quota, workload
 from tests.plugins.defaultpreemption.helpers import pdb, priority_class
 from tests.plugins.interpod.builders import anti_affinity, namespace, service, spread
@@ -78,6 +90,11 @@ WELL_FORMED: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         "csi node",
         csi_node("n1", **{"ebs.csi.aws.com": 25, "other": None}),
         {"name": "n1", "drivers": ("ebs.csi.aws.com", "other"), "limits": {"ebs.csi.aws.com": 25}},
+    ),
+    (
+        "volume attachment",
+        volume_attachment("va1", "n1", "ebs.csi.aws.com", "pv2"),
+        {"name": "va1", "node_name": "n1", "attacher": "ebs.csi.aws.com", "pv_name": "pv2"},
     ),
     (
         "csi pv",

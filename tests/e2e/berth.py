@@ -169,6 +169,9 @@ def every_kind(kube: Kube, node: str) -> dict[str, str]:
     })  # fmt: skip
     cluster("PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses", {"metadata": {"name": prio}, "value": 1000})
     cluster("PersistentVolume", "/api/v1/persistentvolumes", local_pv(pv, "10Gi", sc, node))
+    cluster("VolumeAttachment", "/apis/storage.k8s.io/v1/volumeattachments", {
+        "metadata": {"name": f"va-{i}"}, "spec": {"attacher": f"csi-{i}.example.com", "nodeName": node, "source": {"persistentVolumeName": pv}},
+    })  # fmt: skip
     cluster("NodeMetric", "/apis/slo.koordinator.sh/v1alpha1/nodemetrics", {
         "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": node}, "spec": {},
     })  # fmt: skip

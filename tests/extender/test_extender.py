@@ -212,3 +212,18 @@ async def test_a_failed_nodes_message_and_code_are_its_first_failing_plugins(ser
     assert got["FailedNodes"] == {}
     cpu = "Insufficient cpu"
     assert got["FailedAndUnresolvableNodes"] == {"n1": cpu, "n3": cpu, "small": cpu}
+
+
+@pytest.mark.asyncio
+async def test_a_pod_with_resource_claims_is_filtered_for_the_rest(serve: Any) -> None:
+    """kube-scheduler allocates the claims itself (DynamicResources) and asks the extender about the rest: berth
+    answers as for the pod without them, rather than with its own Error (dynamic resource allocation is not
+    modelled), which would fail the pod in kube."""
+    engine = cluster()
+    api = await serve(lambda: engine)
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]
+    got = await api.post("filter", args(pod("web", ("a",), cpu="2", resourceClaims=claims)))
+    assert got["Error"] == "" and got["NodeNames"] == ["n1", "n2"]
+    scores = await api.post("prioritize", args(pod("web", ("a",), cpu="2", resourceClaims=claims)))
+    plain = await api.post("prioritize", args(pod("web", ("a",), cpu="2")))
+    assert scores == plain

@@ -47,6 +47,28 @@ RAW: tuple[bytes, ...] = (
     b'"a\\u0000b"',
 )
 
+# What every object's metadata holds that berth reads (issue 34): its times and its resourceVersion, on
+# every kind. Values a careless writer or a hostile one might put there.
+META_FIELDS = ("creationTimestamp", "deletionTimestamp", "resourceVersion")
+META_RAW: tuple[bytes, ...] = (
+    b'"yesterday"',
+    b'"2026-13-45T99:99:99Z"',
+    b'"9999-12-31T23:59:59-14:00"',  # after year 9999 in UTC
+    b'"0001-01-01T00:00:00+23:59"',  # before year 1 in UTC
+    b'"10000-01-01T00:00:00Z"',
+    b'"1' + b"0" * 5001 + b'"',  # 5,002 digits: Python's int-string limit
+    b'"18446744073709551616"',  # 2**64, one past kube's uint64
+    b'"18446744073709551615"',  # 2**64 - 1: kube's largest, valid
+    b'"000000000000000000000000042"',  # leading zeros: valid to strconv.ParseUint
+    b'"-1"',
+    b'"1e3"',
+    b'"\xc2\xb2"',  # superscript two
+    b'"\xd9\xa1\xd9\xa2"',  # Arabic-Indic digits
+    b"12",  # a number, not a string
+    b'""',
+    b"null",
+)
+
 
 @dataclass(frozen=True)
 class Mutation:

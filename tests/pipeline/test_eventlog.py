@@ -198,8 +198,9 @@ def test_bounded_lines_are_one_input_error(line: str, reason: str) -> None:
 
 
 def test_resource_version_compared_only_as_ascii_digits() -> None:
+    # decoded objects hold decimal resourceVersions only (tests/api/test_meta_checks.py); newer() is still total
     assert newer("11", "2") and not newer("2", "11")
-    assert newer("\u00b2", "1") and newer("1", "\u00b2")  # not kube digits: opaque, and different
+    assert newer("\u00b2", "1") and newer("1", "\u00b2")  # not kube digits: different is newer
     assert not newer("\u00b2", "\u00b2")
 
 

@@ -134,12 +134,14 @@ def test_a_restart_rebuilds_past_a_message_the_handler_found_bad() -> None:
         asyncio.run(rebuilt(RuntimeError("a bug")))
 
 
-def test_a_resource_version_of_unicode_digits_is_handled_not_a_crash() -> None:
-    """issue 20: a resourceVersion of `²` crash-looped the scorer; kube's resourceVersion is opaque."""
+def test_a_resource_version_of_unicode_digits_is_dead_lettered_not_a_crash() -> None:
+    """issue 20: a resourceVersion of `²` crash-looped the scorer. Since issue 34 a resourceVersion that is
+    not a decimal uint64 (the API server's ParseResourceVersion) is bad input: dead-lettered, the rest handled."""
     odd = GOOD.replace(b'"name": "n1"', '"name": "n1", "resourceVersion": "\u00b2"'.encode(), 1)
     assert odd != GOOD
     handled, dead = asyncio.run(_run([GOOD, odd, GOOD]))
-    assert handled == ["n1", "n1", "n1"] and dead == []
+    assert handled == ["n1", "n1"] and len(dead) == 1
+    assert "metadata.resourceVersion: '\u00b2' is not a decimal uint64" in dead[0]["reason"]
 
 
 def test_before_batch_runs_before_each_batch_is_handled() -> None:

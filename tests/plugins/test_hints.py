@@ -476,9 +476,9 @@ def test_pod_events_registered_as_upstream(plugin: str, want: Action) -> None:
     assert got == want
 
 
-# ---- NodeVolumeLimits (nodevolumelimits csi_test.go TestCSILimitsQHint, TestCSILimitsAddedPVCQHint) ---
-# Not carried over: TestCSILimitsDeletedVolumeAttachmentQHint (berth does not read VolumeAttachments) and
-# "return a Queue when a deleted pod has a inline migratable volume" (its EBS volume has an empty ID, which
+# ---- NodeVolumeLimits (nodevolumelimits csi_test.go TestCSILimitsQHint, TestCSILimitsAddedPVCQHint,
+# TestCSILimitsDeletedVolumeAttachmentQHint) ---
+# Not carried over: "return a Queue when a deleted pod has a inline migratable volume" (its EBS volume has an empty ID, which
 # berth cannot translate and so never counted: docs/plugins.md; its deletion frees nothing here).
 EBS_CLAIM_POD = with_volumes("p", *claims("csi-ebs.csi.aws.com-2"))
 CQ = "TestCSILimitsQHint/"
@@ -519,3 +519,41 @@ CSI_CLAIMS = [
 @pytest.mark.parametrize(("pod", "pvc", "want"), [c[1:] for c in CSI_CLAIMS], ids=[c[0] for c in CSI_CLAIMS])
 def test_node_volume_limits_claim_hints_as_upstream(pod: dict[str, Any], pvc: dict[str, Any], want: bool) -> None:
     assert retried("NodeVolumeLimits", PVC_ADDED, pvc, pod) is want
+
+
+def deleted_attachment(attacher: str, pv: str = "") -> dict[str, Any]:
+    """A VolumeAttachment on fake-node; without a PV name, its source is an inline spec (berth reads none)."""
+    source = {"persistentVolumeName": pv} if pv else {"inlineVolumeSpec": {"csi": {"driver": attacher}}}
+    spec = {"nodeName": "fake-node", "attacher": attacher, "source": source}
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "volumeattachment1"},
+            "spec": spec}  # fmt: skip
+
+
+VA_DELETED = ClusterEvent("VolumeAttachment", Action.DELETE)
+EBS_INLINE = {"awsElasticBlockStore": {"volumeID": "test"}}
+GCE_INLINE = {"gcePersistentDisk": {"pdName": "test"}}
+CV = "TestCSILimitsDeletedVolumeAttachmentQHint/"
+CSI_ATTACHMENTS = [
+    (CV + "a pod has PVC when VolumeAttachment is deleting", with_volumes("p", *claims("pvc1"), ns="ns1"),
+     deleted_attachment("test.storage.gke.io", "pv1"), True),
+    (CV + "a pod has an Inline Migratable volume (AWSEBSDriver) when VolumeAttachment (AWSEBSDriver) is deleting "
+     "(match)", with_volumes("p", EBS_INLINE, ns="ns1"), deleted_attachment("ebs.csi.aws.com"), True),
+    (CV + "a pod has an Inline Migratable volume (GCEPDDriver) when VolumeAttachment (AWSEBSDriver) is deleting "
+     "(no match)", with_volumes("p", GCE_INLINE, ns="ns1"), deleted_attachment("ebs.csi.aws.com"), False),
+    (CV + "a pod has an Inline Migratable volume (AWSEBSDriver) and PVC when VolumeAttachment (AWSEBSDriver) is "
+     "deleting", with_volumes("p", EBS_INLINE, *claims("pvc1"), ns="ns1"), deleted_attachment("ebs.csi.aws.com"),
+     True),
+    (CV + "a pod has an Inline Migratable volume (AWSEBSDriver) and PVC when VolumeAttachment (AWSEBSDriver)  is "
+     "deleting", with_volumes("p", EBS_INLINE, *claims("pvc1"), ns="ns1"),
+     deleted_attachment("test.storage.gke.io", "pv1"), True),
+    (CV + "a pod has no PVC when VolumeAttachment is deleting", with_volumes("p", ns="ns1"),
+     deleted_attachment("test.storage.gke.io", "pv1"), False),
+    ("a pod with only a generic ephemeral volume is not retried (kube's hint reads persistentVolumeClaim only)",
+     k_pod("p", "ns1", volumes=[{"name": "e", "ephemeral": {}}]), deleted_attachment("ebs.csi.aws.com", "pv1"),
+     False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pod", "va", "want"), [c[1:] for c in CSI_ATTACHMENTS], ids=[c[0] for c in CSI_ATTACHMENTS])
+def test_node_volume_limits_attachment_hints_as_upstream(pod: dict[str, Any], va: dict[str, Any], want: bool) -> None:
+    assert retried("NodeVolumeLimits", VA_DELETED, va, pod) is want

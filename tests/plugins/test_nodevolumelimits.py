@@ -1,6 +1,6 @@
-"""NodeVolumeLimits, as upstream's TestCSILimits says (pkg/scheduler/framework/plugins/nodevolumelimits/
-csi_test.go), for its CSI and in-tree migration cases: berth does not read VolumeAttachments
-(docs/plugins.md), so those cases are left out, and migration is always on (no migrationEnabled false)."""
+"""NodeVolumeLimits, as kube 1.36's TestCSILimits says (pkg/scheduler/framework/plugins/nodevolumelimits/
+csi_test.go), for its CSI, VolumeAttachment and in-tree migration cases (migration is always on: no
+migrationEnabled false)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from berth.core.framework.status import Code
-from tests.builders import csi_node
+from tests.builders import csi_node, volume_attachment
 from tests.plugins.helpers import filter_run
 
 EBS, GCE = "ebs.csi.aws.com", "pd.csi.storage.gke.io"
@@ -349,3 +349,95 @@ def test_ephemeral_volume_not_owned() -> None:
     status, reasons = filter_run("NodeVolumeLimits", EPHEMERAL, objects)
     assert status.code is Code.SUCCESS
     assert reasons[NODE] == [("PVC test/abc-xyz was not created for pod test/abc (pod is not owner)", Code.ERROR)]
+
+
+def attachment(name: str, pv: str, attacher: str = EBS, node: str = NODE) -> dict[str, Any]:
+    return volume_attachment(name, node, attacher, pv)
+
+
+def attachments(count: int, *drivers: str) -> list[dict[str, Any]]:
+    """upstream's buildFakeClientWithVALister: va-<driver>-<j> on the node, attaching PV csi-<driver>-<j>."""
+    return [attachment(f"va-{d}-{j}", f"csi-{d}-{j}", d) for d in drivers for j in range(count)]
+
+
+# (case, new pod, pods on the node, limit, drivers, limit source, attachments, want)
+VA = "TestCSILimits/"
+ATTACHMENT_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], int, tuple[str, ...], str, list[dict[str, Any]], list[Any]]] = [
+    # the attachment of the pod's own volume (va-...-0 attaches csi-...-0) counts besides the pod's volume:
+    # 2 + 1 > 2 (upstream's double count, kept)
+    (VA + "should count VolumeAttachments towards volume limit when no pods exist", EBS_ONE, [], 2, (EBS,),
+     "csinode", attachments(2, EBS), EXCEED),
+    (VA + "should schedule pod when VolumeAttachments count does not exceed limit", EBS_ONE, [], 2, (EBS,),
+     "csinode", attachments(1, EBS), []),
+    # berth's rows, each a branch of csi.go's getNodeVolumeAttachmentInfo and Filter
+    ("an attachment a pod on the node counts is not counted again", EBS_ONE, [EBS_TWO], 3, (EBS,), "csinode",
+     [attachment("a1", f"csi-{EBS}-1"), attachment("a2", f"csi-{EBS}-2")], []),
+    ("an attachment no pod on the node counts is", EBS_ONE, [EBS_TWO], 3, (EBS,), "csinode",
+     [attachment("a3", f"csi-{EBS}-3")], EXCEED),
+    ("two attachments of one volume count once", EBS_ONE, [], 2, (EBS,), "csinode",
+     [attachment("a3", f"csi-{EBS}-3"), attachment("b3", f"csi-{EBS}-3")], []),
+    ("an attachment without an attacher is not counted", EBS_ONE, [], 1, (EBS,), "csinode",
+     [attachment("a3", f"csi-{EBS}-3", attacher="")], []),
+    ("an attachment without a PV name is not counted", EBS_ONE, [], 1, (EBS,), "csinode",
+     [attachment("a3", "")], []),
+    ("an attachment of a missing PV is not counted", EBS_ONE, [], 1, (EBS,), "csinode",
+     [attachment("a3", "missing-in-action")], []),
+    ("an attachment of an in-tree PV is not counted", IN_TREE_ONE, [], 1, MIGRATION, "csinode",
+     [attachment("a1", f"csi-{AWS_INTREE}-1")], []),
+    ("an attachment on another node is not counted", EBS_ONE, [], 1, (EBS,), "csinode",
+     [attachment("a3", f"csi-{EBS}-3", node="elsewhere")], []),
+    ("an attachment is not charged to its PV's driver", pod("gce-one", f"csi-{GCE}-0"), [], 1, (EBS, GCE),
+     "csinode", [attachment("a3", f"csi-{GCE}-3")], []),
+    ("an attachment counts under its attacher when it names another driver's PV", GCE_TWO, [], 2, (EBS, GCE),
+     "csinode", [attachment("a3", f"csi-{EBS}-3", attacher=GCE)], EXCEED),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("new", "existing", "max_vols", "drivers", "source", "vas", "want"),
+    [c[1:] for c in ATTACHMENT_CASES],
+    ids=[c[0] for c in ATTACHMENT_CASES],
+)
+def test_csi_limits_count_volume_attachments_as_kube_1_36(
+    new: dict[str, Any],
+    existing: list[dict[str, Any]],
+    max_vols: int,
+    drivers: tuple[str, ...],
+    source: str,
+    vas: list[dict[str, Any]],
+    want: list[Any],
+) -> None:
+    placed_pods = [placed(dict(p, spec=dict(p["spec"]))) for p in existing]
+    status, reasons = filter_run("NodeVolumeLimits", new, [*fixtures(drivers, max_vols, source), *vas, *placed_pods])
+    assert status.code is Code.SUCCESS
+    assert reasons[NODE] == want
+
+
+# issue 37 item 5: kube 1.36's Filter (csi.go) drops the pod's volumes the node's pods already use, then
+# checks only the drivers of the volumes left, so a node over a driver's limit passes a pod that brings no
+# new volume of that driver. upstream's rows nearest to it: "don't count pvcs with different type towards
+# volume limit" (another driver over its limit) and "should not count in-tree, inline and csi volumes if
+# migration is enabled" (the pod's volume already on the node, at the limit).
+OVER = [placed(pod("over", f"csi-{EBS}-1", f"csi-{EBS}-2", f"csi-{EBS}-3"))]  # 3 EBS volumes, the limit 2
+OVER_CASES = [
+    ("no new volume of the over-limit driver: fits", pod("same", f"csi-{EBS}-1"), OVER, [], []),
+    ("only volumes already there, the node over its limit: fits", pod("same2", f"csi-{EBS}-1", f"csi-{EBS}-3"), OVER,
+     [], []),
+    ("an inline volume already there: fits", inline("same-inline", f"csi-{EBS}-2"), OVER, [], []),
+    ("a new volume of the over-limit driver: doesn't", EBS_ONE, OVER, [], EXCEED),
+    ("one volume there and one new: doesn't", pod("mixed", f"csi-{EBS}-1", f"csi-{EBS}-0"), OVER, [], EXCEED),
+    ("over the limit by attachments alone, no new volume: fits", pod("same3", f"csi-{EBS}-1"),
+     [placed(pod("one", f"csi-{EBS}-1"))], attachments(3, EBS), []),
+    ("over the limit by attachments alone, a new volume: doesn't", pod("new3", f"csi-{EBS}-3"),
+     [placed(pod("one", f"csi-{EBS}-1"))], attachments(3, EBS), EXCEED),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("new", "existing", "vas", "want"), [c[1:] for c in OVER_CASES], ids=[c[0] for c in OVER_CASES]
+)
+def test_a_node_over_its_limit_passes_a_pod_with_no_new_volume_of_that_driver(
+    new: dict[str, Any], existing: list[dict[str, Any]], vas: list[dict[str, Any]], want: list[Any]
+) -> None:
+    objects = [*fixtures((EBS,), 2, "csinode"), *vas, *existing]
+    assert filter_run("NodeVolumeLimits", new, objects)[1][NODE] == want

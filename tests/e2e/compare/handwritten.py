@@ -12,6 +12,8 @@ from tests.e2e.compare.scenario import (
     NodeSpec,
     Pending,
     Scenario,
+    csi_node,
+    csi_pv,
     image,
     node_affinity,
     pdb,
@@ -23,6 +25,7 @@ from tests.e2e.compare.scenario import (
     pvc,
     spread,
     storage_class,
+    volume_attachment,
 )
 
 SC = "/apis/storage.k8s.io/v1/storageclasses"
@@ -30,6 +33,8 @@ PV = "/api/v1/persistentvolumes"
 PC = "/apis/scheduling.k8s.io/v1/priorityclasses"
 PVC = "persistentvolumeclaims"
 PDB = "poddisruptionbudgets"
+CSINODE = "/apis/storage.k8s.io/v1/csinodes"
+VA = "/apis/storage.k8s.io/v1/volumeattachments"
 
 
 def fit(n: Names) -> Scenario:
@@ -347,6 +352,38 @@ def nominations_cleared(n: Names) -> Scenario:
     return Scenario("nominations-cleared", nodes, cluster=cluster, running=running, pending=pending)
 
 
+def volume_limits(n: Names) -> Scenario:
+    """NodeVolumeLimits as kube 1.36: a's attach limit is 3 and two VolumeAttachments hold two of them, with no
+    pod; b's limit is 1 and a running pod already uses 2 volumes there (over it; one also has a VolumeAttachment,
+    which that pod covers). "quirk" brings an attached volume and a new one: kube counts the attached one twice on
+    a (2 + 2 > 3). "one-new" fits a (2 + 1). "shares-b" brings only a volume b's pod uses: b is over its limit but
+    the pod adds nothing there, so it fits (issue 37 item 5), where a is now full. "new" fits nowhere."""
+    a, b = n.node("a"), n.node("b")
+    nodes = [NodeSpec(a), NodeSpec(b)]
+    driver, csi, ns = "disk.example.com", n.cluster("csi"), n.ns
+    cluster: list[tuple[str, dict[str, Any]]] = [
+        (SC, storage_class(csi, wait=False, provisioner=driver)),
+        (CSINODE, csi_node(a, driver, 3)),
+        (CSINODE, csi_node(b, driver, 1)),
+    ]
+    namespaced = []
+    for i in range(1, 7):
+        vol = n.cluster(f"vol-{i}")
+        cluster.append((PV, csi_pv(vol, "1Gi", csi, driver, (ns, f"c{i}"))))
+        namespaced.append((PVC, pvc(f"c{i}", "1Gi", csi, volume=vol)))
+    for i, on in ((1, a), (2, a), (3, b)):
+        cluster.append((VA, volume_attachment(n.cluster(f"va-{i}"), on, driver, n.cluster(f"vol-{i}"))))
+    running = [pod("r-b", node=b, claims=["c3", "c4"])]
+    pending = [
+        pod("quirk", claims=["c1", "c5"]),
+        pod("one-new", claims=["c5"]),
+        pod("shares-b", claims=["c3"]),
+        pod("new", claims=["c6"]),
+    ]
+    return Scenario("volume-limits", nodes, cluster=cluster, namespaced=namespaced, running=running,
+                    pending=[Pending(p) for p in pending])  # fmt: skip
+
+
 HANDWRITTEN: dict[str, Callable[[Names], Scenario]] = {
     "fit": fit,
     "taints": taints,
@@ -362,6 +399,7 @@ HANDWRITTEN: dict[str, Callable[[Names], Scenario]] = {
     "nominated-skip": nominated_skip,
     "nominated-first": nominated_first,
     "nominations-cleared": nominations_cleared,
+    "volume-limits": volume_limits,
 }
 
 

@@ -50,6 +50,7 @@ LISTS = (
     ("/apis/storage.k8s.io/v1/storageclasses", "storage.k8s.io/v1", "StorageClass"),
     ("/apis/storage.k8s.io/v1/csidrivers", "storage.k8s.io/v1", "CSIDriver"),
     ("/apis/storage.k8s.io/v1/csinodes", "storage.k8s.io/v1", "CSINode"),
+    ("/apis/storage.k8s.io/v1/volumeattachments", "storage.k8s.io/v1", "VolumeAttachment"),
     ("/apis/storage.k8s.io/v1/csistoragecapacities", "storage.k8s.io/v1", "CSIStorageCapacity"),
     ("/apis/scheduling.k8s.io/v1/priorityclasses", "scheduling.k8s.io/v1", "PriorityClass"),
     ("/apis/policy/v1/poddisruptionbudgets", "policy/v1", "PodDisruptionBudget"),

@@ -202,3 +202,32 @@ def pdb(name: str, labels: Mapping[str, str], allowed: int) -> dict[str, Any]:
 
 def image(name: str, mib: int) -> dict[str, Any]:
     return {"names": [name], "sizeBytes": mib * 1024 * 1024}
+
+
+def csi_node(node: str, driver: str, count: int) -> dict[str, Any]:
+    """The CSINode a kubelet would register for the node: the driver with its attach limit."""
+    return {
+        "metadata": {"name": node},
+        "spec": {"drivers": [{"name": driver, "nodeID": node, "allocatable": {"count": count}}]},
+    }
+
+
+def csi_pv(name: str, size: str, storage_class: str, driver: str, claim: tuple[str, str]) -> dict[str, Any]:
+    """A CSI PV (volume handle: its name), no node affinity, pre-bound to claim (namespace, name)."""
+    spec = {
+        "capacity": {"storage": size},
+        "accessModes": ["ReadWriteOnce"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": storage_class,
+        "csi": {"driver": driver, "volumeHandle": name},
+        "claimRef": {"namespace": claim[0], "name": claim[1]},
+    }
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def volume_attachment(name: str, node: str, driver: str, pv: str) -> dict[str, Any]:
+    """A VolumeAttachment as the attach/detach controller makes them (no external attacher runs here)."""
+    return {
+        "metadata": {"name": name},
+        "spec": {"attacher": driver, "nodeName": node, "source": {"persistentVolumeName": pv}},
+    }

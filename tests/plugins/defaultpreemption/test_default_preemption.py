@@ -20,7 +20,7 @@ from berth.core.framework.cycle import Cycle
 from berth.core.framework.interface import PostFilterResult
 from berth.core.framework.status import Code, Failure, Status
 from berth.core.plugins.defaultpreemption import NAME, Candidate
-from tests.builders import NOW, pv, pvc
+from tests.builders import NOW, csi_node, pv, pvc, volume_attachment
 from tests.plugins.defaultpreemption.helpers import (
     HIGH,
     LARGE,
@@ -920,6 +920,30 @@ def test_dry_run_by_amounts_with_the_whole_default_profile(
     ]
     assert rejected == rejected_single
     assert len(h.state.pods) == len(pods)
+
+
+# NodeVolumeLimits as kube 1.36: the claim's volume is attached to n1 (a VolumeAttachment) and used by the
+# low-priority pod, at the limit of 1. With the pod there the preemptor brings no new volume and passes; with
+# it gone the volume is new and the attachment counts too (2 > 1): kube's dry run finds no victims there, so
+# berth may not take the node as freed by the amounts alone.
+def test_a_volume_limit_that_removal_breaks_is_dry_run_properly() -> None:
+    ebs = "ebs.csi.aws.com"
+    h = Harness(filters=("NodeResourcesFit", "NodeVolumeLimits")).add(
+        knode("n1", LARGE),
+        csi_node("n1", **{ebs: 1}),
+        pv("pv-x", "1Gi", cls="", phase="Bound", claim="default/x", spec={"csi": {"driver": ebs, "volumeHandle": "x"}}),
+        pvc("x", "1Gi", cls="", volume="pv-x", bound=True),
+        volume_attachment("va-x", "n1", ebs, "pv-x"),
+    )
+    claim = [{"name": "d", "persistentVolumeClaim": {"claimName": "x"}}]
+    h.add(kpod("low", "n1", LOW, LARGE, volumes=claim))
+    cycle = h.cycle(kpod("p", priority=HIGH, req=LARGE, volumes=claim))
+    assert not h.scheduler.dry_runner.removal_safe(cycle)
+    _, statuses = h.scheduler.dry_run(cycle)
+    assert statuses.get("n1").plugin == "NodeResourcesFit"
+    found, rejected = h.plugin.find_candidates(cycle, statuses, h.scheduler.dry_runner)
+    assert found == [] and list(rejected) == ["n1"]
+    assert h.plugin.find_candidates(cycle, statuses, _OneAtATime(h)) == (found, rejected)
 
 
 TAINT = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}

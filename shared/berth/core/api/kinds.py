@@ -22,7 +22,7 @@ from berth.core.api.core.model import Pod
 from berth.core.api.koordinator import normalise as koordinator
 from berth.core.api.koordinator import wire as wk
 from berth.core.api.meta.invalid import invalid
-from berth.core.api.meta.normalise import Bad, check_meta_times, group_of
+from berth.core.api.meta.normalise import Bad, check_meta, group_of
 from berth.core.api.meta.wire import Head, tolerant_head
 from berth.core.api.scheduling import normalise as scheduling
 from berth.core.api.scheduling import wire as ws
@@ -60,17 +60,17 @@ def _kind(
     relist: int = 0,
 ) -> Kind:
     hints = get_type_hints(normalise)["return"]
-    checked = _with_meta_times(normalise)
+    checked = _with_meta_checked(normalise)
     return Kind(
         name, group, wire, checked, msgspec.json.Decoder(wire), hints, plural, versions, not cluster, crd, relist
     )
 
 
-def _with_meta_times(normalise: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """The kind's normalisation after its object's metadata times are checked (check_meta_times)."""
+def _with_meta_checked(normalise: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The kind's normalisation after its object's metadata (resourceVersion, times) is checked (check_meta)."""
 
     def checked(obj: Any) -> Any:
-        check_meta_times(obj.metadata)
+        check_meta(obj.metadata)
         return normalise(obj)
 
     return checked
@@ -85,6 +85,14 @@ KINDS: dict[tuple[str, str], Kind] = {
         _kind("storage.k8s.io", "StorageClass", wc.StorageClass, core.storage_class, "storageclasses", cluster=True),
         _kind("storage.k8s.io", "CSIDriver", wc.CSIDriver, core.csi_driver, "csidrivers", cluster=True),
         _kind("storage.k8s.io", "CSINode", wc.CSINode, core.csi_node, "csinodes", cluster=True),  # NodeVolumeLimits
+        _kind(
+            "storage.k8s.io",
+            "VolumeAttachment",
+            wc.VolumeAttachment,
+            core.volume_attachment,
+            "volumeattachments",
+            cluster=True,
+        ),  # NodeVolumeLimits
         _kind("", "Node", wc.Node, core.node, "nodes", cluster=True),
         _kind("", "Namespace", wc.Namespace, core.namespace, "namespaces", cluster=True),  # namespaceSelector
         _kind(

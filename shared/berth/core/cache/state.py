@@ -38,11 +38,15 @@ from berth.core.cache.pvindex import ClassIndex, available
 
 
 def newer(new: str, old: str) -> bool:
-    """kube resourceVersions are opaque; berth compares them as integers when both are."""
+    """Whether resourceVersion `new` is after `old`: as numbers when both are ASCII digits (as every object
+    berth decodes has: check_resource_version), compared digit by digit, never through int() (a string of
+    thousands of digits is over Python's int-string limit); else, different is newer."""
     if not new or not old:
         return True
     if new.isascii() and new.isdigit() and old.isascii() and old.isdigit():  # kube's digits are ASCII
-        return new > old if len(new) == len(old) else int(new) > int(old)  # digits of one length: as text
+        if len(new) != len(old):  # leading zeros aside, the longer is the larger
+            new, old = new.lstrip("0"), old.lstrip("0")
+        return len(new) > len(old) if len(new) != len(old) else new > old
     return new != old
 
 

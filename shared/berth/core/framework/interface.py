@@ -79,8 +79,8 @@ class DryRun(Protocol):
     verdict on a node, so changes on several nodes can be tried in one run. node_fit: the profile's
     filter that judges a node by amounts alone (NodeResourcesFit), if it has one. removal_safe(cycle):
     every filter of the profile that passes a node for this cycle's pod keeps passing it with any of
-    that node's pods removed (every node-local filter, and each ReadsOtherNodes filter that says so
-    for the pod); removal_safe(cycle, leaving): the same when only some of these pods of one node
+    that node's pods removed (every node-local filter but one whose own removal_safe says otherwise,
+    and each ReadsOtherNodes filter that says so for the pod); removal_safe(cycle, leaving): the same when only some of these pods of one node
     leave. Where it holds, a filter's UnschedulableAndUnresolvable failures on the node also stay,
     with their reasons (kube: preemption cannot help there)."""
 

@@ -73,11 +73,11 @@ def rate(events: int, seconds: float) -> str:
     return f"{per:,.0f}" if per >= 100 else f"{per:.1f}"
 
 
-def unschedulable_reasons(runs: list[RunStats], top: int = TOP_REASONS) -> tuple[list[str], bool]:
-    """The most common Unschedulable reasons over all runs (count, then text), and whether others exist."""
+def top_reasons(runs: list[RunStats], top: int = TOP_REASONS, status: str = "Unschedulable") -> tuple[list[str], bool]:
+    """The most common reasons of a status over all runs (count, then text), and whether others exist."""
     total: dict[str, int] = {}
     for run in runs:
-        for reason, n in run.counts().get("Unschedulable", {}).items():
+        for reason, n in run.counts().get(status, {}).items():
             total[reason] = total.get(reason, 0) + n
     ranked = sorted(total, key=lambda r: (-total[r], r))
     return ranked[:top], len(ranked) > top
@@ -137,6 +137,7 @@ def _pods(runs: list[RunStats], top: int) -> Section:
                 indent=1,
             )
         )
+    rows.append(Row("in error at the end (see Decisions)", [f"{o.pods_error_at_end:,}" for o in over]))
     rows += _preemptions(runs)
     waits = [o.time_to_schedule for o in over]
     rows.append(Row("time to schedule p50", [_seconds(w.p50) for w in waits]))
@@ -244,8 +245,8 @@ def _decisions(runs: list[RunStats], top: int) -> Section:
     rows.append(Row("pods held by scheduling gates", [f"{r.gated:,}" for r in runs]))
     for status in ("Scheduled", "Unschedulable", "Error"):
         rows.append(Row(f"pods {status}", [_n_of(t.get(status, 0), n) for t, n in zip(totals, pods, strict=True)]))
-        if status == "Unschedulable":
-            reasons, more = unschedulable_reasons(runs, top)
+        if status != "Scheduled":  # an Error's reason is its message (dynamic resource allocation, ...)
+            reasons, more = top_reasons(runs, top, status)
             for reason in reasons:
                 rows.append(
                     Row(reason or "(no reason)", [f"{c.get(status, {}).get(reason, 0):,}" for c in counts], indent=1)

@@ -190,6 +190,7 @@ class OverRunObserver:
         self._first_attempt = 0
         self._waits: list[float] = []
         self._waiting: dict[str, str] = {}  # pod whose last decision was Unschedulable -> reason
+        self._failing: set[str] = set()  # pods whose last decision was an Error (dynamic resource allocation, ...)
         self._pv = [0, 0, 0, 0, 0]  # count, requested, capacity, large taken by small, large
         # stranded capacity: every node's free cpu and memory by slot, the live pods' requests sorted
         self._slot: dict[str, int] = {}
@@ -291,9 +292,11 @@ class OverRunObserver:
             self._leave(key)
             self._created.pop(key, None)
             self._waiting.pop(key, None)
+            self._failing.discard(key)
         elif pod.node_name:
             self._created.pop(key, None)
             self._waiting.pop(key, None)
+            self._failing.discard(key)
             held = self._on.get(key)
             if held is None or held[0] != pod.node_name:
                 self._leave(key)
@@ -305,9 +308,13 @@ class OverRunObserver:
     def decided(self, r: DecisionRecord, pod: Pod, reason: str, bindings: list[Binding]) -> None:
         key = r.pod
         self._decided.add(key)
+        self._failing.discard(key)
         if r.status != "Scheduled" or r.node is None:
             if r.status == "Unschedulable":
                 self._waiting[key] = reason
+            elif r.status == "Error":
+                self._waiting.pop(key, None)
+                self._failing.add(key)
             return
         self._waiting.pop(key, None)
         if key not in self._scheduled:
@@ -410,6 +417,7 @@ class OverRunObserver:
             pods_scheduled=len(self._scheduled),
             scheduled_first_attempt=self._first_attempt,
             pods_unschedulable_at_end=len(self._waiting),
+            pods_error_at_end=len(self._failing),
             unschedulable_at_end=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
             time_to_schedule=percentiles(self._waits),
             wait_quantiles=quantiles(self._waits),

@@ -90,6 +90,7 @@ class OverRun(msgspec.Struct, frozen=True, kw_only=True):
     scheduled_first_attempt: int = 0
     pods_unschedulable_at_end: int = 0
     unschedulable_at_end: dict[str, int] = {}  # by reason
+    pods_error_at_end: int = 0  # last decided with an Error (dynamic resource allocation is not modelled, ...)
     time_to_schedule: Percentiles = Percentiles()
     wait_quantiles: list[float] = []  # time to schedule at 0%, 1%, ..., 100% (nearest rank), for the plot
     pvs_chosen: int = 0

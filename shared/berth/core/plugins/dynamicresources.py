@@ -12,6 +12,10 @@ kube still appends to the FitError, `0/2 nodes are available: persistentvolumecl
 
 Its PreFilter skips a pod without claims, and so does its Score (0 everywhere, normalised to 0), so both
 change no decision; berth's PreFilter only records that it ran.
+
+A pod with claims (spec.resourceClaims) would have kube allocate devices for it, which berth does not model:
+its PreFilter gives such a pod an Error (`NOT_MODELLED`), which ends the cycle with a decision of status
+Error, never a placement. With DynamicResources off in the profile, kube ignores the claims, and so does berth.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from berth.core.framework.status import SKIP, Code, NodeToStatus, Status
 NAME = "DynamicResources"
 NO_CLAIMS = "no new claims to deallocate"
 NOT_FOUND = "not found"  # kube's fwk.ErrNotFound: its PreFilter's state was never written
+NOT_MODELLED = "dynamic resource allocation is not modelled: the pod references ResourceClaims"
 
 
 class DynamicResourcesArgs(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -53,6 +58,9 @@ class DynamicResources:
 
     def pre_filter(self, cycle: Cycle) -> Status:
         cycle.data[NAME] = True  # kube: its stateData, written before it finds the pod has no claims
+        claims = cycle.pod.resource_claims
+        if claims:
+            return Status(Code.ERROR, f"{NOT_MODELLED} ({', '.join(claims)})", NAME)
         return SKIP
 
     def post_filter(self, cycle: Cycle, statuses: NodeToStatus, dry_run: DryRun) -> PostFilterResult:

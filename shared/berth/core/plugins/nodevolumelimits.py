@@ -1,22 +1,31 @@
-"""NodeVolumeLimits (CSI): per CSI driver, the unique volumes a node would attach with the pod
-against the node's limit in its CSINode (`spec.drivers[].allocatable.count`). A volume already used
-by a pod on the node is free; a node without a CSINode, or a driver without a count, has no limit.
+"""NodeVolumeLimits (CSI), as kube 1.36's csi.go: per CSI driver, the unique volumes a node would attach
+with the pod against the node's limit in its CSINode (`spec.drivers[].allocatable.count`). A volume already
+used by a pod on the node is free; a node without a CSINode, or a driver without a count, has no limit.
+Only the drivers of the pod's new volumes are checked: a node already over a driver's limit passes a pod
+that brings no new volume of that driver.
 
 A claim counts under its PV's CSI driver and volume handle; an unbound claim (or one whose PV is
 gone) under its StorageClass's provisioner and the claim's own identity, so several pods sharing it
 count it once. In-tree AWS EBS, GCE PD and Azure Disk volumes, as PVs or inline, count under their CSI
 driver and the handle it would give them (berth.core.api.core.intree; migration is on wherever a CSINode
-exists, and only nodes with a CSINode have limits). Where berth departs: VolumeAttachments are not read.
+exists, and only nodes with a CSINode have limits).
+
+The node's VolumeAttachments count too (kube 1.32+, PR #127757): one per `attacher/volumeHandle` of those
+with an attacher and a PersistentVolume that exists and is CSI, unless a pod on the node already counts
+that volume. As in kube, the pod's own new volume is not matched against them: a volume attached to the
+node but used by no pod there counts twice for a pod that brings it.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from berth.core import framework as fwk
-from berth.core.api.core.model import CSINode, Pod
+from berth.core.api.core.model import CSINode, Pod, VolumeAttachment
 from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
 
@@ -42,22 +51,37 @@ class _NotOwned(Exception):
 
 
 class VolumeCounts(StateExtension):
-    """CSINodes by node name, and which bound pods with claims each node holds (a ClusterState
-    extension): a decision reads only the pods on nodes that have a limit for the pod's drivers."""
+    """CSINodes and VolumeAttachments by node name, and which bound pods with claims each node holds (a
+    ClusterState extension): a decision reads only the pods on nodes that have a limit for the pod's drivers."""
 
-    kinds: tuple[type, ...] = (CSINode,)
+    kinds: tuple[type, ...] = (CSINode, VolumeAttachment)
     assigned_only = True
 
     def __init__(self) -> None:
         self.csi_nodes: dict[str, CSINode] = {}
         self.pods_on: dict[str, set[str]] = {}
+        self.attachments: dict[str, dict[str, VolumeAttachment]] = {}  # node -> name -> attachment
         self._placed: dict[str, str] = {}  # pod key -> node
+        self._attached: dict[str, str] = {}  # attachment name -> node
 
     def apply(self, state: ClusterState, obj: Any, deleted: bool) -> None:
-        if deleted:
+        if isinstance(obj, VolumeAttachment):
+            self._attach(obj, deleted)
+        elif deleted:
             self.csi_nodes.pop(obj.name, None)
         else:
             self.csi_nodes[obj.name] = obj
+
+    def _attach(self, va: VolumeAttachment, deleted: bool) -> None:
+        was = self._attached.pop(va.name, None)
+        if was is not None:
+            on = self.attachments[was]
+            on.pop(va.name, None)
+            if not on:
+                del self.attachments[was]
+        if not deleted:
+            self._attached[va.name] = va.node_name
+            self.attachments.setdefault(va.node_name, {})[va.name] = va
 
     def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
         key = (new or old).key  # type: ignore[union-attr]
@@ -67,6 +91,16 @@ class VolumeCounts(StateExtension):
         if new is not None and new.node_name and not new.terminated and (new.volumes or new.inline_csi):
             self._placed[key] = new.node_name
             self.pods_on.setdefault(new.node_name, set()).add(key)
+
+    def attached_on(self, state: ClusterState, node: str) -> dict[str, str]:
+        """kube's getNodeVolumeAttachmentInfo: `attacher/volumeHandle` -> attacher of the node's attachments
+        with an attacher and a PersistentVolume that exists and is CSI."""
+        out: dict[str, str] = {}
+        for va in self.attachments.get(node, {}).values():
+            pv = state.pvs.get(va.pv_name) if va.attacher and va.pv_name else None
+            if pv is not None and pv.csi_driver:
+                out[f"{va.attacher}/{pv.csi_handle}"] = va.attacher
+        return out
 
 
 def attachable(state: ClusterState, pod: Pod, pending: bool) -> dict[str, str]:
@@ -125,30 +159,57 @@ class NodeVolumeLimits:
         for node, csi in self.counts.csi_nodes.items():
             slot = nodes.slot.get(node)
             limits = {d: n for d, n in csi.limits.items() if d in drivers}
-            if slot is None or not limits:
-                continue
-            attached: dict[str, str] = {}
-            for key in self.counts.pods_on.get(node, ()):
-                placed = state.pods.get(key)
-                if placed is not None:
-                    attached.update(attachable(state, placed, pending=False))
-            for driver, limit in limits.items():
-                have = sum(1 for d in attached.values() if d == driver)
-                more = sum(1 for u, d in new.items() if d == driver and u not in attached)
-                if have + more > limit:
-                    bad[slot] = True
+            if slot is not None and limits and self.exceeds(state, node, new, limits):
+                bad[slot] = True
         bad &= nodes.valid
         return [fwk.Failure(bad, REASON)] if bad.any() else []
 
+    def exceeds(self, state: ClusterState, node: str, new: dict[str, str], limits: dict[str, int]) -> bool:
+        """kube's Filter past its limits lookup: the volumes of the pods on the node, then its attachments
+        that no pod there counts; a driver is checked only when the pod brings a volume of it the pods
+        there do not use."""
+        attached: dict[str, str] = {}
+        for key in self.counts.pods_on.get(node, ()):
+            placed = state.pods.get(key)
+            if placed is not None:
+                attached.update(attachable(state, placed, pending=False))
+        have = Counter(attached.values())
+        have.update(d for u, d in self.counts.attached_on(state, node).items() if u not in attached)
+        more = Counter(d for u, d in new.items() if u not in attached)
+        return any(have[d] + n > limits[d] for d, n in more.items() if d in limits)
+
+    def removal_safe(self, cycle: fwk.Cycle, leaving: Sequence[Pod] | None = None) -> bool:
+        """Removing pods from a node can fail it here: a volume of the pod that they used becomes new (and
+        an attachment they covered counts again), and an over-limit driver is checked again. Safe when no
+        CSINode limits a driver of the pod's volumes."""
+        if not (cycle.pod.volumes or cycle.pod.inline_csi) or not self.counts.csi_nodes:
+            return True
+        try:
+            drivers = set(attachable(cycle.state, cycle.pod, pending=True).values())
+        except (_NotFound, _NotOwned):  # rejected on every node, whatever leaves
+            return True
+        return not any(d in csi.limits for csi in self.counts.csi_nodes.values() for d in drivers)
+
     def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
-        # kube: CSINode Add|Update, assigned Pod Delete and PVC Add, the last two with hints. berth sees only the
-        # new CSINode of an update, so it has no hint (kube's: a driver's count went up).
+        # kube: CSINode Add|Update, assigned Pod Delete, PVC Add and VolumeAttachment Delete, the last three with
+        # hints. berth sees only the new CSINode of an update, so it has no hint (kube's: a driver's count went up).
         return (
             fwk.ClusterEventWithHint(fwk.ClusterEvent("CSINode", fwk.Action.ADD | fwk.Action.UPDATE)),
             fwk.ClusterEventWithHint(fwk.ClusterEvent("Pod", fwk.Action.DELETE), self.pod_hint),
             fwk.ClusterEventWithHint(
                 fwk.ClusterEvent("PersistentVolumeClaim", fwk.Action.ADD), lambda state, obj, now: fwk.claim_hint(obj)
             ),
+            fwk.ClusterEventWithHint(fwk.ClusterEvent("VolumeAttachment", fwk.Action.DELETE), self.attachment_hint),
+        )
+
+    def attachment_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:
+        """kube's isSchedulableAfterVolumeAttachmentDeleted: retry a pod with a claim (not a generic
+        ephemeral volume's), or with an inline in-tree volume whose CSI driver is the attachment's attacher."""
+        assert isinstance(obj, VolumeAttachment)
+        attacher = obj.attacher
+        return lambda pods, version: fwk.each_pod(
+            pods,
+            lambda p: any(not v.ephemeral for v in p.volumes) or any(d == attacher for d, _ in p.inline_csi),
         )
 
     def pod_hint(self, state: ClusterState, obj: Any, now: Any) -> fwk.Hint:

@@ -94,6 +94,7 @@ class _DryRun:
     node_local: bool
     node_fit: NodeFit | None
     readers: tuple[object, ...] = ()
+    guards: tuple[Any, ...] = ()  # node-local filters with a removal_safe of their own (NodeVolumeLimits)
     # the readers as ReadsOtherNodes, checked once (a Protocol check is slow); None: one lacks removal_safe
     _checked: tuple[ReadsOtherNodes, ...] | None = field(init=False, repr=False, compare=False)
 
@@ -112,7 +113,9 @@ class _DryRun:
 
     def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         # a reader without removal_safe is taken as unsafe
-        return self._checked is not None and all(p.removal_safe(cycle, leaving) for p in self._checked)
+        if self._checked is None or not all(p.removal_safe(cycle, leaving) for p in self._checked):
+            return False
+        return all(p.removal_safe(cycle, leaving) for p in self.guards)
 
 
 class Scheduler:
@@ -132,7 +135,8 @@ class Scheduler:
         plugins = [*profile.pre_filters, *profile.filters]
         readers = tuple(dict.fromkeys(p for p in plugins if getattr(p, "reads_other_nodes", False)))
         fit = next((p for p in profile.filters if isinstance(p, NodeFit)), None)
-        self.dry_runner = _DryRun(self, not readers, fit, readers)  # what PostFilter plugins get
+        guards = tuple(p for p in dict.fromkeys(plugins) if p not in readers and hasattr(p, "removal_safe"))
+        self.dry_runner = _DryRun(self, not readers, fit, readers, guards)  # what PostFilter plugins get
         self.nominator = Nominator(self.state)
         self.state.attach(self.nominator)
         self._post_filtering = True

@@ -1,2 +1,2 @@
 """core/v1 and storage.k8s.io: Pod, Node, PV, PVC, Namespace, Service, ResourceQuota, StorageClass,
-CSIDriver, CSINode, CSIStorageCapacity; a pod's requests as kube counts them."""
+CSIDriver, CSINode, CSIStorageCapacity, VolumeAttachment; a pod's requests as kube counts them."""

@@ -126,6 +126,8 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # the spec's own requests when an in-place resize makes `requests` differ from them (Koordinator's
     # estimator reads these); None when they are `requests`
     spec_requests: ResourceList | None = None
+    # spec.resourceClaims' names: dynamic resource allocation, which berth does not model (DynamicResources)
+    resource_claims: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _set(self, "key", _intern(f"{self.namespace}/{self.name}"))
@@ -314,6 +316,17 @@ class CSINode(msgspec.Struct, frozen=True, gc=False):
     resource_version: str = ""
     drivers: tuple[str, ...] = ()
     limits: dict[str, int] = {}
+
+
+class VolumeAttachment(msgspec.Struct, frozen=True, gc=False):
+    """A volume the attach/detach controller attaches to a node: `attacher` (the CSI driver), the node
+    and the PersistentVolume it attaches (spec.source.persistentVolumeName; "" for an inline spec)."""
+
+    name: str
+    resource_version: str = ""
+    attacher: str = ""
+    node_name: str = ""
+    pv_name: str = ""
 
 
 class ScopeRequirement(msgspec.Struct, frozen=True, gc=False):

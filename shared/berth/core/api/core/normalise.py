@@ -34,6 +34,7 @@ from berth.core.api.core.model import (
     StorageClass,
     Taint,
     Toleration,
+    VolumeAttachment,
 )
 from berth.core.api.core.resources import pod_amounts
 from berth.core.api.meta import wire as w
@@ -176,7 +177,7 @@ positional(
     "deleting", "node_name", "phase", "scheduler_name", "priority", "priority_class_name", "node_selector",
     "affinity", "tolerations", "volumes", "requests", "limits", "conditions", "pod_affinity", "spread",
     "nonzero_requests", "preferred_affinity", "host_ports", "inline_disks", "images", "preemption_policy",
-    "start_time", "nominated_node", "inline_csi", "scheduling_gates", "key", "spec_requests",
+    "start_time", "nominated_node", "inline_csi", "scheduling_gates", "key", "spec_requests", "resource_claims",
 )  # fmt: skip
 positional(PodVolume, "name", "claim_name", "ephemeral")
 positional(Requirement, "key", "operator", "values")
@@ -224,7 +225,7 @@ def pod(v: wc.Pod) -> Pod:
         started = moment(status.start_time)
     except Bad as e:
         raise e.under("status.startTime") from None
-    gates = spec.scheduling_gates
+    gates, claims = spec.scheduling_gates, spec.resource_claims
     return Pod(
         _intern(meta.namespace or "default"),
         name,
@@ -261,6 +262,7 @@ def pod(v: wc.Pod) -> Pod:
         tuple(g.name or "" for g in gates) if gates else (),  # scheduling_gates
         "",  # key: the model sets it from namespace and name
         spec_requests,
+        tuple(c.name or "" for c in claims) if claims else (),  # resource_claims
     )
 
 
@@ -293,6 +295,15 @@ def node(v: wc.Node) -> Node:
 _STORAGE: dict[object, int] = {}  # sizes repeat (10Gi, 100Gi, 1Ti): parsed once, a bounded cache
 
 
+def size(q: w.Quantity, path: str) -> int:
+    """A storage size: any quantity, compared exactly (Quantity.Cmp), but not below 0, which the API server
+    rejects (ValidateNonnegativeQuantity)."""
+    n = nanos(q, path, bounded=False)
+    if n < 0:
+        raise Bad(path, f"{q!r} must be greater than or equal to 0")
+    return n
+
+
 def _storage(v: wc.Storage | None, at: str) -> int | None:
     if v is None:
         return None
@@ -301,7 +312,7 @@ def _storage(v: wc.Storage | None, at: str) -> int | None:
         return None
     n = _STORAGE.get(q)
     if n is None:
-        n = nanos(q, f"{at}.storage", bounded=False)  # a size: any, compared exactly (Quantity.Cmp)
+        n = size(q, f"{at}.storage")
         if len(_STORAGE) >= 4096:
             _STORAGE.clear()
         _STORAGE[q] = n
@@ -507,10 +518,8 @@ def csi_capacity(v: wc.CSIStorageCapacity) -> CSIStorageCapacity:
         name=name_of(meta),
         resource_version=meta.resource_version or "",
         storage_class=v.storage_class_name or "",
-        capacity=None if v.capacity is None else nanos(v.capacity, "capacity", bounded=False),
-        maximum_volume_size=None
-        if v.maximum_volume_size is None
-        else nanos(v.maximum_volume_size, "maximumVolumeSize", bounded=False),
+        capacity=None if v.capacity is None else size(v.capacity, "capacity"),
+        maximum_volume_size=None if v.maximum_volume_size is None else size(v.maximum_volume_size, "maximumVolumeSize"),
         node_topology=None if v.node_topology is None else label_selector(v.node_topology),
     )
 
@@ -606,6 +615,19 @@ def csi_node(v: wc.CSINode) -> CSINode:
             for d in drivers
             if d.allocatable is not None and d.allocatable.count is not None
         },
+    )
+
+
+def volume_attachment(v: wc.VolumeAttachment) -> VolumeAttachment:
+    meta = v.metadata or EMPTY_META
+    spec = v.spec or wc.VolumeAttachmentSpec()
+    source = spec.source
+    return VolumeAttachment(
+        name=name_of(meta),
+        resource_version=meta.resource_version or "",
+        attacher=spec.attacher or "",
+        node_name=spec.node_name or "",
+        pv_name=(source.persistent_volume_name or "") if source is not None else "",
     )
 
 

@@ -1,5 +1,5 @@
 """Core Kubernetes kinds: Pod, Node, PersistentVolume(Claim), StorageClass, CSIDriver, CSIStorageCapacity, CSINode,
-Namespace, Service."""
+VolumeAttachment, Namespace, Service."""
 
 # ---- Pod ----
 from __future__ import annotations
@@ -138,6 +138,10 @@ class SchedulingGate(Wire, frozen=True):
     name: str | None = None
 
 
+class PodResourceClaim(Wire, frozen=True):
+    name: str | None = None
+
+
 class PodSpec(Wire, frozen=True):
     node_name: str | None = None
     scheduler_name: str | None = None
@@ -154,6 +158,7 @@ class PodSpec(Wire, frozen=True):
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
     preemption_policy: str | None = None
     scheduling_gates: list[SchedulingGate] | None = None
+    resource_claims: list[PodResourceClaim] | None = None
 
 
 class PodCondition(Wire, frozen=True):
@@ -347,6 +352,23 @@ class CSINodeSpec(Wire, frozen=True):
 
 class CSINode(Object, frozen=True):
     spec: CSINodeSpec | None = None
+
+
+# ---- VolumeAttachment (NodeVolumeLimits counts the node's attachments, kube 1.32+) ----
+
+
+class VolumeAttachmentSource(Wire, frozen=True):
+    persistent_volume_name: str | None = None
+
+
+class VolumeAttachmentSpec(Wire, frozen=True):
+    attacher: str | None = None
+    node_name: str | None = None
+    source: VolumeAttachmentSource | None = None
+
+
+class VolumeAttachment(Object, frozen=True):
+    spec: VolumeAttachmentSpec | None = None
 
 
 class ScopeRequirement(Wire, frozen=True):

@@ -187,12 +187,30 @@ def moment(v: str | None, path: str = "") -> datetime | None:
 _GOOD_TIMES: dict[str, None] = {}  # metadata times seen well-formed lately (an object's repeat across its events)
 
 
-def check_meta_times(meta: w.ObjectMeta | None) -> None:
-    """metadata.creationTimestamp and deletionTimestamp, when present, are RFC 3339 times within years
+_UINT64_DIGITS = 20  # 2**64 - 1 = 18446744073709551615
+
+
+def check_resource_version(v: str | None) -> None:
+    """A resourceVersion, when present, is a decimal uint64: the API server reads one so
+    (apiserver/pkg/storage/api_object_versioner.go, ParseResourceVersion: strconv.ParseUint base 10), and
+    berth compares them as numbers. Anything else rejects the line, whatever its kind."""
+    if not v:
+        return
+    digits = v.lstrip("0")
+    if v.isascii() and v.isdigit() and len(digits) <= _UINT64_DIGITS and int(digits or "0") < 2**64:
+        return
+    shown = repr(v) if len(v) <= 40 else f"{v[:20]!r}... ({len(v):,} characters)"
+    raise Bad("metadata.resourceVersion", f"{shown} is not a decimal uint64 (kube's resourceVersion)")
+
+
+def check_meta(meta: w.ObjectMeta | None) -> None:
+    """What berth reads of every object's metadata is well formed: its resourceVersion (check_resource_version),
+    and metadata.creationTimestamp and deletionTimestamp, when present, are RFC 3339 times within years
     1..9999: a line whose object carries a bad one is rejected, whatever its kind, so that it cannot
     move the clock or the order valid objects are read in."""
     if meta is None:
         return
+    check_resource_version(meta.resource_version)
     for v, path in (
         (meta.creation_timestamp, "metadata.creationTimestamp"),
         (meta.deletion_timestamp, "metadata.deletionTimestamp"),
@@ -211,7 +229,8 @@ __all__ = [
     "Bad",
     "QuantityError",
     "TimeRangeError",
-    "check_meta_times",
+    "check_meta",
+    "check_resource_version",
     "kept_time",
     "milli_list",
     "moment",
