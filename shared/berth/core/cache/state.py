@@ -113,6 +113,8 @@ class ClusterState:
         self._how: dict[type, tuple[dict[str, str], bool, Any]] = {}  # see _how_to_apply
         self._informer_pvs: dict[str, PersistentVolume] = {}
         self._informer_pvcs: dict[str, PersistentVolumeClaim] = {}
+        # claim (namespace/name) -> the PV a reservation assumed for it, until the API server binds it
+        self._assumed_for: dict[str, str] = {}
         self._usage: dict[str, tuple[str, dict[str, int]]] = {}
         self._held: dict[str, _Held] = {}
         self._held_on: dict[str, set[str]] = {}  # node -> keys of the pods held there
@@ -299,6 +301,19 @@ class ClusterState:
         else:
             self._informer_pvs[pv.name] = pv
         self._set_pv(pv.name, None if deleted else pv)
+        if pv.claim_ref is not None and not deleted:
+            self._bound_elsewhere(_ref_key(pv.claim_ref), pv.name)
+
+    def _bound_elsewhere(self, claim: str, pv_name: str) -> None:
+        """The API server says the claim is bound to this PV: a PV assumed for it by a reservation is
+        the API server's again (another scheduler, or kube-scheduler through the extender, bound the
+        claim elsewhere; without this the assumed PV would stay taken once the pod is confirmed)."""
+        assumed = self._assumed_for.pop(claim, None)
+        if assumed is None or assumed == pv_name:
+            return
+        current = self.pvs.get(assumed)
+        if current is not None and current.claim_ref is not None and _ref_key(current.claim_ref) == claim:
+            self._set_pv(assumed, self._informer_pvs.get(assumed))
 
     def _apply_pvc(self, pvc: PersistentVolumeClaim, deleted: bool) -> None:
         key = pvc.key
@@ -407,6 +422,7 @@ class ClusterState:
                 annotations = {**pv.annotations, ANN_BOUND_BY_CONTROLLER: "yes"}
                 self._set_pv(pv_name, msgspec.structs.replace(pv, claim_ref=ref, annotations=annotations))
                 held.pvs.append(pv_name)
+                self._assumed_for[claim_key] = pv_name
         for claim_key in r.provisions:
             pvc = self.pvcs.get(claim_key)
             if pvc is not None:
@@ -429,6 +445,9 @@ class ClusterState:
             return
         for name in held.pvs:
             self._set_pv(name, self._informer_pvs.get(name))
+        for claim_key, pv_name in held.reservation.bindings:
+            if self._assumed_for.get(claim_key) == pv_name:
+                del self._assumed_for[claim_key]
         for key in held.pvcs:
             self._set_pvc(key, self._informer_pvcs.get(key))
         assumed = self.pods.get(pod_key)
