@@ -110,3 +110,16 @@ def test_during_the_grace_the_nomination_holds_the_node_against_lower_priority_p
     assert by_pod["default/web"].victims == ["default/old"]
     assert by_pod["default/late-batch"].status == "Unschedulable"
     assert (by_pod["default/late-critical"].status, by_pod["default/late-critical"].node) == ("Scheduled", "n0")
+
+
+@pytest.mark.parametrize("grace", [0.0, 2.5])
+def test_the_placement_after_the_victims_go_is_a_decision_of_its_own(grace: float) -> None:
+    # the preemptor's pod is not updated in the log between its nomination and its placement: the
+    # placement is its next attempt, with an id of its own (the scorer drops a decision id it has sent)
+    _, records = replay(grace)
+    ids = [r.decision_id for r in records]
+    assert len(ids) == len(set(ids))
+    for r in records:
+        if isinstance(r.nominated_node, str):
+            placed = next(p for p in records if p.pod == r.pod and p.status == "Scheduled")
+            assert placed.attempt == r.attempt + 1

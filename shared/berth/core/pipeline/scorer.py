@@ -307,7 +307,7 @@ class ScorerEngine:
                 self.scheduler.nominator.forget(preemptor.key)
                 current = self.state.pods.get(preemptor.key)
                 if current is not None and current.pending and self.state.reserved(current.key) is None:
-                    self._decide(current, ev, out, self.queue.attempts(current.key) + 1)
+                    self._decide(current, ev, out, record.attempt + 1)  # the nomination's next attempt
                 for pod in self.queue.to_retry([k for k in dict.fromkeys(helped) if k != preemptor.key]):
                     self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
 
