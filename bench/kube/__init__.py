@@ -101,7 +101,7 @@ def rate(pods: int, seconds: float) -> str:
 def show_kube(r: kubeside.KubeRun) -> None:
     cpu = ", ".join(f"{k.removeprefix('kube-')} {v:.2f}" for k, v in r.cpu.items())
     out = f"{r.bound} bound, {r.unschedulable} unschedulable" + (f", {r.victims} victims" if r.victims else "")
-    late = " TIMED OUT" if r.timed_out else ""
+    late = (" TIMED OUT" if r.timed_out else "") + (f" (watch resumed {r.rewatches}x)" if r.rewatches else "")
     print(
         f"  {r.label:<36} {r.wall:8.2f} s  {rate(r.pods, r.wall):>16}  (created in {r.created_in:.2f} s)"
         f"  CPU s: {cpu}  load {r.load[0]:.1f}->{r.load[1]:.1f}  {out}{late}",

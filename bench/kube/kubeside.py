@@ -56,6 +56,7 @@ class KubeRun:
     unschedulable: int = 0
     victims: int = 0
     timed_out: bool = False
+    rewatches: int = 0  # times the watch on the pods was resumed
     cpu: dict[str, float] = field(default_factory=dict)  # process -> CPU-seconds while timed
     load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average at start and end
     setup: list[Obj] = field(default_factory=list)  # the cluster before the pods, as listed (kind set)
@@ -158,34 +159,54 @@ async def measure(plane: ControlPlane, workload: Workload, run: KubeRun, timeout
     async with session(plane) as s:
         api = Api(plane, s)
         pods = f"/api/v1/namespaces/{NS}/pods"
-        rv = (await api.request("GET", pods, limit="1"))["metadata"]["resourceVersion"]
+        listing = await api.request("GET", pods)
+        before, rv = len(listing["items"]), listing["metadata"]["resourceVersion"]
         deleting: set[asyncio.Task[Any]] = set()
         gone: set[str] = set()
         connected = asyncio.Event()
 
+        def seen(obj: Obj) -> None:
+            name = obj["metadata"]["name"]
+            if name in names:
+                how = _settled(obj)
+                if how is None and name in state and state[name][0] == "unschedulable":
+                    del state[name]  # it nominated a node after all
+                elif how is not None and (name not in state or state[name][0] != how):
+                    state[name] = (how, time.perf_counter())
+                    if len(state) == len(names):
+                        done.set()
+            elif obj["metadata"].get("deletionTimestamp") and name not in gone:
+                gone.add(name)  # a kubelet's part: the pod's containers are stopped, it goes
+                task = asyncio.create_task(api.delete(f"{pods}/{name}"))
+                deleting.add(task)
+                task.add_done_callback(deleting.discard)
+
         async def watch() -> None:
-            query = {"watch": "1", "resourceVersion": rv, "allowWatchBookmarks": "false"}
-            async with s.get(plane.server + pods, params=query, timeout=aiohttp.ClientTimeout(total=None)) as resp:
-                connected.set()
-                async for line in resp.content:
-                    event = json.loads(line)
-                    obj, kind = event["object"], event["type"]
-                    name = obj["metadata"]["name"]
-                    if name in names:
-                        how = _settled(obj)
-                        if how is None and name in state and state[name][0] == "unschedulable":
-                            del state[name]  # it nominated a node after all
-                        elif how is not None and (name not in state or state[name][0] != how):
-                            state[name] = (how, time.perf_counter())
-                            if len(state) == len(names):
-                                done.set()
-                    elif kind == "DELETED":
-                        run.victims += 1
-                    elif obj["metadata"].get("deletionTimestamp") and name not in gone:
-                        gone.add(name)  # a kubelet's part: the pod's containers are stopped, it goes
-                        task = asyncio.create_task(api.delete(f"{pods}/{name}"))
-                        deleting.add(task)
-                        task.add_done_callback(deleting.discard)
+            """As an informer watches: the API server ends a watch whose client falls behind (this one
+            creates pods on the same core), so it resumes from the last resourceVersion seen, or lists
+            again when that is gone (410)."""
+            nonlocal rv
+            while True:
+                query = {"watch": "1", "resourceVersion": rv, "allowWatchBookmarks": "true"}
+                async with s.get(plane.server + pods, params=query, timeout=aiohttp.ClientTimeout(total=None)) as resp:
+                    if resp.status != 200:
+                        raise RuntimeError(f"watch {pods}: {resp.status} {(await resp.read())[:300]!r}")
+                    connected.set()
+                    async for line in resp.content:
+                        event = json.loads(line)
+                        obj = event["object"]
+                        if event["type"] == "ERROR":
+                            if obj.get("code") != 410:
+                                raise RuntimeError(f"watch {pods}: {obj.get('message')}")
+                            relisted = await api.request("GET", pods)
+                            for item in relisted["items"]:
+                                seen(item)
+                            rv = relisted["metadata"]["resourceVersion"]
+                            break
+                        rv = obj["metadata"]["resourceVersion"]
+                        if event["type"] != "BOOKMARK":
+                            seen(obj)
+                run.rewatches += 1
 
         watcher = asyncio.create_task(watch())
         await connected.wait()
@@ -193,18 +214,23 @@ async def measure(plane: ControlPlane, workload: Workload, run: KubeRun, timeout
         t0 = time.perf_counter()
         run.created = await api.create_all((pods, p) for p in workload.pending)
         run.created_in = time.perf_counter() - t0
-        try:
-            await asyncio.wait_for(done.wait(), timeout)
-        except TimeoutError:
-            run.timed_out = True
+        waiting = asyncio.create_task(done.wait())
+        await asyncio.wait({waiting, watcher}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         cpu1 = _cpu(plane)
         run.load = (run.load[0], os.getloadavg()[0])
+        waiting.cancel()
         watcher.cancel()
+        if watcher.done() and not watcher.cancelled() and watcher.exception() is not None:
+            raise RuntimeError("the watch failed") from watcher.exception()
+        run.timed_out = not done.is_set()
         end = max((t for _, t in state.values()), default=time.perf_counter())
         run.wall = end - t0
         run.cpu = {k: cpu1[k] - cpu0[k] for k in cpu0 if k in cpu1}
         run.bound = sum(1 for how, _ in state.values() if how == "bound")
         run.unschedulable = sum(1 for how, _ in state.values() if how == "unschedulable")
+        await asyncio.gather(*deleting, return_exceptions=True)
+        after = len((await api.request("GET", pods))["items"])
+        run.victims = before + len(names) - after  # the pods there before that preemption took away
     run.created.sort(key=lambda p: int(p["metadata"]["resourceVersion"]))
 
 
