@@ -103,7 +103,7 @@ def show_kube(r: kubeside.KubeRun) -> None:
     out = f"{r.bound} bound, {r.unschedulable} unschedulable" + (f", {r.victims} victims" if r.victims else "")
     late = (" TIMED OUT" if r.timed_out else "") + (f" (watch resumed {r.rewatches}x)" if r.rewatches else "")
     print(
-        f"  {r.label:<36} {r.wall:8.2f} s  {rate(r.pods, r.wall):>16}  (created in {r.created_in:.2f} s)"
+        f"  {r.label:<36} {r.wall:8.2f} s  {rate(r.settled, r.wall):>16}  (created in {r.created_in:.2f} s)"
         f"  CPU s: {cpu}  load {r.load[0]:.1f}->{r.load[1]:.1f}  {out}{late}",
         flush=True,
     )
@@ -130,7 +130,9 @@ def ratios(result: Result) -> None:
     for b in result.berth:
         parts = []
         for k in result.kube:
-            if k.wall > 0:
-                pods_alone = f" ({k.wall / b.marginal:.1f}x the pods alone)" if b.marginal >= NOISE else ""
-                parts.append(f"{k.wall / b.wall:.1f}x{pods_alone} {k.label}")
-        print(f"  {b.label} pods/s over " + "; ".join(parts))
+            if k.wall > 0 and k.settled:
+                per = k.wall / k.settled * b.pods  # kube's seconds for berth's number of pods
+                pods_alone = f" ({per / b.marginal:.1f}x the pods alone)" if b.marginal >= NOISE else ""
+                cpu = sum(k.cpu.values()) / b.cpu if b.cpu > 0 else 0.0
+                parts.append(f"{per / b.wall:.1f}x{pods_alone} (its CPU-seconds {cpu:.1f}x fewer) over {k.label}")
+        print(f"  {b.label} pods/s: " + "; ".join(parts))

@@ -62,6 +62,11 @@ class KubeRun:
     setup: list[Obj] = field(default_factory=list)  # the cluster before the pods, as listed (kind set)
     created: list[Obj] = field(default_factory=list)  # the pods as the API server returned them
 
+    @property
+    def settled(self) -> int:
+        """Pods bound or unschedulable (all of them, unless the run timed out)."""
+        return self.bound + self.unschedulable
+
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime of a process from /proc/<pid>/stat."""
