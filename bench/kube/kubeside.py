@@ -134,12 +134,26 @@ async def setup(plane: ControlPlane, workload: Workload) -> list[Obj]:
                     break
             await asyncio.sleep(0.05)
         await api.create_all((f"/api/v1/namespaces/{NS}/{plural}", obj) for plural, obj in workload.namespaced)
+        await _available(api)
         await asyncio.sleep(_settle_seconds(workload))
         listed = []
         for path, version, kind in LISTS:
             for item in (await api.request("GET", path))["items"]:
                 listed.append({"apiVersion": version, "kind": kind, **item})
         return listed
+
+
+async def _available(api: Api, timeout: float = 600.0) -> None:
+    """Until the PV controller has made every PV Available (the scheduler passes over Pending ones):
+    1,000 PVs take it tens of seconds here."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pvs = (await api.request("GET", "/api/v1/persistentvolumes"))["items"]
+        if all(pv.get("status", {}).get("phase") == "Available" for pv in pvs):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"PVs not Available after {timeout:.0f} s")
+        await asyncio.sleep(1.0)
 
 
 def _settled(obj: Mapping[str, Any]) -> str | None:
