@@ -134,5 +134,5 @@ def ratios(result: Result) -> None:
                 per = k.wall / k.settled * b.pods  # kube's seconds for berth's number of pods
                 pods_alone = f" ({per / b.marginal:.1f}x the pods alone)" if b.marginal >= NOISE else ""
                 cpu = sum(k.cpu.values()) / b.cpu if b.cpu > 0 else 0.0
-                parts.append(f"{per / b.wall:.1f}x{pods_alone} (its CPU-seconds {cpu:.1f}x fewer) over {k.label}")
+                parts.append(f"{per / b.wall:.1f}x{pods_alone}, CPU-seconds kube/berth {cpu:.1f}x, over {k.label}")
         print(f"  {b.label} pods/s: " + "; ".join(parts))
