@@ -61,8 +61,8 @@ demo-kube: $(STAMP) ## The sample log through the real kube-scheduler 1.36 and b
 fuzz: $(STAMP) ## The fuzz tests with many more mutated inputs than make test runs (HYPOTHESIS_PROFILE=fuzz)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -p no:cacheprovider tests/fuzz
 
-bench: $(STAMP) ## Run the benchmarks; they print their figures
-	$(BIN)/python -m bench
+bench: $(STAMP) ## Run the benchmarks; they print their figures (berth against kube-scheduler too, with the binaries)
+	$(WITH_KUBE) $(BIN)/python -m bench
 
 demo: $(STAMP) ## The README's run command: replay the sample log embedded, print the summary, write the report
 	$(BIN)/berth replay examples/small.jsonl.gz --compare examples/most-free.yaml \

@@ -1,8 +1,10 @@
-"""Run every benchmark: python -m bench [name ...]."""
+"""Run every benchmark: python -m bench [name ...] [--option ...]; options after the names go to a
+benchmark whose run() takes them (python -m bench kube --nodes 500)."""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 
@@ -21,11 +23,15 @@ BENCHES = [
     "preemption",
     "memory",
     "snapshot_yaml",
+    "kube",  # only when KUBEBUILDER_ASSETS is set (make bench sets it from ../shared/kube/unpack.sh)
 ]
 
 
 def main() -> None:
-    names = sys.argv[1:] or BENCHES
+    args = sys.argv[1:]
+    cut = next((i for i, a in enumerate(args) if a.startswith("-")), len(args))
+    named, options = args[:cut], args[cut:]
+    names = named or BENCHES
     cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     for name in names:
         if cpus is not None:
@@ -35,7 +41,10 @@ def main() -> None:
         except ModuleNotFoundError as e:
             print(f"== {name}: skipped ({e}) ==")
             continue
-        module.run()
+        if named and inspect.signature(module.run).parameters:
+            module.run(options)  # named on the command line: it runs, with the options given
+        else:
+            module.run()
         print()
 
 

@@ -161,3 +161,16 @@ def test_a_higher_priority_preemption_clears_a_waiting_nomination() -> None:
     assert (by_pod["default/web"].nominated_node, by_pod["default/web"].victims) == ("n1", ["default/b"])
     assert by_pod["default/api"].nominated_node == "n1"
     assert engine.scheduler.nominator.held() == {"default/api": "n1"}
+
+
+@pytest.mark.parametrize("grace", [0.0, 2.5])
+def test_the_placement_after_the_victims_go_is_a_decision_of_its_own(grace: float) -> None:
+    # the preemptor's pod is not updated in the log between its nomination and its placement: the
+    # placement is its next attempt, with an id of its own (the scorer drops a decision id it has sent)
+    _, records = replay(grace)
+    ids = [r.decision_id for r in records]
+    assert len(ids) == len(set(ids))
+    for r in records:
+        if isinstance(r.nominated_node, str):
+            placed = next(p for p in records if p.pod == r.pod and p.status == "Scheduled")
+            assert placed.attempt == r.attempt + 1

@@ -362,7 +362,7 @@ class ScorerEngine:
                 if current is not None and current.pending and self.state.reserved(current.key) is None:
                     if still:  # kube retries it with status.nominatedNodeName set: that node first
                         current = msgspec.structs.replace(current, nominated_node=node)
-                    self._decide(current, ev, out, self.queue.attempts(current.key) + 1)
+                    self._decide(current, ev, out, record.attempt + 1)  # the nomination's next attempt
                 for pod in self.queue.to_retry([k for k in dict.fromkeys(helped) if k != preemptor.key]):
                     self._decide(pod, ev, out, self.queue.attempts(pod.key) + 1, retry=True)
 

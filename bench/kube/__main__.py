@@ -1,0 +1,7 @@
+"""python -m bench.kube [options]: the same as python -m bench kube [options]."""
+
+import sys
+
+from bench.kube import run
+
+run(sys.argv[1:])
