@@ -116,7 +116,7 @@ def preemption(berth: Berth, k: KubeResult) -> list[str]:
 
 def criteria(berth: Berth, plugin: DefaultPreemption) -> Callable[[list[Pod]], tuple[int, int, int, int, float]]:
     """pickOneNodeForPreemption's criteria for a node's victims (lower is better)."""
-    prio = plugin.store.priority
+    prio = plugin.state.priority
     pdbs = list(plugin.store.pdbs.values())
     now = berth.now.timestamp()
 
