@@ -359,3 +359,34 @@ def test_empty_snapshot_says_what_it_found(capsys: pytest.CaptureFixture[str], t
     code, out, err = run(capsys, "evaluate", "--snapshot", str(empty), "-o", "table")
     assert code == 0 and "0 pending pod(s)" in out
     assert "found 0 nodes and 0 pending pods" in err and "kubectl get" in err and err.count("\n") == 1
+
+
+def test_compare_lists_the_pods_each_config_places_differently(capsys: pytest.CaptureFixture[str]) -> None:
+    examples = Path(__file__).parents[1] / "examples"
+    configs = [str(examples / "most-free.yaml"), str(examples / "capacity-priority-off.yaml")]
+    code, out, _ = run(capsys, "evaluate", "--snapshot", LOCAL, "--compare", *configs)
+    assert code == 0
+    got = json.loads(out)
+    assert got["compare"]["runs"] == ["default", "most-free", "capacity-priority-off"]
+    # the oracle: each config's run alone
+    alone = []
+    for config in [None, *configs]:
+        code, single, _ = run(capsys, "evaluate", "--snapshot", LOCAL, *(["--config", config] if config else []))
+        assert code == 0
+        decisions = json.loads(single)["decisions"]
+        alone.append({d["pod"]: (d["node"], [b["pv"] for b in d["volumeBindings"]]) for d in decisions})
+    assert got["decisions"] == json.loads(run(capsys, "evaluate", "--snapshot", LOCAL)[1])["decisions"]
+    differ = {d["pod"]: [(r["node"], r["pvs"]) for r in d["runs"]] for d in got["compare"]["differ"]}
+    for pod in alone[0]:
+        placed = [a[pod] for a in alone]
+        assert (pod in differ) == any(p != placed[0] for p in placed[1:]), pod
+        if pod in differ:
+            assert differ[pod] == placed
+    assert differ  # the sample's configs do disagree
+    code, table, _ = run(capsys, "evaluate", "--snapshot", LOCAL, "-o", "table", "--compare", *configs)
+    assert f"placed differently under default, most-free, capacity-priority-off: {len(differ)} of" in table
+
+
+def test_compare_needs_the_snapshot_as_a_file(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "evaluate", "--snapshot", "-", "--compare", "examples/most-free.yaml")
+    assert code == 2 and "--compare reads the snapshot once per config: give it as a file" in err

@@ -134,3 +134,23 @@ def hint(command: str, text: str) -> None:
 def print_json(value: Any) -> None:
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode())
     sys.stdout.write("\n")
+
+
+def config_label(path: str | None) -> str:
+    """A run's name: its config file's stem (the default config: `default`)."""
+    return Path(path).stem if path else "default"
+
+
+def placement_diff(labels: list[str], runs: list[dict[str, tuple[str, list[str]] | None]]) -> list[dict[str, Any]]:
+    """Pods that any run placed differently from the first (by each pod's last decision), in pod
+    order, with every run's placement."""
+    out = []
+    for pod in sorted(set().union(*runs)):
+        placed = [r.get(pod) for r in runs]
+        if any(p != placed[0] for p in placed[1:]):
+            rows = [
+                {"label": label, "node": p[0] if p else None, "pvs": p[1] if p else []}
+                for label, p in zip(labels, placed, strict=True)
+            ]
+            out.append({"pod": pod, "runs": rows})
+    return out

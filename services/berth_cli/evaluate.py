@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,10 +13,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from berth.core.cache.state import ClusterState
 from berth.core.errors import InputError
+from berth.core.pipeline.metrics import distinct
 from berth.core.plugins.loadawarescheduling.store import NodeMetricStore
 from berth.core.scheduler.results import Decision
 from berth.core.scheduler.schedule_one import Scheduler
-from berth_cli.common import STRICT_HELP, hint, load_config, load_state, now_or, print_json, rfc3339
+from berth_cli.common import (
+    STRICT_HELP,
+    config_label,
+    hint,
+    load_config,
+    load_state,
+    now_or,
+    placement_diff,
+    print_json,
+    rfc3339,
+)
 from berth_cli.show import OUTPUTS, print_yaml, render_table
 
 
@@ -33,6 +45,12 @@ def add_parser(sub: Any) -> None:
         help="objects as kubectl get -o yaml|json prints them; - for stdin",
     )
     p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration-style YAML")
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="CONFIG",
+        help="decide the same pods under these configs too, and list the pods placed differently",
+    )
     p.add_argument("--strict-config", action="store_true", help=STRICT_HELP)
     p.add_argument(
         "--now",
@@ -90,9 +108,26 @@ def find_pod(state: ClusterState, key: str, namespace: str | None, source: str) 
     raise InputError(source, f"Pod {key}", problem)
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass
+class Run:
+    """The pending pods of a snapshot decided under one config."""
+
+    state: ClusterState
+    decisions: list[Decision]
+    skipped: list[dict[str, str]]  # pods of schedulers the config has no profile for
+    gated: list[dict[str, str]]  # pods a PreEnqueue plugin holds back (scheduling gates)
+
+    def placements(self) -> dict[str, tuple[str, list[str]] | None]:
+        """pod -> (node, PVs) where it was placed, None where it was not."""
+        return {
+            d.pod: (d.node, [b.pv for b in d.volume_bindings if b.pv]) if d.status == "Scheduled" and d.node else None
+            for d in self.decisions
+        }
+
+
+def decide(args: argparse.Namespace, config_path: str | None, now: datetime) -> Run:
     state = ClusterState()
-    config = load_config(args.config, args.strict_config)
+    config = load_config(config_path, args.strict_config)
     schedulers = {p.scheduler_name: Scheduler(p.build(state)) for p in config.profiles}
     bar = _bar()
     try:
@@ -123,39 +158,73 @@ def run(args: argparse.Namespace) -> int:
         pods = next(iter(schedulers.values())).queue(pending)
         if not pods:
             _hint_empty(state, source, args.namespace)
-    now = now_or(args.now)
-    decisions: list[Decision] = []
-    skipped: list[dict[str, str]] = []  # pods of schedulers the config has no profile for
-    gated: list[dict[str, str]] = []  # pods a PreEnqueue plugin holds back (scheduling gates)
+    run = Run(state, [], [], [])
     with _bar() as bar:
         deciding = bar.add_task("deciding pending pods", total=len(pods))
         for pod in pods:
             bar.advance(deciding)
             scheduler = schedulers.get(pod.scheduler_name)
             if scheduler is None:
-                skipped.append({"pod": pod.key, "schedulerName": pod.scheduler_name})
+                run.skipped.append({"pod": pod.key, "schedulerName": pod.scheduler_name})
                 continue
             held = scheduler.pre_enqueue(pod)
             if held.rejects:
-                gated.append({"pod": pod.key, "plugin": held.plugin, "message": held.message})
+                run.gated.append({"pod": pod.key, "plugin": held.plugin, "message": held.message})
             else:
-                decisions += scheduler.run([pod], now)
-    if args.now is None and decisions:
-        _hint_now(state, now)
+                run.decisions += scheduler.run([pod], now)
+    return run
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.compare and args.snapshot == "-":
+        raise InputError("<stdin>", "", "--compare reads the snapshot once per config: give it as a file")
+    configs = [args.config, *(args.compare or [])]
+    for config in configs[1:]:
+        load_config(config, args.strict_config)  # every config's problems before any run starts
+    now = now_or(args.now)
+    first = decide(args, args.config, now)
+    if args.now is None and first.decisions:
+        _hint_now(first.state, now)
+    diff: list[dict[str, Any]] = []
+    labels = distinct([config_label(c) for c in configs])
+    if args.compare:
+        others = [decide(args, c, now) for c in args.compare]
+        diff = placement_diff(labels, [r.placements() for r in (first, *others)])
     if args.output in ("json", "yaml"):
-        out: dict[str, Any] = {"decisions": decisions}
-        if skipped:
-            out["skipped"] = skipped
-        if gated:
-            out["gated"] = gated
+        out: dict[str, Any] = {"decisions": first.decisions}
+        if first.skipped:
+            out["skipped"] = first.skipped
+        if first.gated:
+            out["gated"] = first.gated
+        if args.compare:
+            out["compare"] = {"runs": labels, "differ": diff}
         print_json(out) if args.output == "json" else print_yaml(out)
     else:
-        render_table(decisions, wide=args.output == "wide")
-        for s in skipped:
+        render_table(first.decisions, wide=args.output == "wide")
+        for s in first.skipped:
             print(f"skipped {s['pod']}: schedulerName {s['schedulerName']} has no profile in the config")
-        for g in gated:
+        for g in first.gated:
             print(f"gated {g['pod']}: {g['message']}")
+        if args.compare:
+            print_diff(labels, diff, len(first.decisions))
     return 0
+
+
+def print_diff(labels: list[str], diff: list[dict[str, Any]], decided: int) -> None:
+    """The pods placed differently, one column per config: node, and the PVs in brackets."""
+    print(f"\nplaced differently under {', '.join(labels)}: {len(diff)} of {decided} pod(s)")
+    if not diff:
+        return
+    cells = [[d["pod"], *(_placed(r) for r in d["runs"])] for d in diff]
+    widths = [max(len(row[i]) for row in [["POD", *labels], *cells]) for i in range(len(labels) + 1)]
+    for row in [["POD", *labels], *cells]:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _placed(r: dict[str, Any]) -> str:
+    if r["node"] is None:
+        return "-"
+    return f"{r['node']} [{', '.join(r['pvs'])}]" if r["pvs"] else str(r["node"])
 
 
 def _bar() -> Progress:

@@ -30,9 +30,11 @@ from berth_cli.common import (
     STRICT_HELP,
     check_dir_target,
     check_file_target,
+    config_label,
     load_config,
     non_negative_float,
     non_negative_int,
+    placement_diff,
     rfc3339,
     speed,
 )
@@ -264,7 +266,7 @@ def read_log(args: argparse.Namespace) -> Log:
 
 
 def _names(configs: list[str | None]) -> list[str]:
-    return distinct([_label(c) for c in configs])
+    return distinct([config_label(c) for c in configs])
 
 
 def _done(args: argparse.Namespace, name: str, result: RunResult) -> None:
@@ -292,7 +294,7 @@ def replay_one(
     log: the logs already decoded (--compare), else they are read as the replay goes."""
     top_nodes = None if args.all_nodes else args.top_nodes
     lane = Lane(
-        _label(config),
+        config_label(config),
         load_config(config, args.strict_config, warn=False),
         top_nodes=top_nodes,
         preemption_grace=args.preemption_grace,
@@ -348,21 +350,6 @@ def count_lines(paths: list[str]) -> int | None:
     return n or None
 
 
-def placement_diff(labels: list[str], runs: list[dict[str, tuple[str, list[str]] | None]]) -> list[dict[str, Any]]:
-    """Pods that any run placed differently from the first (by each pod's last decision), in pod
-    order, with every run's placement."""
-    out = []
-    for pod in sorted(set().union(*runs)):
-        placed = [r.get(pod) for r in runs]
-        if any(p != placed[0] for p in placed[1:]):
-            rows = [
-                {"label": label, "node": p[0] if p else None, "pvs": p[1] if p else []}
-                for label, p in zip(labels, placed, strict=True)
-            ]
-            out.append({"pod": pod, "runs": rows})
-    return out
-
-
 def publish(args: argparse.Namespace) -> int:
     """Send the log's events to Kafka, keyed per object, each carrying its log position."""
     from berth.adapters.runtime.connect import kafka_bus, topics_of
@@ -414,7 +401,7 @@ def _decisions_path(path: str, index: int, configs: list[str | None]) -> str:
     for each --compare config (`most-free`; made distinct as the summary's columns are: `most-free-1`)."""
     if index == 0:
         return path
-    names = [label.replace(" #", "-") for label in distinct([_label(c) for c in configs])]
+    names = [label.replace(" #", "-") for label in distinct([config_label(c) for c in configs])]
     name = names[index]
     if name in ("rejects", *names[:index]) or name == "":
         name = f"{name}-{index}"
@@ -423,10 +410,6 @@ def _decisions_path(path: str, index: int, configs: list[str | None]) -> str:
 
 def _rejects_path(args: argparse.Namespace) -> str:
     return str(args.rejects or (_sibling(args.decisions, ".rejects") if args.decisions else "berth-rejects.jsonl"))
-
-
-def _label(path: str | None) -> str:
-    return Path(path).stem if path else "default"
 
 
 def _sibling(path: str, tag: str) -> str:
