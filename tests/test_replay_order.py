@@ -154,3 +154,26 @@ def test_a_pod_due_for_a_retry_when_the_log_ends_is_retried(tmp_path: Path, caps
     assert [(d["status"], d["attempt"]) for d in got] == [("Unschedulable", 1), ("Scheduled", 2)]
     assert (got[0]["ts"], got[1]["ts"]) == (t.format(2), t.format(3))  # after its backoff
     assert json.loads(summary.read_text())["runs"][0]["podsRetriedAtEnd"] == 1
+
+
+def test_a_retry_due_past_the_year_9999_is_retried_at_the_latest_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # found by the fuzz test: a log's clock at 9999-12-31T23:59:59Z, and a backoff past it
+    t = "9999-12-31T23:59:59Z"
+    lines = [
+        json.dumps({"ts": "9999-12-31T23:59:58Z", "type": "ADDED", "object": o})
+        for o in (node("n1"), pvc("data", cls="fast"))
+    ]
+    lines.append(json.dumps({"ts": t, "type": "ADDED", "object": pod("db", ("data",))}))
+    sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"}}
+    sc |= {"provisioner": "example.com/csi", "volumeBindingMode": "WaitForFirstConsumer"}
+    lines.append(json.dumps({"ts": t, "type": "ADDED", "object": sc}))
+    log = tmp_path / "late.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "d.jsonl"
+    assert main(["replay", str(log), "--decisions", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(d["status"], d["attempt"]) for d in got] == [("Unschedulable", 1), ("Scheduled", 2)]
+    assert got[1]["ts"].startswith("9999-12-31T23:59:59")

@@ -97,6 +97,13 @@ def _action(obj: Any, old: Any, deleted: bool) -> Action:
     return Action.ADD if isinstance(obj, Node) else _ADD_OR_UPDATE
 
 
+def _time_at(seconds: float) -> datetime:
+    """The UTC time of a Unix timestamp, at most the latest a datetime holds (a log's clock may be at
+    the end of year 9999, and a backoff past it)."""
+    latest = datetime.max.replace(tzinfo=UTC)
+    return latest if seconds >= latest.timestamp() else datetime.fromtimestamp(seconds, UTC)
+
+
 class ScorerEngine:
     """One profile's scorer: applies events, decides pending pods, and keeps the retry queue, the
     reservations and the run's statistics (each its own part)."""
@@ -327,7 +334,7 @@ class ScorerEngine:
             if eligible is None:
                 break
             if not self.applier.has_clock or eligible > self.applier.now.timestamp():
-                self.applier.now = datetime.fromtimestamp(eligible, UTC)
+                self.applier.now = _time_at(eligible)
                 self.applier.has_clock = True
             for pod in self.queue.to_retry(self.queue.take_due(eligible)):
                 self.stats.retried_at_end += 1
