@@ -10,6 +10,7 @@ import functools
 import json
 import subprocess
 import sys
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -246,6 +247,24 @@ def claim(name: str, size: str, storage_class: str) -> dict[str, Any]:
             "resources": {"requests": {"storage": size}},
         },
     }
+
+
+def topic(name: str) -> str:
+    return f"e2e.{uuid.uuid4().hex[:8]}.{name}"
+
+
+def storage_class(kube: Kube, name: str, provisioner: str = "kubernetes.io/no-provisioner") -> str:
+    kube.create_cluster_object(
+        "/apis/storage.k8s.io/v1/storageclasses",
+        {"metadata": {"name": name}, "provisioner": provisioner, "volumeBindingMode": "WaitForFirstConsumer"},
+    )
+    return name
+
+
+def phase(kube: Kube, plural: str, name: str, want: str) -> dict[str, Any] | None:
+    path = f"/api/v1/{plural}/{name}" if plural == "persistentvolumes" else kube.path(plural, name)
+    obj: dict[str, Any] = kube.api.get(path)
+    return obj if obj.get("status", {}).get("phase") == want else None
 
 
 # ---------------------------------------------------------------- what berth holds

@@ -9,14 +9,17 @@ A failed test's report ends with the end of every component's log, and the logs 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
+from berth.adapters.bus.kafka import KafkaBus
 from tests.e2e.berth import Accounts, install_crds, install_rbac
 from tests.e2e.cluster import Kube
 from tests.e2e.controlplane import ControlPlane, MissingBinaries, find_assets, start_control_plane
+from tests.servers import Server
 
 
 @pytest.fixture(scope="session")
@@ -76,3 +79,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         plane.keep_workdir = True
         report.sections.append(("kube control plane logs", plane.logs()))
     return report
+
+
+@pytest_asyncio.fixture
+async def bus(broker: Server) -> AsyncIterator[KafkaBus]:
+    """berth's Kafka bus on the session's broker (tests/conftest.py), for the services a test runs."""
+    made = KafkaBus(broker.address, client_id="e2e")
+    await made.start()
+    try:
+        yield made
+    finally:
+        await made.stop()

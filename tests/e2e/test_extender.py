@@ -6,14 +6,12 @@ bus would; the bind goes through the binder as berth-scorer, with deploy/'s RBAC
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import yaml
 
 from berth.adapters.bus.kafka import KafkaBus
@@ -26,7 +24,18 @@ from berth.core.pipeline.scorer import ScorerEngine
 from berth_scorer.binder import Binder
 from berth_scorer.extender import ExtenderBindingArgs, Routes
 from berth_scorer.service import Scorer
-from tests.e2e.berth import REPO, Accounts, claim, connect_as, eventually, following, local_pv
+from tests.e2e.berth import (
+    REPO,
+    Accounts,
+    claim,
+    connect_as,
+    eventually,
+    following,
+    local_pv,
+    phase,
+    storage_class,
+    topic,
+)
 from tests.e2e.cluster import Kube
 from tests.e2e.controlplane import ControlPlane
 from tests.servers import Server
@@ -44,16 +53,6 @@ def scheduler_config(file: str, port: int) -> dict[str, Any]:
     for extender in config["extenders"]:
         extender["urlPrefix"] = f"http://127.0.0.1:{port}/scheduler"
     return config
-
-
-@pytest_asyncio.fixture
-async def bus(broker: Server) -> AsyncIterator[KafkaBus]:
-    made = KafkaBus(broker.address, client_id="e2e")
-    await made.start()
-    try:
-        yield made
-    finally:
-        await made.stop()
 
 
 @contextlib.contextmanager
@@ -79,7 +78,7 @@ async def berth_extender(
         ScorerEngine(parse_config(None)),
         bus,
         store,
-        f"e2e.{uuid.uuid4().hex[:8]}.decisions",
+        topic("decisions"),
         binder=Binder(scorer_client),
     )
 
@@ -113,19 +112,6 @@ async def berth_extender(
     assert not scorer_client.failed() and not watcher_client.failed()
 
 
-def storage_class(kube: Kube) -> str:
-    name = f"local-{kube.id}"
-    kube.create_cluster_object(
-        "/apis/storage.k8s.io/v1/storageclasses",
-        {
-            "metadata": {"name": name},
-            "provisioner": "kubernetes.io/no-provisioner",
-            "volumeBindingMode": "WaitForFirstConsumer",
-        },
-    )
-    return name
-
-
 def node_metric(kube: Kube, node: str, cpu: str) -> None:
     """Koordinator's NodeMetric for the node, as koordlet reports it: cpu in use now."""
     kube.create_cluster_object(
@@ -146,7 +132,7 @@ async def test_capacity_priority_through_prioritize_puts_each_claim_on_the_small
 ) -> None:
     # kube 1.36's VolumeBinding scores nothing (StorageCapacityScoring is off by default) and its other
     # plugins tie the two nodes: without berth each pod lands on either at random
-    local = storage_class(kube)
+    local = storage_class(kube, f"local-{kube.id}")
     roomy, tight = kube.node("roomy", cpu="4"), kube.node("tight", cpu="4")
     for i in range(3):
         kube.create_cluster_object(
@@ -205,7 +191,7 @@ async def test_load_aware_filter_keeps_pods_off_a_busy_node_and_kube_says_why(
 async def test_berth_binds_what_kube_scheduler_chose_through_the_bind_verb(
     kube: Kube, accounts: Accounts, bus: KafkaBus, redis_server: Server, tmp_path: Path
 ) -> None:
-    local = storage_class(kube)
+    local = storage_class(kube, f"local-{kube.id}")
     node = kube.node("n1", cpu="4")
     kube.create_cluster_object("/api/v1/persistentvolumes", local_pv(f"pv-{kube.id}", "10Gi", local, node))
     kube.api.create(kube.path("persistentvolumeclaims"), claim("data", "5Gi", local))
@@ -216,10 +202,7 @@ async def test_berth_binds_what_kube_scheduler_chose_through_the_bind_verb(
         kube.pod("db-0", {"cpu": "100m"}, claims=["data"])
         assert await eventually("db-0 bound", lambda: kube.get_pod("db-0")["spec"].get("nodeName")) == node
         done = await eventually(
-            "data bound by the PV controller",
-            lambda: (lambda c: c if c.get("status", {}).get("phase") == "Bound" else None)(
-                kube.api.get(kube.path("persistentvolumeclaims", "data"))
-            ),
+            "data bound by the PV controller", lambda: phase(kube, "persistentvolumeclaims", "data", "Bound")
         )
     assert done["spec"]["volumeName"] == f"pv-{kube.id}"
     # berth made the Binding (kube-scheduler's own would not show in berth-scorer's calls); the claim was

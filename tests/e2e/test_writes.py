@@ -6,13 +6,10 @@ statuses go to the real broker, reservations to the real Redis."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from berth.adapters.bus.kafka import KafkaBus
 from berth.adapters.kube.client import SELECTED_NODE
@@ -24,41 +21,13 @@ from berth.core.pipeline.scorer import ScorerEngine
 from berth_buffer_controller.service import BufferController, StatusPatcher
 from berth_scorer.binder import SCHEDULER_NAME, Binder
 from berth_scorer.service import Scorer
-from tests.e2e.berth import Accounts, claim, connect_as, eventually, following, local_pv
+from tests.e2e.berth import Accounts, claim, connect_as, eventually, following, local_pv, phase, storage_class, topic
 from tests.e2e.cluster import Kube, condition
 from tests.servers import Server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("berth_crds")]
 
 BUFFERS = "/apis/autoscaling.x-k8s.io/v1beta1/namespaces/{ns}/capacitybuffers"
-
-
-@pytest_asyncio.fixture
-async def bus(broker: Server) -> AsyncIterator[KafkaBus]:
-    made = KafkaBus(broker.address, client_id="e2e")
-    await made.start()
-    try:
-        yield made
-    finally:
-        await made.stop()
-
-
-def topic(name: str) -> str:
-    return f"e2e.{uuid.uuid4().hex[:8]}.{name}"
-
-
-def storage_class(kube: Kube, name: str, provisioner: str = "kubernetes.io/no-provisioner") -> str:
-    kube.create_cluster_object(
-        "/apis/storage.k8s.io/v1/storageclasses",
-        {"metadata": {"name": name}, "provisioner": provisioner, "volumeBindingMode": "WaitForFirstConsumer"},
-    )
-    return name
-
-
-def phase(kube: Kube, plural: str, name: str, want: str) -> dict[str, Any] | None:
-    path = f"/api/v1/{plural}/{name}" if plural == "persistentvolumes" else kube.path(plural, name)
-    obj: dict[str, Any] = kube.api.get(path)
-    return obj if obj.get("status", {}).get("phase") == want else None
 
 
 @pytest.mark.asyncio
