@@ -44,7 +44,9 @@ def add_parser(sub: Any) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--snapshot", metavar="FILE", help="objects as kubectl get -o yaml|json prints them; - for stdin")
     src.add_argument("--decisions", metavar="FILE", help="the decisions file `berth replay --decisions` writes")
-    p.add_argument("--config", metavar="FILE", help="KubeSchedulerConfiguration-style YAML (with --decisions: the weights)")
+    p.add_argument(
+        "--config", metavar="FILE", help="KubeSchedulerConfiguration-style YAML (with --decisions: the weights)"
+    )
     p.add_argument("--strict-config", action="store_true", help=STRICT_HELP)
     p.add_argument("--now", type=rfc3339, metavar="RFC3339", help="the clock for time-dependent rules (default: now)")
     p.add_argument("-n", "--namespace", metavar="NS", help="a bare pod name is in NS (default: default)")
@@ -54,17 +56,18 @@ def add_parser(sub: Any) -> None:
         help="decide the pod against the snapshot as it is (`berth evaluate --pod POD`), not after the pods ahead "
         "of it in the queue",
     )
-    p.add_argument("--attempt", type=int, metavar="N", help="with --decisions: the pod's Nth decision (default: its last)")
+    p.add_argument(
+        "--attempt", type=int, metavar="N", help="with --decisions: the pod's Nth decision (default: its last)"
+    )
     p.add_argument("--nodes", type=int, default=10, metavar="N", help="nodes shown per section in text (0: every one)")
-    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text", help="text (default), json or yaml")
+    p.add_argument(
+        "-o", "--output", choices=("text", "json", "yaml"), default="text", help="text (default), json or yaml"
+    )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.snapshot is not None:
-        out = from_snapshot(args)
-    else:
-        out = from_decisions(args)
+    out = from_snapshot(args) if args.snapshot is not None else from_decisions(args)
     if args.output == "json":
         print_json(out)
     elif args.output == "yaml":
@@ -93,7 +96,9 @@ def from_snapshot(args: argparse.Namespace) -> Explanation:
     scheduler = schedulers.get(pod.scheduler_name)
     if scheduler is None:
         raise InputError(
-            source, f"Pod {pod.key}", f"schedulerName {pod.scheduler_name} has no profile in the config: berth leaves it alone"
+            source,
+            f"Pod {pod.key}",
+            f"schedulerName {pod.scheduler_name} has no profile in the config: berth leaves it alone",
         )
     held = scheduler.pre_enqueue(pod)
     if held.rejects:
@@ -164,7 +169,9 @@ def explain_record(
                 by.setdefault(plugin_of(reason) or "", []).append(reason)
             rejected.append(Rejected(name, [Rejection(p, reasons) for p, reasons in by.items()]))
     scores, margin = scores_of(decision, weights)
-    notes = [f"attempt {record.attempt} of the pod's {attempts} decision(s) in the file, at {record.ts or '-'} (log position {record.position})"]
+    notes = [
+        f"attempt {record.attempt} of the pod's {attempts} decision(s) in the file, at {record.ts or '-'} (log position {record.position})"
+    ]
     if not rejected and decision.status == "Unschedulable":
         counts = record.reasons if isinstance(record.reasons, dict) else {}
         shown = ", ".join(f"{n} {plugin_of(r) or '?'}: {r}" for r, n in sorted(counts.items(), key=lambda kv: -kv[1]))
@@ -173,7 +180,9 @@ def explain_record(
             "`berth replay --all-nodes`"
         )
     elif not rejected:
-        notes.append("the line lists only the best feasible nodes: rejected nodes and their reasons need `berth replay --all-nodes`")
+        notes.append(
+            "the line lists only the best feasible nodes: rejected nodes and their reasons need `berth replay --all-nodes`"
+        )
     bad = [s.node for s in scores if sum(p.weighted for p in s.parts) != s.total]
     if bad:
         notes.append(

@@ -35,13 +35,15 @@ def lines(x: Explanation, most: int) -> list[Text]:
         add(f"Why not there: {len(x.rejected)} node(s) rejected", "bold")
         for r in x.rejected[:n]:
             add(r.node, "cyan", 2)
-            for p in r.plugins:
-                for reason in p.reasons or ["(no reason of its own on the decision)"]:
-                    out.append(Text.assemble(" " * 4, (f"{p.plugin or '?'}", "magenta"), f": {reason}"))
-                for detail in p.details:
+            for rej in r.plugins:
+                for reason in rej.reasons or ["(no reason of its own on the decision)"]:
+                    out.append(Text.assemble(" " * 4, (f"{rej.plugin or '?'}", "magenta"), f": {reason}"))
+                for detail in rej.details:
                     add(detail.text, indent=6)
         if n < len(x.rejected):
-            add(f"... and {len(x.rejected) - n} more node(s): --nodes 0 shows every one, -o json has them all", "dim", 2)
+            add(
+                f"... and {len(x.rejected) - n} more node(s): --nodes 0 shows every one, -o json has them all", "dim", 2
+            )
 
     if x.scores:
         add()
@@ -51,7 +53,9 @@ def lines(x: Explanation, most: int) -> list[Text]:
             add(f"{s.node}  total {s.total}", "cyan", 2)
             width = max((len(p.plugin) for p in s.parts), default=0)
             for p in s.parts:
-                add(f"{p.plugin.ljust(width)}  {p.score:>3} x {p.weight:<2} = {p.weighted:>4}  ({p.share:g}%)", indent=4)
+                add(
+                    f"{p.plugin.ljust(width)}  {p.score:>3} x {p.weight:<2} = {p.weighted:>4}  ({p.share:g}%)", indent=4
+                )
         if n < len(x.scores):
             add(f"... and {len(x.scores) - n} more feasible node(s)", "dim", 2)
     if x.margin is not None:
@@ -65,14 +69,14 @@ def lines(x: Explanation, most: int) -> list[Text]:
     if x.preemption is not None:
         add()
         add("Preemption", "bold")
-        p = x.preemption
-        add(f"nominated node {p.nominated_node}; victims: {', '.join(p.victims) or 'none'}", indent=2)
+        pre = x.preemption
+        add(f"nominated node {pre.nominated_node}; victims: {', '.join(pre.victims) or 'none'}", indent=2)
 
     if x.suggestions:
         add()
         add("What would make it fit (each tried on the state: the filters then pass the node)", "bold")
-        for s in x.suggestions:
-            add(f"- {s.text}", "green", 2)
+        for sug in x.suggestions:
+            add(f"- {sug.text}", "green", 2)
     return out
 
 

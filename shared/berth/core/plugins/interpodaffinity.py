@@ -224,7 +224,7 @@ class InterPodAffinity:
         pod, state = cycle.pod, cycle.state
         a = pod.pod_affinity
         out: dict[int, list[fwk.Why]] = {}
-        labels = [(s, (state.nodes.node(s).labels if state.nodes.node(s) else {})) for s in slots.tolist()]
+        labels = [(s, _labels(state, s)) for s in slots.tolist()]
         if a is not None:
             for i, t in enumerate(a.required, 1):
                 m = self._matcher(pod, t)
@@ -432,6 +432,11 @@ def parse_error(pod: Pod) -> str | None:
         return None
     unique = list(dict.fromkeys(errors))
     return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+def _labels(state: ClusterState, slot: int) -> dict[str, str]:
+    node = state.nodes.node(slot)
+    return node.labels if node is not None else {}
 
 
 def _term(t: PodAffinityTerm) -> str:

@@ -120,7 +120,8 @@ class NodeAffinity:
                 failing = unmet(self.args.required, labels, node.name)
                 whys.append(fwk.Why(ENFORCED, "scheduler's addedAffinity: " + "; ".join(failing), {"terms": failing}))
             else:
-                parts, facts = [], {}
+                parts: list[str] = []
+                facts: dict[str, Any] = {}
                 wrong = {k: labels.get(k) for k, v in sorted(pod.node_selector.items()) if labels.get(k) != v}
                 if wrong:
                     parts.append(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -24,7 +25,7 @@ from berth.core.scheduler.results import Decision
 from berth.core.scheduler.schedule_one import Scheduler
 
 TRIED = 8  # nodes whose change is tried, smallest change first
-KEPT = 3  # suggestions kept
+KEPT = 5  # suggestions kept
 
 
 class Detail(msgspec.Struct, frozen=True):
@@ -132,16 +133,16 @@ def explain(scheduler: Scheduler, pod: Pod, now: datetime) -> Explanation:
         else:
             suggestions = _suggest(scheduler, pod, now, found, rejected)
             if not suggestions:
-                notes.append("no change berth can try (pods leaving, more allocatable, a larger PV, a toleration) makes a node fit")
+                notes.append(
+                    "no change berth can try (pods leaving, more allocatable, a larger PV, a toleration) makes a node fit"
+                )
     return Explanation(decision.pod, decision, rejected, scores, margin, preemption, suggestions, notes)
 
 
 def scores_of(decision: Decision, weights: dict[str, int]) -> tuple[list[Scored], Margin | None]:
     """Feasible nodes by total (highest first, then name): each plugin's score, weight and share;
     the winner's margin over the runner-up. Weights unknown to `weights` count as 1."""
-    ranked = sorted(
-        ((n, r) for n, r in decision.nodes.items() if r.feasible), key=lambda x: (-(x[1].total or 0), x[0])
-    )
+    ranked = sorted(((n, r) for n, r in decision.nodes.items() if r.feasible), key=lambda x: (-(x[1].total or 0), x[0]))
     out = []
     for name, r in ranked:
         total = r.total or 0
@@ -210,7 +211,9 @@ def _rejections(found: _Found, slot: int, reasons: list[str]) -> list[Rejection]
     return out
 
 
-def _suggest(scheduler: Scheduler, pod: Pod, now: datetime, found: _Found, rejected: list[Rejected]) -> list[Suggestion]:
+def _suggest(
+    scheduler: Scheduler, pod: Pod, now: datetime, found: _Found, rejected: list[Rejected]
+) -> list[Suggestion]:
     """Per rejected node, the changes its plugins expect would lift their constraints there, merged;
     the smallest ones tried, the ones after which the node passes kept."""
     slots = scheduler.state.nodes.slot
@@ -258,26 +261,24 @@ def _size(change: Change) -> tuple[int, int]:
 def _fits_after(scheduler: Scheduler, pod: Pod, now: datetime, slot: int, change: Change) -> bool:
     """Whether the filters pass the node with the change made on the state (then undone)."""
     state = scheduler.state
-    undo: list[Callable[[], None]] = []
+    undo: list[Callable[[], Any]] = []
     try:
         for key in change.leave:
             lifted = state.lift(key)
             if lifted is not None:
-                undo.append(lambda p=lifted: state.put_back(p))
+                undo.append(partial(state.put_back, lifted))
         node = state.nodes.node(slot)
         if change.more and node is not None:
             alloc = dict(node.allocatable)
             for k, v in change.more:
                 alloc[k] = alloc.get(k, 0) + v
-            old_node = state.trial_node(msgspec.structs.replace(node, allocatable=alloc))
-            if old_node is not None:
-                undo.append(lambda n=old_node: _restore_node(state, n))
+            state.trial_node(msgspec.structs.replace(node, allocatable=alloc))
+            undo.append(partial(state.trial_node, node))
         for name, capacity in change.resize:
             pv = state.pvs.get(name)
             if pv is not None:
-                old_pv = state.trial_pv(msgspec.structs.replace(pv, capacity=capacity))
-                if old_pv is not None:
-                    undo.append(lambda p=old_pv: _restore_pv(state, p))
+                state.trial_pv(msgspec.structs.replace(pv, capacity=capacity))
+                undo.append(partial(state.trial_pv, pv))
         tolerations = tuple(t for t in change.tolerate if isinstance(t, Toleration))
         trial = msgspec.structs.replace(pod, tolerations=(*pod.tolerations, *tolerations)) if tolerations else pod
         feasible, _ = scheduler.dry_run(Cycle(pod=trial, state=state, now=now))
@@ -285,14 +286,6 @@ def _fits_after(scheduler: Scheduler, pod: Pod, now: datetime, slot: int, change
     finally:
         for step in reversed(undo):
             step()
-
-
-def _restore_node(state: Any, node: Any) -> None:
-    state.trial_node(node)
-
-
-def _restore_pv(state: Any, pv: Any) -> None:
-    state.trial_pv(pv)
 
 
 def _suggestion(scheduler: Scheduler, node: str, change: Change) -> Suggestion:
