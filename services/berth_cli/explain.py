@@ -57,7 +57,10 @@ def add_parser(sub: Any) -> None:
         "of it in the queue",
     )
     p.add_argument(
-        "--attempt", type=int, metavar="N", help="with --decisions: the pod's Nth decision (default: its last)"
+        "--attempt",
+        type=int,
+        metavar="N",
+        help="with --decisions: the pod's Nth decision in the file (default: its last)",
     )
     p.add_argument("--nodes", type=int, default=10, metavar="N", help="nodes shown per section in text (0: every one)")
     p.add_argument(
@@ -87,7 +90,11 @@ def from_snapshot(args: argparse.Namespace) -> Explanation:
     try:
         load_state(args.snapshot, state)
     except InputError as e:
-        e.hint = e.hint or log_hint(args.snapshot, e)
+        if log_hint(args.snapshot, e):
+            e.hint = (
+                f"{args.snapshot} looks like an event log: replay it, `berth replay {args.snapshot} --all-nodes "
+                "--decisions d.jsonl`, then `berth explain --decisions d.jsonl POD`"
+            )
         raise
     source = "<stdin>" if args.snapshot == "-" else args.snapshot
     pod = find_pod(state, args.pod, args.namespace, source)
@@ -147,17 +154,20 @@ def from_decisions(args: argparse.Namespace) -> Explanation:
         problem = f"no decision for it in {len(records)} decision(s)"
         if close:
             problem += f"; did you mean {', '.join(close[:5])}?"
+        if "/" not in args.pod:
+            problem += " Write NS/NAME, or give -n NAMESPACE"
         raise InputError(path, f"Pod {args.pod}", problem)
     if args.attempt is not None and not 1 <= args.attempt <= len(mine):
         raise InputError(path, f"Pod {key}", f"--attempt {args.attempt}: it has {len(mine)} decision(s)")
-    record = mine[(args.attempt or len(mine)) - 1]
+    index = args.attempt or len(mine)
+    record = mine[index - 1]
     decision = msgspec.convert(msgspec.to_builtins(record), Decision)
     config = load_config(args.config, args.strict_config)
-    return explain_record(record, decision, dict(config.scores), len(mine), args.config)
+    return explain_record(record, decision, dict(config.scores), (index, len(mine)), args.config)
 
 
 def explain_record(
-    record: DecisionRecord, decision: Decision, weights: dict[str, int], attempts: int, config: str | None
+    record: DecisionRecord, decision: Decision, weights: dict[str, int], which: tuple[int, int], config: str | None
 ) -> Explanation:
     """What one decision line can say: reasons by plugin per listed node, the scores with weights,
     the margin and the preemption; and what it cannot."""
@@ -170,7 +180,8 @@ def explain_record(
             rejected.append(Rejected(name, [Rejection(p, reasons) for p, reasons in by.items()]))
     scores, margin = scores_of(decision, weights)
     notes = [
-        f"attempt {record.attempt} of the pod's {attempts} decision(s) in the file, at {record.ts or '-'} (log position {record.position})"
+        f"decision {which[0]} of the pod's {which[1]} in the file (attempt {record.attempt}, at {record.ts or '-'}, "
+        f"log position {record.position}); --attempt N picks another"
     ]
     if not rejected and decision.status == "Unschedulable":
         counts = record.reasons if isinstance(record.reasons, dict) else {}
