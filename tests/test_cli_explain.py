@@ -82,7 +82,7 @@ def test_json_and_yaml_carry_the_same_facts(capsys: pytest.CaptureFixture[str]) 
 
 def test_load_aware_names_the_metric(capsys: pytest.CaptureFixture[str]) -> None:
     snapshot = str(DATA / "load-aware.yaml")
-    code, out, err = run(capsys, "explain", "--snapshot", snapshot, "db/db-0", "--now", "2026-11-01T13:00:00Z")
+    code, out, _ = run(capsys, "explain", "--snapshot", snapshot, "db/db-0", "--now", "2026-11-01T13:00:00Z")
     assert code == 0
     assert "NodeMetric updated 3600 s before --now, over nodeMetricExpirationSeconds 180" in out
 
@@ -96,7 +96,7 @@ def test_decisions_of_a_replay(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     assert code == 0 and got["decision"]["status"] == "Unschedulable"
     line = next(json.loads(x) for x in every.read_text().splitlines() if '"default/p6"' in x)
     by_node = {r["node"]: {p["plugin"]: p["reasons"] for p in r["plugins"]} for r in got["rejected"]}
-    assert by_node and {n: sum(v.values(), []) for n, v in by_node.items()} == {
+    assert by_node and {n: [r for rs in v.values() for r in rs] for n, v in by_node.items()} == {
         n: r["reasons"] for n, r in line["nodes"].items() if not r["feasible"]
     }
     assert all(

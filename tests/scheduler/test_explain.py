@@ -116,7 +116,7 @@ CASES = [
             pv("pv-2", "50Gi", on="n1", claim="x/y"),
             pvc("c", "20Gi"),
             pod("p", claims=("c",)),
-        ],  # fmt: skip
+        ],
         "n1",
         "VolumeBinding",
         "claim default/c wants 20Gi of class local: PVs of the class on the node: pv-1 10Gi (too small), pv-2 50Gi (bound to x/y)",
@@ -131,7 +131,7 @@ CASES = [
             pv("pv-2", "10Gi", on="n2", claim="default/c", phase="Bound"),
             pvc("c", "10Gi", volume="pv-2", bound=True),
             pod("p", claims=("c",)),
-        ],  # fmt: skip
+        ],
         "n1",
         "VolumeBinding",
         "claim default/c is bound to PV pv-2, whose node affinity excludes the node: term 1: kubernetes.io/hostname In [n2] (node: n1)",

@@ -32,6 +32,7 @@ BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+PVS_SHOWN = 50  # berth explain: a claim's PVs listed per node, smallest first
 
 
 @dataclass
@@ -128,22 +129,30 @@ def _unmatched(claim: PersistentVolumeClaim, here: list[PersistentVolume], in_cl
     """An unbound claim no PV on the node matched: each PV of its class there, and why it does not do."""
     want = claim.request or 0
     rows, free = [], []
-    for p in sorted(here, key=lambda p: (p.capacity, p.name)):
+    for i, p in enumerate(sorted(here, key=lambda p: (p.capacity, p.name))):
         problem = _pv_problem(p, claim)
-        rows.append({"pv": p.name, "capacity": show_bytes(ceil_units(p.capacity)), "accessModes": list(p.access_modes),
-                     "problem": problem or "taken by another claim of this pod"})  # fmt: skip
+        if i < PVS_SHOWN:
+            capacity = show_bytes(ceil_units(p.capacity))
+            why = problem or "taken by another claim of this pod"
+            rows.append({"pv": p.name, "capacity": capacity, "accessModes": list(p.access_modes), "problem": why})
         if problem == "too small" or problem is None:
             free.append(p)
     size = show_bytes(ceil_units(want))
     shown = ", ".join(f"{r['pv']} {r['capacity']} ({r['problem']})" for r in rows[:6])
-    more = f" and {len(rows) - 6} more" if len(rows) > 6 else ""
+    more = f" and {len(here) - 6} more" if len(here) > 6 else ""
     text = f"claim {claim.key} wants {size} of class {claim.storage_class or '<none>'}"
     text += (
         f": PVs of the class on the node: {shown}{more}"
         if rows
         else f": no PV of the class on the node ({in_class} in the class)"
     )
-    facts = {"claim": claim.key, "request": size, "storageClass": claim.storage_class, "pvs": rows}
+    facts = {
+        "claim": claim.key,
+        "request": size,
+        "storageClass": claim.storage_class,
+        "pvs": rows,
+        "pvsOnNode": len(here),
+    }
     change = None
     small = [p for p in free if p.capacity < want]
     if small:
@@ -392,13 +401,16 @@ class VolumeBinding:
             sc = state.classes.get(claim.storage_class)
             if sc is not None and sc.can_provision:
                 continue  # where no PV matched, the claim is provisioned: the loop below says why not
-            klass = [p for p in state.pvs.values() if p.storage_class == claim.storage_class]
+            klass = [v for v in state.pvs.values() if v.storage_class == claim.storage_class]
+            anywhere = [v for v in klass if v.node_affinity is None]
+            on: dict[int, list[PersistentVolume]] = {}
+            for v in klass:  # each PV's node slots, once (a node's local PVs share one answer)
+                if v.node_affinity is not None:
+                    for s in nodes.selector_slots(v.node_affinity).tolist():
+                        on.setdefault(s, []).append(v)
             for s in slots.tolist():
-                node = nodes.node(s)
-                if node is None or matched[s]:
-                    continue
-                here = [p for p in klass if p.node_affinity is None or p.node_affinity.matches(node.labels, node.name)]
-                add(s, _unmatched(claim, here, len(klass)))
+                if nodes.node(s) is not None and not matched[s]:
+                    add(s, _unmatched(claim, [*on.get(s, []), *anywhere], len(klass)))
         for p in pv.provisions:
             sc = state.classes.get(p.claim.storage_class)
             if sc is None or not sc.can_provision:
