@@ -136,7 +136,7 @@ def decide(args: argparse.Namespace, config_path: str | None, now: datetime) -> 
             load_state(args.snapshot, state)
             bar.remove_task(reading)
     except InputError as e:
-        e.hint = e.hint or _log_hint(args.snapshot, e)
+        e.hint = e.hint or log_hint(args.snapshot, e)
         raise
     source = "<stdin>" if args.snapshot == "-" else args.snapshot
     if args.pod:
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     now = now_or(args.now)
     first = decide(args, args.config, now)
     if args.now is None and first.decisions:
-        _hint_now(first.state, now)
+        hint_now(first.state, now)
     diff: list[dict[str, Any]] = []
     labels = distinct([config_label(c) for c in configs])
     if args.compare:
@@ -249,7 +249,7 @@ class _LateProgress(Progress):
         return super().get_renderables()
 
 
-def _log_hint(path: str, e: InputError) -> str | None:
+def log_hint(path: str, e: InputError) -> str | None:
     """An event log given as a snapshot: point at berth replay."""
     log = path.endswith((".jsonl", ".jsonl.gz", ".gz"))
     if "Extra data" in e.problem or (log and e.obj == path):
@@ -275,7 +275,7 @@ def _hint_empty(state: ClusterState, source: str, namespace: str | None) -> None
         hint("evaluate", f"{source}: {found}: nothing to decide; berth evaluate decides pods with no spec.nodeName")
 
 
-def _hint_now(state: ClusterState, now: datetime) -> None:
+def hint_now(state: ClusterState, now: datetime, command: str = "evaluate") -> None:
     """--now, when the clock makes every NodeMetric expired: the snapshot is older than its metrics' expiry."""
     for ext in state.extensions:
         if not isinstance(ext, NodeMetricStore) or ext.args.enable_schedule_when_node_metrics_expired:
@@ -291,7 +291,7 @@ def _hint_now(state: ClusterState, now: datetime) -> None:
         if now.timestamp() * 1e6 - newest >= limit * 1e6:
             at = datetime.fromtimestamp(newest / 1e6, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             hint(
-                "evaluate",
+                command,
                 f"every NodeMetric is older than its expiry ({limit} s) at the wall clock; the newest is from "
                 f"{at}: to evaluate the snapshot as of then, add --now {at}",
             )

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from berth import __version__
 from berth.core.errors import ConfigError, InputError
-from berth_cli import buffers, decisions, evaluate, generate, replay, services, watcher
+from berth_cli import buffers, decisions, evaluate, explain, generate, replay, services, watcher
 
-COMMANDS = (evaluate, buffers, replay, generate, watcher, decisions)
+COMMANDS = (evaluate, explain, buffers, replay, generate, watcher, decisions)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -502,6 +502,21 @@ class ClusterState:
         self._account(pod.key, pod)
         self._pod_changed(None, pod)
 
+    # ---- trial changes (berth explain's what-ifs), each undone at once -----
+    def trial_node(self, node: Node) -> Node | None:
+        """Put node in place of the node of its name, whatever its resourceVersion; returns the node it
+        replaced (trial_node of that one undoes it)."""
+        old = self.nodes.get(node.name)
+        self._apply_node(node, False)
+        return old
+
+    def trial_pv(self, pv: PersistentVolume) -> PersistentVolume | None:
+        """Put pv in place of the PV of its name (the API server's copy kept); returns the PV it
+        replaced (trial_pv of that one undoes it)."""
+        old = self.pvs.get(pv.name)
+        self._set_pv(pv.name, pv)
+        return old
+
     # ---- reads -------------------------------------------------------------
     def class_index(self, storage_class: str) -> ClassIndex:
         idx = self.pv_index.get(storage_class)

@@ -20,8 +20,10 @@ from berth.core.framework.events import (
 )
 from berth.core.framework.interface import (
     ArgsStruct,
+    Change,
     DryRun,
     EnqueueExtensions,
+    ExplainsFilter,
     FilterPlugin,
     KeepsState,
     NodeFit,
@@ -39,6 +41,7 @@ from berth.core.framework.interface import (
     ReservePlugin,
     ScorePlugin,
     Signature,
+    Why,
 )
 from berth.core.framework.status import (
     NO_NODES_AVAILABLE,
@@ -62,12 +65,14 @@ __all__ = [
     "SKIP",
     "Action",
     "ArgsStruct",
+    "Change",
     "ClusterEvent",
     "ClusterEventWithHint",
     "Code",
     "Cycle",
     "DryRun",
     "EnqueueExtensions",
+    "ExplainsFilter",
     "Failure",
     "FilterPlugin",
     "Hint",
@@ -96,6 +101,7 @@ __all__ = [
     "Signature",
     "Slots",
     "Status",
+    "Why",
     "claim_hint",
     "each_pod",
     "fit_error",

@@ -174,6 +174,43 @@ class NodeLocalScore(Protocol):
     def moving(self, cycle: Cycle) -> npt.NDArray[Any] | None: ...
 
 
+# ---- berth explain ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change to the cluster that berth can try (berth explain's "what would make it fit"): pods
+    leaving (namespace/name), a node's allocatable raised (resource -> amount to add), a PV's capacity
+    set (PV name -> capacity in nano-units), tolerations the pod would add."""
+
+    leave: tuple[str, ...] = ()
+    more: tuple[tuple[str, int], ...] = ()
+    resize: tuple[tuple[str, int], ...] = ()
+    tolerate: tuple[Any, ...] = ()  # Toleration models
+
+
+@dataclass(frozen=True)
+class Why:
+    """The constraint behind one Filter reason on one node, from the plugin's own state: `text` for
+    people, `facts` as data, and the change the plugin expects would lift it there (None: none berth
+    can try)."""
+
+    reason: str
+    text: str
+    facts: dict[str, Any]
+    change: Change | None = None
+
+
+@runtime_checkable
+class ExplainsFilter(Protocol):
+    """A Filter plugin that can say why it rejected the pod on some nodes (berth explain). Called in the
+    same cycle, after its PreFilter and Filter ran, with the slots it rejected."""
+
+    name: str
+
+    def explain_filter(self, cycle: Cycle, slots: Slots) -> dict[int, list[Why]]: ...
+
+
 @dataclass(frozen=True)
 class PostFilterResult:
     """nominated_node: None leaves the pod's nomination as it is, "" clears it (kube's Override with

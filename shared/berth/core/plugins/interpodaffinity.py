@@ -22,7 +22,7 @@ import numpy as np
 
 from berth.core import framework as fwk
 from berth.core.api.core.model import Node, Pod, PodAffinityTerm
-from berth.core.api.meta.selectors import LabelSelector, selector_error
+from berth.core.api.meta.selectors import LabelSelector, selector_error, show_selector
 from berth.core.api.meta.validation import Problems, is_int, unknown_fields
 from berth.core.cache.state import ClusterState
 from berth.core.plugins.helper.podindex import Ints, Matcher, PodIndex, Sparse, matches, shared
@@ -216,6 +216,71 @@ class InterPodAffinity:
             fwk.Failure(existing, REASON_EXISTING_ANTI, fwk.Code.UNSCHEDULABLE),
         ]
 
+    # ---- berth explain ------------------------------------------------------------------------
+    def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
+        """Per node: the pod's required affinity term no pod in the node's domain matches, the pods in
+        its domain that the pod's required anti-affinity matches, and the existing pods in its domain
+        whose required anti-affinity matches the pod."""
+        pod, state = cycle.pod, cycle.state
+        a = pod.pod_affinity
+        out: dict[int, list[fwk.Why]] = {}
+        labels = [(s, _labels(state, s)) for s in slots.tolist()]
+        if a is not None:
+            for i, t in enumerate(a.required, 1):
+                m = self._matcher(pod, t)
+                found = self._by_domain(
+                    state, t.topology_key, [] if m is None else self.index.matching(state, m, False)
+                )
+                for s, lab in labels:
+                    value = lab.get(t.topology_key)
+                    if value is None or not found.get(value):
+                        where = f"{t.topology_key}={value}" if value is not None else f"no label {t.topology_key}"
+                        text = f"affinity term {i} ({_term(t)}): no matching pod in {where}"
+                        facts = {
+                            "term": i,
+                            "topologyKey": t.topology_key,
+                            "domain": value,
+                            "selector": show_selector(t.selector),
+                        }
+                        out.setdefault(s, []).append(fwk.Why(REASON_AFFINITY, text, facts))
+            for i, t in enumerate(a.required_anti, 1):
+                m = self._matcher(pod, t)
+                found = self._by_domain(
+                    state, t.topology_key, [] if m is None else self.index.matching(state, m, False)
+                )
+                for s, lab in labels:
+                    value = lab.get(t.topology_key)
+                    pods = found.get(value, []) if value is not None else []
+                    if pods:
+                        text = f"anti-affinity term {i} ({_term(t)}): {_pods(pods)} in {t.topology_key}={value}"
+                        facts = {"term": i, "topologyKey": t.topology_key, "domain": value, "pods": pods}
+                        out.setdefault(s, []).append(fwk.Why(REASON_ANTI, text, facts, fwk.Change(leave=tuple(pods))))
+        ns_labels = self.index.namespaces.get(pod.namespace, {})
+        for p in self.index.assigned_pods():
+            terms = p.pod_affinity.required_anti if p.pod_affinity is not None else ()
+            node = state.nodes.get(p.node_name)
+            for t in terms:
+                if node is None or not existing_term_matches(t, p.namespace, pod, ns_labels):
+                    continue
+                value = node.labels.get(t.topology_key)
+                for s, lab in labels:
+                    if value is not None and lab.get(t.topology_key) == value:
+                        text = f"{p.key}'s anti-affinity ({_term(t)}) matches this pod in {t.topology_key}={value}"
+                        facts = {"pod": p.key, "topologyKey": t.topology_key, "domain": value}
+                        why = fwk.Why(REASON_EXISTING_ANTI, text, facts, fwk.Change(leave=(p.key,)))
+                        out.setdefault(s, []).append(why)
+        return out
+
+    def _by_domain(self, state: ClusterState, key: str, pods: list[Pod]) -> dict[str, list[str]]:
+        """Pods (keys) by their node's value of label `key`."""
+        out: dict[str, list[str]] = {}
+        for p in pods:
+            node = state.nodes.get(p.node_name)
+            value = node.labels.get(key) if node is not None else None
+            if value is not None:
+                out.setdefault(value, []).append(p.key)
+        return out
+
     # ---- Score --------------------------------------------------------------------------------
     def pre_score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Status:
         """kube's PreScore: Skip with no nodes, with ignorePreferredTermsOfExistingPods and a pod without
@@ -367,6 +432,20 @@ def parse_error(pod: Pod) -> str | None:
         return None
     unique = list(dict.fromkeys(errors))
     return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+def _labels(state: ClusterState, slot: int) -> dict[str, str]:
+    node = state.nodes.node(slot)
+    return node.labels if node is not None else {}
+
+
+def _term(t: PodAffinityTerm) -> str:
+    return f"topologyKey {t.topology_key}, selector {show_selector(t.selector)}"
+
+
+def _pods(keys: list[str], most: int = 5) -> str:
+    shown = ", ".join(keys[:most])
+    return shown + (f" and {len(keys) - most} more" if len(keys) > most else "")
 
 
 class _Totals:

@@ -15,7 +15,7 @@ from berth.core.api.core import normalise as convert
 from berth.core.api.core import wire as wc
 from berth.core.api.core.model import Node, Pod
 from berth.core.api.meta.normalise import node_selector
-from berth.core.api.meta.selectors import NodeSelector
+from berth.core.api.meta.selectors import NodeSelector, unmet
 from berth.core.api.meta.validation import Problems, invalid, qualified_name, unknown_fields
 from berth.core.cache.state import ClusterState
 from berth.core.plugins.helper.normalize_score import default_normalize
@@ -105,6 +105,40 @@ class NodeAffinity:
         if self.args.required is not None:
             ok |= ~nodes.selector_mask(self.args.required)  # a node fails the first check only
         out.append(fwk.Failure(nodes.valid & ~ok, REASON, fwk.Code.UNRESOLVABLE))
+        return out
+
+    def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
+        """The nodeSelector labels the node lacks, and per required term the requirement it fails."""
+        pod, nodes = cycle.pod, cycle.state.nodes
+        out: dict[int, list[fwk.Why]] = {}
+        for s in slots.tolist():
+            node = nodes.node(s)
+            if node is None:
+                continue
+            labels, whys = node.labels, []
+            if self.args.required is not None and not self.args.required.matches(labels, node.name):
+                failing = unmet(self.args.required, labels, node.name)
+                whys.append(fwk.Why(ENFORCED, "scheduler's addedAffinity: " + "; ".join(failing), {"terms": failing}))
+            else:
+                parts: list[str] = []
+                facts: dict[str, Any] = {}
+                wrong = {k: labels.get(k) for k, v in sorted(pod.node_selector.items()) if labels.get(k) != v}
+                if wrong:
+                    parts.append(
+                        "nodeSelector "
+                        + ", ".join(
+                            f"{k}={pod.node_selector[k]} (node: {v or 'no such label'})" for k, v in wrong.items()
+                        )
+                    )
+                    facts["nodeSelector"] = {k: {"want": pod.node_selector[k], "node": v} for k, v in wrong.items()}
+                if pod.affinity is not None and not pod.affinity.matches(labels, node.name):
+                    failing = unmet(pod.affinity, labels, node.name)
+                    parts.append("required node affinity: " + "; ".join(failing))
+                    facts["terms"] = failing
+                if parts:
+                    whys.append(fwk.Why(REASON, "; ".join(parts), facts))
+            if whys:
+                out[s] = whys
         return out
 
     def pre_score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Status:

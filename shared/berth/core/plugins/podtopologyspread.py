@@ -22,7 +22,7 @@ import numpy as np
 
 from berth.core import framework as fwk
 from berth.core.api.core.model import Node, Pod, SpreadConstraint
-from berth.core.api.meta.selectors import LabelSelector, valid_label_key
+from berth.core.api.meta.selectors import LabelSelector, show_selector, valid_label_key
 from berth.core.api.meta.validation import Problems, is_int, unknown_fields
 from berth.core.cache.state import ClusterState
 from berth.core.plugins.helper.podindex import Ints, PodIndex, shared
@@ -257,6 +257,54 @@ class PodTopologySpread:
             fwk.Failure(skewed, REASON, fwk.Code.UNSCHEDULABLE),
         ]
 
+    def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
+        """Per DoNotSchedule constraint the node fails: its missing key, or its domain's matching pods
+        against the fewest in any domain its policies admit (the counts the Filter compared)."""
+        cs = self._constraints(cycle, DO_NOT_SCHEDULE)
+        state, pod = cycle.state, cycle.pod
+        nodes = state.nodes
+        shape = self._eligible(cycle, cs)
+        out: dict[int, list[fwk.Why]] = {}
+        for i, ((c, sel), d) in enumerate(zip(cs, shape.domains, strict=True), 1):
+            key = c.topology_key
+            per_slot = self._per_slot(cycle, sel)
+            counts: dict[str, int] = {}
+            for s in np.flatnonzero(d.admitted).tolist():
+                node = nodes.node(s)
+                value = node.labels.get(key) if node is not None else None
+                if value is not None:
+                    counts[value] = counts.get(value, 0) + int(per_slot[s])
+            self_match = int(sel is not None and sel.valid and sel.matches(pod.labels))
+            fewest = min(counts.values()) if counts and len(counts) >= c.min_domains else 0
+            what = f"constraint {i} (topologyKey {key}, maxSkew {c.max_skew}, selector {show_selector(sel)})"
+            m = ((frozenset((pod.namespace,)), sel),) if sel is not None and sel.valid else None
+            for s in slots.tolist():
+                node = nodes.node(s)
+                value = node.labels.get(key) if node is not None else None
+                if value is None:
+                    text = f"{what}: the node has no label {key}"
+                    out.setdefault(s, []).append(fwk.Why(REASON_MISSING, text, {"constraint": i, "topologyKey": key}))
+                    continue
+                here = counts.get(value, 0)
+                skew = here + self_match - fewest
+                if skew <= c.max_skew:
+                    continue
+                low = sorted(v for v, n in counts.items() if n == fewest)
+                text = (
+                    f"{what}: {key}={value} has {here} matching pod(s), the fewest is {fewest} "
+                    f"({', '.join(low[:3])}{' …' if len(low) > 3 else ''}): skew {skew} > {c.max_skew}"
+                )
+                facts = {"constraint": i, "topologyKey": key, "maxSkew": c.max_skew, "domain": value,
+                         "skew": skew, "counts": dict(sorted(counts.items()))}  # fmt: skip
+                change = None
+                if m is not None:
+                    inside = [p for p in self.index.matching(state, m, True) if _label(state, p, key) == value]
+                    inside.sort(key=lambda p: (p.node_name != (node.name if node else ""), p.key))
+                    change = fwk.Change(leave=tuple(p.key for p in inside[: skew - c.max_skew]))
+                    facts["pods"] = [p.key for p in inside]
+                out.setdefault(s, []).append(fwk.Why(REASON, text, facts, change))
+        return out
+
     @staticmethod
     def _over(
         d: _Domains, per_slot: Ints, self_match: int, min_match: int, skew: int, dom: Ints | None = None
@@ -380,6 +428,11 @@ def _tolerated(cycle: fwk.Cycle) -> fwk.Mask:
 
 _SHAPES = 256  # eligibility shapes kept (cleared when node labels change)
 _MOST = np.iinfo(np.int64).max
+
+
+def _label(state: ClusterState, pod: Pod, key: str) -> str | None:
+    node = state.nodes.get(pod.node_name)
+    return None if node is None else node.labels.get(key)
 
 
 class _Domains:

@@ -75,6 +75,21 @@ class TaintToleration:
         mask = np.isin(nodes.taint_set, bad) & nodes.valid
         return [fwk.Failure(mask, REASON, fwk.Code.UNRESOLVABLE)] if mask.any() else []
 
+    def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
+        """The node's NoSchedule and NoExecute taints the pod does not tolerate, by key, value and effect."""
+        nodes, tolerations = cycle.state.nodes, cycle.pod.tolerations
+        out: dict[int, list[fwk.Why]] = {}
+        for s in slots.tolist():
+            taints = [t for t in nodes.taint_sets[int(nodes.taint_set[s])] if untolerated((t,), tolerations)]
+            if not taints:
+                continue
+            shown = [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in taints]
+            text = f"untolerated taint(s): {', '.join(shown)}"
+            facts = {"taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]}
+            wanted = tuple(Toleration(key=t.key, value=t.value, effect=t.effect) for t in taints)
+            out[s] = [fwk.Why(REASON, text, facts, fwk.Change(tolerate=wanted))]
+        return out
+
     def pre_score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Status:
         cycle.data[self.name] = tuple(t for t in cycle.pod.tolerations if t.effect in ("", "PreferNoSchedule"))
         return fwk.OK

@@ -287,3 +287,23 @@ def _largest(totals: list[dict[str, int]]) -> dict[str, int]:
     for t in totals[1:]:
         out = maximum(out, t)
     return out
+
+
+def _is_bytes(name: str) -> bool:
+    return name in (MEMORY, EPHEMERAL) or name.startswith("hugepages-")
+
+
+def show_bytes(value: int) -> str:
+    """Bytes in the largest binary suffix that divides them ("10Gi", "1536Mi"), else as a number."""
+    for suffix, size in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if value and value % size == 0:
+            return f"{value // size}{suffix}"
+    return str(value)
+
+
+def show(name: str, value: int) -> str:
+    """An amount of a ResourceList as kube writes it: cpu in cores or millicores ("2", "1500m"), byte
+    amounts with a binary suffix where one divides them, the rest as numbers."""
+    if name == CPU:
+        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+    return show_bytes(value) if _is_bytes(name) else str(value)

@@ -108,6 +108,41 @@ class NodeSelector(msgspec.Struct, frozen=True, gc=False):
         return any(t.matches(labels, node_name) for t in self.terms)
 
 
+def show_selector(sel: LabelSelector | None) -> str:
+    """A label selector as kubectl writes one: "app=pg,tier in (db,cache)"; "<none>" for nil."""
+    if sel is None:
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in sel.match_labels]
+    for r in sel.match_expressions:
+        op = {"In": "in", "NotIn": "notin"}.get(r.operator)
+        if op:
+            parts.append(f"{r.key} {op} ({','.join(r.values)})")
+        else:
+            parts.append(r.key if r.operator == "Exists" else f"!{r.key}")
+    return ",".join(parts) or "<everything>"
+
+
+def unmet(sel: NodeSelector, labels: Mapping[str, str], node_name: str) -> list[str]:
+    """Why a node does not match a NodeSelector (berth explain): per term, its first requirement the
+    node fails, with the node's value ("term 1: zone In [z1] (node: z2)")."""
+    out = []
+    fields = {"metadata.name": node_name}
+    for i, t in enumerate(sel.terms, 1):
+        pairs = [(r, labels) for r in t.match_expressions] + [(r, fields) for r in t.match_fields]
+        if t.empty or not t.valid:
+            out.append(f"term {i}: {'empty' if t.empty else 'invalid'}")
+            continue
+        for r, have in pairs:
+            if not r.matches(have):
+                value = have.get(r.key)
+                shown = f" [{', '.join(r.values)}]" if r.values else ""
+                out.append(
+                    f"term {i}: {r.key} {r.operator}{shown} (node: {'no such label' if value is None else value})"
+                )
+                break
+    return out or ["no terms"]
+
+
 class LabelSelector(msgspec.Struct, frozen=True, gc=False):
     """matchLabels and matchExpressions, ANDed. The empty selector matches everything."""
 

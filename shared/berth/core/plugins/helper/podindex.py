@@ -178,6 +178,17 @@ class PodIndex(StateExtension):
                 self._watch.setdefault(anchor, set()).add(key)
         return arr
 
+    def matching(self, state: ClusterState, m: Matcher, live_only: bool) -> list[Pod]:
+        """The assigned pods `counts` counts for m, by key (berth explain names them)."""
+        self._fit(state)
+        found = (self._assigned[k] for k in sorted(self._candidates(m)))
+        slots = state.nodes.slot
+        return [p for p in found if p.node_name in slots and (not live_only or not p.deleting) and matches(m, p)]
+
+    def assigned_pods(self) -> list[Pod]:
+        """Every assigned pod the index holds, by key."""
+        return [self._assigned[k] for k in sorted(self._assigned)]
+
     def _candidates(self, m: Matcher) -> set[str]:
         """Keys of a superset of the assigned pods m matches, from its first condition's namespaces and a label."""
         nss, sel = m[0]

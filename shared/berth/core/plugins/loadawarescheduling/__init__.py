@@ -217,6 +217,40 @@ class LoadAwareScheduling:
                 out.append(fwk.Failure(hit, usage_reason(resource, False)))
         return out
 
+    def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
+        """Per node: its NodeMetric's age against the expiry, or the resource whose usage with the pod's
+        estimate is over its threshold (percent of allocatable)."""
+        prepared = self._prepare(cycle)
+        out: dict[int, list[fwk.Why]] = {}
+        if prepared is None:
+            return out
+        est, prod_pod = prepared
+        st = self.store.views()
+        v = 1 if prod_pod else 0
+        expired = self._expired(cycle)
+        limit = self.args.node_metric_expiration_seconds
+        now_us = to_us(cycle.now)
+        for s in slots.tolist():
+            if self.args.filter_expired_node_metrics and expired[s]:
+                age = (now_us - int(st.time_us[s])) // US if st.has_time[s] else None
+                text = (
+                    f"NodeMetric updated {age} s before --now, over nodeMetricExpirationSeconds {limit}"
+                    if age is not None
+                    else "no NodeMetric update time"
+                )
+                out[s] = [fwk.Why(EXPIRED, text, {"ageSeconds": age, "expirationSeconds": limit})]
+                continue
+            for r, resource in enumerate(self.res.names):
+                alloc, half = float(st.alloc_f[r, s]), float(st.f_half[v][r, s])
+                pct = (float(st.f_ex[v][r, s]) + float(est[r])) / alloc * 100
+                if st.f_check[v][s] and pct >= half:
+                    aggregated = bool(st.f_agg[v][s])
+                    text = f"{resource} usage with this pod's estimate {pct:.1f}% of allocatable, over the threshold {half - 0.5:g}%"
+                    facts = {"resource": resource, "usagePercent": round(pct, 1), "thresholdPercent": half - 0.5}
+                    out[s] = [fwk.Why(usage_reason(resource, aggregated), text, facts)]
+                    break
+        return out
+
     # ---- node-local (berth.core.framework.runtime.incremental) ----------------------------------
     # A node's answer reads the store's rows for it (touched on each change), the pod's estimate and
     # whether it is prod, and whether the node's metric has expired at cycle.now (moving).

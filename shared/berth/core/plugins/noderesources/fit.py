@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from berth.core import framework as fwk
 from berth.core.api.core.model import Node, Pod
-from berth.core.api.core.resources import CPU, EPHEMERAL, MEMORY, PODS, is_extended, is_scalar, is_tracked
+from berth.core.api.core.resources import CPU, EPHEMERAL, MEMORY, PODS, is_extended, is_scalar, is_tracked, show
 from berth.core.cache.state import ClusterState
 from berth.core.plugins.noderesources.allocation import (
     Ints,
@@ -122,6 +122,28 @@ class NodeResourcesFit:
                 out.append(fwk.Failure(whole, reason, fwk.Code.UNRESOLVABLE))
             else:
                 out.append(fwk.Failure(short, reason))
+        return out
+
+    def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
+        """Per resource short on a node: what the pod requests, what is requested there already, the
+        allocatable, and how much more allocatable the node would need."""
+        nodes = cycle.state.nodes
+        out: dict[int, list[fwk.Why]] = {}
+        for name, want in self.wants(cycle.pod):
+            alloc, used = nodes.allocatable(name)[slots].tolist(), nodes.requested(name)[slots].tolist()
+            for s, a, u in zip(slots.tolist(), alloc, used, strict=True):
+                if a - u >= want:
+                    continue
+                short = want - (a - u)
+                text = (
+                    f"{name}: the pod requests {show(name, want)}; {show(name, u)} of {show(name, a)} allocatable "
+                    f"is requested already, {show(name, max(a - u, 0))} free: {show(name, short)} short"
+                )
+                if a < want:
+                    text += " (more than the node's whole allocatable)"
+                facts = {"resource": name, "requested": want, "used": u, "allocatable": a, "short": short}
+                why = fwk.Why(self.reason(name), text, facts, fwk.Change(more=((name, short),)))
+                out.setdefault(s, []).append(why)
         return out
 
     # node-local (berth.core.framework.runtime.incremental): a node's answer reads that node's allocatable and requests

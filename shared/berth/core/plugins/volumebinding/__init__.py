@@ -14,8 +14,10 @@ import numpy.typing as npt
 
 from berth.core import framework as fwk
 from berth.core.api.core.model import PersistentVolume, PersistentVolumeClaim, Pod
+from berth.core.api.core.resources import show_bytes
 from berth.core.api.meta.quantity import bytes_capped, ceil_units
-from berth.core.cache.pvindex import ClassIndex
+from berth.core.api.meta.selectors import unmet
+from berth.core.cache.pvindex import ClassIndex, available, mode_bits
 from berth.core.cache.state import ClusterState
 from berth.core.plugins.helper.shape_score import class_score, weighted_node_score
 from berth.core.plugins.volumebinding.args import VolumeBindingArgs
@@ -30,6 +32,7 @@ BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+PVS_SHOWN = 50  # berth explain: a claim's PVs listed per node, smallest first
 
 
 @dataclass
@@ -120,6 +123,61 @@ EVENTS = tuple(
         "CSIStorageCapacity",
     )
 )
+
+
+def _unmatched(claim: PersistentVolumeClaim, here: list[PersistentVolume], in_class: int) -> fwk.Why:
+    """An unbound claim no PV on the node matched: each PV of its class there, and why it does not do."""
+    want = claim.request or 0
+    rows, free = [], []
+    for i, p in enumerate(sorted(here, key=lambda p: (p.capacity, p.name))):
+        problem = _pv_problem(p, claim)
+        if i < PVS_SHOWN:
+            capacity = show_bytes(ceil_units(p.capacity))
+            why = problem or "taken by another claim of this pod"
+            rows.append({"pv": p.name, "capacity": capacity, "accessModes": list(p.access_modes), "problem": why})
+        if problem == "too small" or problem is None:
+            free.append(p)
+    size = show_bytes(ceil_units(want))
+    shown = ", ".join(f"{r['pv']} {r['capacity']} ({r['problem']})" for r in rows[:6])
+    more = f" and {len(here) - 6} more" if len(here) > 6 else ""
+    text = f"claim {claim.key} wants {size} of class {claim.storage_class or '<none>'}"
+    text += (
+        f": PVs of the class on the node: {shown}{more}"
+        if rows
+        else f": no PV of the class on the node ({in_class} in the class)"
+    )
+    facts = {
+        "claim": claim.key,
+        "request": size,
+        "storageClass": claim.storage_class,
+        "pvs": rows,
+        "pvsOnNode": len(here),
+    }
+    change = None
+    small = [p for p in free if p.capacity < want]
+    if small:
+        change = fwk.Change(resize=((small[-1].name, want),))
+    return fwk.Why(BIND_CONFLICT, text, facts, change)
+
+
+def _pv_problem(pv: PersistentVolume, claim: PersistentVolumeClaim) -> str | None:
+    """Why a PV of the claim's class does not do for it (None: it would)."""
+    if pv.claim_ref is not None and not pv.claim_ref.names(claim):
+        return f"bound to {pv.claim_ref.namespace}/{pv.claim_ref.name}"
+    if not available(pv):
+        return f"phase {pv.phase or 'unknown'}" if not pv.deleting else "being deleted"
+    need = mode_bits(claim.access_modes)
+    if mode_bits(pv.access_modes) & need != need:
+        return f"access modes {','.join(pv.access_modes)}"
+    if pv.volume_mode != claim.volume_mode:
+        return f"volumeMode {pv.volume_mode}"
+    if pv.attributes_class != claim.attributes_class:
+        return f"volumeAttributesClass {pv.attributes_class or '<none>'}"
+    if claim.selector is not None and not (claim.selector.valid and claim.selector.matches(pv.labels)):
+        return "labels do not match the claim's selector"
+    if pv.capacity < (claim.request or 0):
+        return "too small"
+    return None
 
 
 def new(args: Any, handle: ClusterState) -> VolumeBinding:
@@ -302,6 +360,78 @@ class VolumeBinding:
         )
         capacity = np.where(first >= 0, caps[np.maximum(first, 0)], -1)
         return no_topology, first < 0, capacity
+
+    # ---- berth explain -------------------------------------------------------
+    def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
+        """Per node: a bound claim's PV and its node affinity; an unbound claim no PV matched, with the
+        PVs of its class on the node (size, access modes, who holds them) and the size that would bind
+        the largest free one; a claim to provision that the class's topology or capacity turns away."""
+        pv: _PodVolumes | None = cycle.data.get(self.name)
+        state, nodes = cycle.state, cycle.state.nodes
+        out: dict[int, list[fwk.Why]] = {}
+        if pv is None:
+            return out
+
+        def add(s: int, why: fwk.Why) -> None:
+            out.setdefault(s, []).append(why)
+
+        for claim in pv.bound:
+            bound = state.pvs.get(claim.volume_name)
+            for s in slots.tolist():
+                node = nodes.node(s)
+                if node is None:
+                    continue
+                if bound is None:
+                    add(
+                        s,
+                        fwk.Why(
+                            PV_NOT_EXIST,
+                            f"claim {claim.key} is bound to PV {claim.volume_name}, which does not exist",
+                            {"claim": claim.key, "pv": claim.volume_name},
+                        ),
+                    )
+                elif bound.node_affinity is not None and not bound.node_affinity.matches(node.labels, node.name):
+                    failing = unmet(bound.node_affinity, node.labels, node.name)
+                    text = f"claim {claim.key} is bound to PV {bound.name}, whose node affinity excludes the node: {'; '.join(failing)}"
+                    add(
+                        s, fwk.Why(NODE_CONFLICT, text, {"claim": claim.key, "pv": bound.name, "nodeAffinity": failing})
+                    )
+        for st in pv.static:
+            claim, matched = st.claim, st.matched()
+            sc = state.classes.get(claim.storage_class)
+            if sc is not None and sc.can_provision:
+                continue  # where no PV matched, the claim is provisioned: the loop below says why not
+            klass = [v for v in state.pvs.values() if v.storage_class == claim.storage_class]
+            anywhere = [v for v in klass if v.node_affinity is None]
+            on: dict[int, list[PersistentVolume]] = {}
+            for v in klass:  # each PV's node slots, once (a node's local PVs share one answer)
+                if v.node_affinity is not None:
+                    for s in nodes.selector_slots(v.node_affinity).tolist():
+                        on.setdefault(s, []).append(v)
+            for s in slots.tolist():
+                if nodes.node(s) is not None and not matched[s]:
+                    add(s, _unmatched(claim, [*on.get(s, []), *anywhere], len(klass)))
+        for p in pv.provisions:
+            sc = state.classes.get(p.claim.storage_class)
+            if sc is None or not sc.can_provision:
+                continue
+            for s in slots.tolist():
+                node = nodes.node(s)
+                if node is None or not p.listed[s]:
+                    continue
+                if sc.allowed_topologies and not nodes.topology_mask(sc.allowed_topologies)[s]:
+                    text = f"claim {p.claim.key}: StorageClass {sc.name}'s allowedTopologies exclude the node"
+                    add(s, fwk.Why(BIND_CONFLICT, text, {"claim": p.claim.key, "storageClass": sc.name}))
+                elif p.capacity[s] < 0 and state.cap_index.get(sc.name) is not None:
+                    want = show_bytes(ceil_units(p.claim.request or 0))
+                    text = f"claim {p.claim.key}: no CSIStorageCapacity of class {sc.name} for the node has {want}"
+                    add(
+                        s,
+                        fwk.Why(
+                            NOT_ENOUGH_SPACE, text, {"claim": p.claim.key, "storageClass": sc.name, "request": want}
+                        ),
+                    )
+        return out
 
     # ---- Score -------------------------------------------------------------
     def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
