@@ -24,6 +24,7 @@ from berth.core.api.watch import Event
 from berth.core.errors import InputError
 from berth.core.pipeline.clock import ObjectClock
 from berth.core.pipeline.metrics import distinct, run_labels
+from berth.core.pipeline.podtrace import PodTrace, pod_traces
 from berth.core.pipeline.records import DecisionRecord, Record, RejectRecord, encode_record
 from berth.core.pipeline.stats import RunStats
 from berth_cli.common import (
@@ -156,6 +157,7 @@ class RunResult:
     unreadable: list[Reject]  # events whose object does not decode: counted as events, and rejected
     dead: list[RejectRecord]
     placements: dict[str, tuple[str, list[str]] | None]  # pod -> (node, PVs) of its last decision, None if not placed
+    pods: list[PodTrace]  # each pod's decisions, for the report (only with --report)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -197,7 +199,8 @@ def run(args: argparse.Namespace) -> int:
         from berth.adapters.files.report import write_report
 
         try:
-            index = write_report(all_stats, args.report, diff)
+            sources = [c or "kube's default profile" for c in configs]
+            index = write_report(all_stats, args.report, diff, [r.pods for r in results], sources)
         except OSError as e:
             raise InputError(args.report, "", f"cannot write the report: {e.strerror or e}") from None
         print(f"report: {index}", file=sys.stderr)
@@ -334,7 +337,8 @@ def replay_one(
             placed = r.status == "Scheduled" and r.node is not None
             placements[r.pod] = (r.node or "", [b.pv for b in r.volume_bindings if b.pv]) if placed else None
     dead = [r for r in pipeline.dead_letters(lane) if isinstance(r, RejectRecord)]
-    return RunResult(stats, pipeline.published, log.rejects, log.unreadable, dead, placements)
+    pods = pod_traces(records, lane.scorer.overrun.waits()) if args.report else []
+    return RunResult(stats, pipeline.published, log.rejects, log.unreadable, dead, placements, pods)
 
 
 def count_lines(paths: list[str]) -> int | None:
