@@ -20,6 +20,7 @@ from berth.core.scheduler.results import Decision, NodeResult
 OUTPUTS = ("json", "yaml", "table", "wide")
 NODES_SHOWN = 5  # node names listed per group of rejected nodes in -o wide; the rest are counted
 
+
 def named(reason: str) -> str:
     """`Plugin: reason` (the reason alone where its plugin is not known)."""
     plugin = plugin_of(reason)

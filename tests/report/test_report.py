@@ -202,7 +202,9 @@ def test_axis_spans_decisions_and_buffers() -> None:
 
 
 OVER_RUN_PLOTS = ("time-to-schedule", "requested", "spread", "stranded", "buffers-ready", "volumes")
-SHOWS = re.compile(r'<h3 id="([^"]+)" class="plot">.*?\n<p>.*?</p>\n(?:<p class="empty">.*?</p>\n)*<img alt="[^"]*" src="[^"]*" data-shows="([^"]*)">')
+SHOWS = re.compile(
+    r'<h3 id="([^"]+)" class="plot">.*?\n<p>.*?</p>\n(?:<p class="empty">.*?</p>\n)*<img alt="[^"]*" src="[^"]*" data-shows="([^"]*)">'
+)
 
 
 @pytest.mark.parametrize("n", [1, 3])

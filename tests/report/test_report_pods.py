@@ -14,7 +14,7 @@ import pytest
 from berth.adapters.files.report import write_report
 from berth.core.pipeline.podtrace import MAX_NODES, MAX_STEPS, PodTrace, pod_traces
 from berth.core.pipeline.records import Record
-from berth.core.pipeline.stats import RunStats, Series
+from berth.core.pipeline.stats import RunStats
 from berth.core.plugins import nodeaffinity, volumebinding
 from berth_cli.main import main
 from tests.report.builders import over_run, record, rejected, sample, scored

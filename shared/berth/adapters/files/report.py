@@ -24,16 +24,16 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from PIL import Image
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, PercentFormatter
+from PIL import Image
 
+from berth.adapters.files.reportpods import compare_table, pod_list, pod_views, reasons_table
 from berth.core.api.meta.normalise import parse_time
 from berth.core.api.watch import format_time
-from berth.adapters.files.reportpods import compare_table, pod_list, pod_views, reasons_table
 from berth.core.pipeline.metrics import Section, byte_unit, human_bytes, metric_sections, run_labels
 from berth.core.pipeline.podtrace import PodTrace
 from berth.core.pipeline.stats import BufferPoint, DecisionPoint, PreemptionPoint, RunStats
@@ -284,7 +284,7 @@ def _leads(page: Page) -> list[str]:
     """One line per run: its config, its pods by their last decision."""
     e = html.escape
     out = []
-    for run, label, source, traces in zip(page.runs, page.labels, page.sources, page.pods, strict=True):
+    for run, label, source in zip(page.runs, page.labels, page.sources, strict=True):
         final = run.counts()
         n = {status: sum(by.values()) for status, by in final.items()}
         decided = sum(n.values())

@@ -109,9 +109,7 @@ def pod_list(labels: list[str], pods: list[list[PodTrace]], differ: set[str]) ->
     )
     out.append('<div class="runs">')
     if compare:
-        buttons = "".join(
-            f'<button type="button" data-run="{i}">{e(label)}</button>' for i, label in enumerate(labels)
-        )
+        buttons = "".join(f'<button type="button" data-run="{i}">{e(label)}</button>' for i, label in enumerate(labels))
         out.append(f'<div class="tabs" role="tablist" hidden>{buttons}</div>')
     for i, (label, traces) in enumerate(zip(labels, pods, strict=True)):
         out.append(f'<section class="run" data-run="{i}">')
@@ -127,9 +125,7 @@ def pod_list(labels: list[str], pods: list[list[PodTrace]], differ: set[str]) ->
 def _controls(compare: bool) -> str:
     statuses = "".join(f'<option value="{s}">{s}</option>' for s in ("Unschedulable", "Error", "Scheduled"))
     differs = (
-        '<label><input type="checkbox" class="differs"> placed differently by another config</label>'
-        if compare
-        else ""
+        '<label><input type="checkbox" class="differs"> placed differently by another config</label>' if compare else ""
     )
     return (
         '<div class="controls" hidden><input type="search" placeholder="search pods, nodes, reasons" '
@@ -138,15 +134,13 @@ def _controls(compare: bool) -> str:
     )
 
 
-def _table(
-    run: int, labels: list[str], traces: list[PodTrace], pods: list[list[PodTrace]], differ: set[str]
-) -> str:
+def _table(run: int, labels: list[str], traces: list[PodTrace], pods: list[list[PodTrace]], differ: set[str]) -> str:
     compare = len(labels) > 1
     heads = ["pod", "status", "node", "attempts", "time to schedule", "reasons by plugin (last decision)"]
     if compare:
         heads.append("under the other configs")
     numeric = {"attempts", "time to schedule"}
-    ths = "".join(f'<th{" class=num" if h in numeric else ""}>{e(h)}</th>' for h in heads)
+    ths = "".join(f"<th{' class=num' if h in numeric else ''}>{e(h)}</th>" for h in heads)
     out = [f'<table class="pods sortable"><thead><tr>{ths}</tr></thead><tbody>']
     others = [(labels[j], {t.pod: t for t in p}) for j, p in enumerate(pods) if j != run]
     for n, t in enumerate(ordered(traces)):
@@ -326,7 +320,9 @@ def compare_table(runs: list[RunStats], labels: list[str], sources: list[str], p
             f"{p.p50:,.1f} s / {p.p99:,.1f} s",
             e(human_bytes(run.over_run.pv_bytes_wasted)),
         ]
-        out.append("<tr>" + "".join(f'<td{" class=text" if j < 2 else ""}>{c}</td>' for j, c in enumerate(cells)) + "</tr>")
+        out.append(
+            "<tr>" + "".join(f"<td{' class=text' if j < 2 else ''}>{c}</td>" for j, c in enumerate(cells)) + "</tr>"
+        )
     out.append("</tbody></table></div>")
     return "\n".join(out)
 
