@@ -1,7 +1,8 @@
-"""`berth replay --report DIR`: one self-contained HTML page with PNG plots of one run, or two compared.
+"""`berth replay --report DIR`: one self-contained HTML page of one run, or several compared: the plots
+first, then the pods (berth.adapters.files.reportpods), the metrics last.
 
-The PNGs are written next to `index.html` and embedded in it as data URIs, so the page needs nothing
-else: no network, no CSS, scripts or fonts from anywhere. Figures are drawn on the Agg canvas directly
+The PNGs are written next to `index.html` and embedded in it as data URIs, and the CSS and script are
+inline, so the page needs nothing else: no network, no CSS, scripts or fonts from anywhere. Figures are drawn on the Agg canvas directly
 (no pyplot, no display, no global backend switch), and the PNGs carry no software or date stamp, so the
 same runs give the same bytes.
 
@@ -145,11 +146,23 @@ table.pods td:first-child { white-space: normal; min-width: 10em; }
 .why small, .count { color: #666; }
 .st-Unschedulable { color: #b3261e; font-weight: 600; } .st-Error { color: #666; font-weight: 600; }
 .st-Scheduled { color: #1d7a2a; }
-div.differs { font-weight: 600; }
+div.differs { font-weight: 600; } div.differs::before { content: "≠ "; }
 .controls { margin: 0.6em 0; display: flex; flex-wrap: wrap; gap: 0.6em; align-items: center; }
 .controls input[type=search] { min-width: 18em; padding: 0.3em; }
 .tabs button { padding: 0.3em 1em; margin-right: 0.3em; border: 1px solid #bbb; background: #f4f4f4; cursor: pointer; }
 .tabs button[aria-selected=true] { background: #2a4d7a; color: #fff; border-color: #2a4d7a; }
+@media (max-width: 1000px) {  /* narrow: each pod a block, its reasons in full width */
+  table.pods, table.pods tbody, table.pods tr { display: block; }
+  table.pods thead tr { display: flex; flex-wrap: wrap; gap: 0 0.4em; }
+  table.pods thead th { position: static; border: 0; }
+  table.pods tr { border-bottom: 1px solid #ddd; padding: 0.3em 0; }
+  table.pods td { display: inline-block; border: 0; padding: 0.1em 0.6em 0.1em 0; }
+  table.pods td:first-child { display: block; font-weight: 600; }
+  table.pods td:nth-child(n+6) { display: block; padding-left: 1em; }
+  table.pods td:nth-child(4)::before { content: "attempts "; color: #666; }
+  table.pods td:nth-child(5):not(:empty)::before { content: "scheduled after "; color: #666; }
+  table.pods td:nth-child(7) div { display: inline; margin-right: 1em; }
+}
 section.pod { display: none; }
 section.pod:target { display: block; position: fixed; top: 0; right: 0; bottom: 0; width: min(900px, 100vw);
   overflow: auto; background: #fff; box-shadow: -4px 0 18px rgba(0, 0, 0, 0.3); padding: 0.5em 1.5em 2em;
