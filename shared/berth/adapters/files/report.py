@@ -695,7 +695,9 @@ def _series_plot(runs: list[RunStats], labels: list[str], name: str, title: str,
             if not ys:
                 continue
             top = max(top, *ys)
-            ax.plot([x / scale for x in series.seconds], ys, color=_run_color(i), lw=1.5, label=label)
+            # earlier runs drawn wider, so a run equal to a later one still shows around it
+            width = 1.5 + 1.5 * (len(runs) - 1 - i)
+            ax.plot([x / scale for x in series.seconds], ys, color=_run_color(i), lw=width, label=label)
         ax.set_title(field.replace("_", " "), fontsize=10, loc="left")
         ax.set_xlabel(f"{unit} since the first event")
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
