@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -426,3 +427,36 @@ def test_a_pod_with_resource_claims_is_an_error_in_the_summary(
     run = json.loads(summary.read_text())["runs"][0]
     assert (run["podsErrorAtEnd"], run["podsUnschedulableAtEnd"], run["podsScheduled"]) == (1, 0, 1)
     assert "pods Error" in out and "dynamic resource allocation is not modelled" in out
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("jobs", ["1", "3"])
+def test_compare_progress_per_run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    """Every run of a --compare writes its progress to the shared board, the forked ones too, and the
+    bars read it by config; off a terminal stderr gets one plain line per run, no escapes."""
+    from contextlib import contextmanager
+
+    examples = Path(__file__).parent.parent / "examples"
+    configs = [str(examples / "most-free.yaml"), str(examples / "capacity-priority-off.yaml")]
+    seen: list[tuple[cli_replay.Board, list[str], int]] = []
+    real = cli_replay.board_bars
+
+    @contextmanager
+    def spy(board: cli_replay.Board, names: list[str], total: int, *args: object) -> Iterator[None]:
+        seen.append((board, names, total))
+        with real(board, names, total, *args):  # type: ignore[arg-type]
+            yield
+
+    monkeypatch.setattr(cli_replay, "board_bars", spy)
+    assert main(["replay", LOCAL, "--compare", *configs, "--jobs", jobs]) == 0
+    _, err = capsys.readouterr()
+    ((board, names, total),) = seen
+    assert names == ["default", "most-free", "capacity-priority-off"]
+    read = [board.get(run) for run in range(3)]
+    assert [(events, done) for events, _, _, done in read] == [(total, True)] * 3  # from each process
+    assert [decisions for _, decisions, _, _ in read] == [4, 4, 4]
+    assert "\x1b" not in err
+    lines = [line for line in err.splitlines() if line.startswith("berth replay: ")]
+    assert [line.split(":")[1].strip() for line in lines] == names

@@ -24,6 +24,7 @@ from berth.core.api.watch import Event
 from berth.core.errors import InputError
 from berth.core.pipeline.clock import ObjectClock
 from berth.core.pipeline.metrics import distinct, run_labels
+from berth.core.pipeline.podtrace import PodTrace, pod_traces
 from berth.core.pipeline.records import DecisionRecord, Record, RejectRecord, encode_record
 from berth.core.pipeline.stats import RunStats
 from berth_cli.common import (
@@ -39,7 +40,7 @@ from berth_cli.common import (
     speed,
 )
 from berth_cli.pipeline import Lane, Pipeline
-from berth_cli.progress import watch
+from berth_cli.progress import Board, board_bars, watch
 
 TOP_NODES = 3  # feasible nodes listed in a compact decision
 
@@ -156,6 +157,7 @@ class RunResult:
     unreadable: list[Reject]  # events whose object does not decode: counted as events, and rejected
     dead: list[RejectRecord]
     placements: dict[str, tuple[str, list[str]] | None]  # pod -> (node, PVs) of its last decision, None if not placed
+    pods: list[PodTrace]  # each pod's decisions, for the report (only with --report)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -197,7 +199,8 @@ def run(args: argparse.Namespace) -> int:
         from berth.adapters.files.report import write_report
 
         try:
-            index = write_report(all_stats, args.report, diff)
+            sources = [c or "kube's default profile" for c in configs]
+            index = write_report(all_stats, args.report, diff, [r.pods for r in results], sources)
         except OSError as e:
             raise InputError(args.report, "", f"cannot write the report: {e.strerror or e}") from None
         print(f"report: {index}", file=sys.stderr)
@@ -215,27 +218,33 @@ def _replay_all(args: argparse.Namespace, configs: list[str | None]) -> list[Run
     log = read_log(args)
     jobs = max(1, args.jobs or len(configs))
     names = _names(configs)
+    global _LOG, _BOARD
+    ctx = multiprocessing.get_context("fork")  # no thread or event loop runs yet in this process
+    board = _BOARD = Board(len(configs), ctx)
+    bars = Console(stderr=True)
+    shown = not args.no_progress
     if jobs == 1:
         out = []
-        for i, c in enumerate(configs):
-            out.append(replay_one(args, c, i, True, log, names[i]))
-            _done(args, names[i], out[-1])
+        with board_bars(board, names, len(log.events), bars, shown):
+            for i, c in enumerate(configs):
+                out.append(replay_one(args, c, i, True, log, names[i], board))
+                _done(args, names[i], out[-1])
         return out
-    global _LOG
     _LOG = log
-    ctx = multiprocessing.get_context("fork")  # no thread or event loop runs yet in this process
     try:
         with ProcessPoolExecutor(max_workers=min(jobs, len(configs)) - 1, mp_context=ctx) as pool:
             futures = [pool.submit(_replay_forked, args, c, i) for i, c in enumerate(configs) if i]
-            first = replay_one(args, configs[0], 0, True, log, names[0])  # meanwhile, here, with its bar
-            _done(args, names[0], first)
-            rest = []
-            for i, f in enumerate(futures, 1):
-                rest.append(f.result())
-                _done(args, names[i], rest[-1])
+            # the replays have forked: now a thread may draw their bars
+            with board_bars(board, names, len(log.events), bars, shown):
+                first = replay_one(args, configs[0], 0, True, log, names[0], board)  # meanwhile, here
+                _done(args, names[0], first)
+                rest = []
+                for i, f in enumerate(futures, 1):
+                    rest.append(f.result())
+                    _done(args, names[i], rest[-1])
             return [first, *rest]
     finally:
-        _LOG = None
+        _LOG = _BOARD = None
 
 
 @dataclass
@@ -248,6 +257,7 @@ class Log:
 
 
 _LOG: Log | None = None  # the decoded logs, inherited by the forked replays
+_BOARD: Board | None = None  # where every replay of a --compare writes its progress
 
 
 def read_log(args: argparse.Namespace) -> Log:
@@ -270,8 +280,8 @@ def _names(configs: list[str | None]) -> list[str]:
 
 
 def _done(args: argparse.Namespace, name: str, result: RunResult) -> None:
-    """With --compare on a terminal: one line on stderr as each run ends."""
-    if args.no_progress or not sys.stderr.isatty():
+    """With --compare and not on a terminal (where the bars say it): one plain line on stderr as each run ends."""
+    if args.no_progress or sys.stderr.isatty():
         return
     s = result.stats
     print(f"berth replay: {name}: {len(s.decisions):,} decisions in {s.seconds:.1f} s", file=sys.stderr)
@@ -279,7 +289,7 @@ def _done(args: argparse.Namespace, name: str, result: RunResult) -> None:
 
 def _replay_forked(args: argparse.Namespace, config: str | None, index: int) -> RunResult:
     assert _LOG is not None  # set before the fork
-    return replay_one(args, config, index, False, _LOG)
+    return replay_one(args, config, index, False, _LOG, board=_BOARD)
 
 
 def replay_one(
@@ -289,6 +299,7 @@ def replay_one(
     progress: bool = True,
     log: Log | None = None,
     name: str | None = None,
+    board: Board | None = None,
 ) -> RunResult:
     """The logs replayed under one config, in this process; its decisions written if asked.
     log: the logs already decoded (--compare), else they are read as the replay goes."""
@@ -320,6 +331,8 @@ def replay_one(
             enabled=progress and not args.no_progress,
             total=(lambda: total) if total else lambda: count_lines(args.logs),
             name=name,
+            board=board,
+            run=index,
         )
     )
     stats = pipeline.stats(lane, time.perf_counter() - started)
@@ -334,7 +347,8 @@ def replay_one(
             placed = r.status == "Scheduled" and r.node is not None
             placements[r.pod] = (r.node or "", [b.pv for b in r.volume_bindings if b.pv]) if placed else None
     dead = [r for r in pipeline.dead_letters(lane) if isinstance(r, RejectRecord)]
-    return RunResult(stats, pipeline.published, log.rejects, log.unreadable, dead, placements)
+    pods = pod_traces(records, lane.scorer.overrun.waits()) if args.report else []
+    return RunResult(stats, pipeline.published, log.rejects, log.unreadable, dead, placements, pods)
 
 
 def count_lines(paths: list[str]) -> int | None:

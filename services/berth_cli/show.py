@@ -14,64 +14,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from berth.core.plugins import (
-    interpodaffinity,
-    nodeaffinity,
-    nodeports,
-    nodeunschedulable,
-    nodevolumelimits,
-    podtopologyspread,
-    tainttoleration,
-    volumebinding,
-    volumerestrictions,
-    volumezone,
-)
-from berth.core.plugins import loadawarescheduling as loadaware
+from berth.core.plugins.registry import plugin_of
 from berth.core.scheduler.results import Decision, NodeResult
 
 OUTPUTS = ("json", "yaml", "table", "wide")
 NODES_SHOWN = 5  # node names listed per group of rejected nodes in -o wide; the rest are counted
-
-# A reason's plugin, by the reason's exact text or its start (the plugins' own constants).
-_EXACT: dict[str, str] = {
-    interpodaffinity.REASON_AFFINITY: interpodaffinity.NAME,
-    interpodaffinity.REASON_ANTI: interpodaffinity.NAME,
-    interpodaffinity.REASON_EXISTING_ANTI: interpodaffinity.NAME,
-    nodeaffinity.REASON: nodeaffinity.NAME,
-    nodeaffinity.ENFORCED: nodeaffinity.NAME,
-    nodeports.REASON: nodeports.NAME,
-    tainttoleration.REASON: tainttoleration.NAME,
-    nodeunschedulable.REASON: nodeunschedulable.NAME,
-    nodevolumelimits.REASON: nodevolumelimits.NAME,
-    podtopologyspread.REASON: podtopologyspread.NAME,
-    podtopologyspread.REASON_MISSING: podtopologyspread.NAME,
-    volumezone.REASON: volumezone.NAME,
-    volumerestrictions.DISK_CONFLICT: volumerestrictions.NAME,
-    volumerestrictions.RWOP_CONFLICT: volumerestrictions.NAME,
-    volumebinding.NODE_CONFLICT: volumebinding.NAME,
-    volumebinding.BIND_CONFLICT: volumebinding.NAME,
-    volumebinding.NOT_ENOUGH_SPACE: volumebinding.NAME,
-    volumebinding.PV_NOT_EXIST: volumebinding.NAME,
-    volumebinding.UNBOUND_IMMEDIATE: volumebinding.NAME,
-    loadaware.EXPIRED: loadaware.NAME,
-}
-_PREFIX: tuple[tuple[str, str], ...] = (
-    ("Insufficient ", "NodeResourcesFit"),
-    ("Too many pods", "NodeResourcesFit"),
-)
-
-
-def plugin_of(reason: str) -> str | None:
-    """The filter plugin that gives this reason, or None when berth does not know it."""
-    got = _EXACT.get(reason)
-    if got is not None:
-        return got
-    for prefix, name in _PREFIX:
-        if reason.startswith(prefix):
-            return name
-    if reason.endswith("usage exceed threshold"):
-        return loadaware.NAME
-    return None
 
 
 def named(reason: str) -> str:

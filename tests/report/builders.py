@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import msgspec
+
+from berth.core.pipeline.records import DecisionRecord
 from berth.core.pipeline.stats import (
     Binding,
     BufferPoint,
@@ -12,6 +15,7 @@ from berth.core.pipeline.stats import (
     RunStats,
     Series,
 )
+from berth.core.scheduler.results import NodeResult
 
 GI = 2**30
 TI = 2**40
@@ -105,3 +109,36 @@ def over_run(scale: float = 1.0) -> OverRun:
         ),
         buffers_ready={"ns/web": 0.5 * scale, "ns/db": 1.0},
     )
+
+
+def record(
+    pod: str,
+    status: str,
+    position: int,
+    attempt: int = 1,
+    node: str | None = None,
+    reasons: dict[str, int] | None = None,
+    nodes: dict[str, NodeResult] | None = None,
+    message: str = "",
+) -> DecisionRecord:
+    """A decision of `pod` at `position` (one second of log time per position)."""
+    return DecisionRecord(
+        ts=ts(position),
+        decision_id=f"{pod}/{attempt}",
+        position=position,
+        attempt=attempt,
+        pod=pod,
+        status=status,
+        node=node,
+        message=message or (f"Successfully assigned {pod} to {node}" if node else f"0/3 nodes are available: {pod}"),
+        nodes=nodes or {},
+        reasons=reasons or msgspec.UNSET,
+    )
+
+
+def scored(total: int, **scores: int) -> NodeResult:
+    return NodeResult(feasible=True, reasons=[], scores=scores, total=total)
+
+
+def rejected(*reasons: str) -> NodeResult:
+    return NodeResult(feasible=False, reasons=list(reasons))

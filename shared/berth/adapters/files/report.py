@@ -1,7 +1,8 @@
-"""`berth replay --report DIR`: one self-contained HTML page with PNG plots of one run, or two compared.
+"""`berth replay --report DIR`: one self-contained HTML page of one run, or several compared: the plots
+first, then the pods (berth.adapters.files.reportpods), the metrics last.
 
-The PNGs are written next to `index.html` and embedded in it as data URIs, so the page needs nothing
-else: no network, no CSS, scripts or fonts from anywhere. Figures are drawn on the Agg canvas directly
+The PNGs are written next to `index.html` and embedded in it as data URIs, and the CSS and script are
+inline, so the page needs nothing else: no network, no CSS, scripts or fonts from anywhere. Figures are drawn on the Agg canvas directly
 (no pyplot, no display, no global backend switch), and the PNGs carry no software or date stamp, so the
 same runs give the same bytes.
 
@@ -16,6 +17,7 @@ import html
 import io
 import math
 import os
+import textwrap
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,13 +30,17 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, PercentFormatter
+from PIL import Image
 
+from berth.adapters.files.reportpods import compare_table, pod_list, pod_views, reasons_table
 from berth.core.api.meta.normalise import parse_time
 from berth.core.api.watch import format_time
 from berth.core.pipeline.metrics import Section, byte_unit, human_bytes, metric_sections, run_labels
+from berth.core.pipeline.podtrace import PodTrace
 from berth.core.pipeline.stats import BufferPoint, DecisionPoint, PreemptionPoint, RunStats
 
 DPI = 100
+PNG_COLORS = 128  # the PNGs' palette: plots use a few colours and their anti-aliasing
 TIME_BUCKETS = 60  # decisions over time: at most this many buckets
 FIT_BINS = 20  # PV fit histogram: bins of 5%
 MAX_CLASSES = 10  # storage classes with their own bar; the rest are summed as "other"
@@ -53,11 +59,20 @@ class Plot:
     caption: str
     png: bytes | None  # None: nothing to draw; the caption says why
     texts: tuple[str, ...] = ()  # the legends' entries and the axes' titles drawn, for the page and its tests
+    empty: tuple[str, ...] = ()  # why a drawn plot looks empty (every value 0), said under its caption
 
 
-def write_report(runs: list[RunStats], directory: str, diff: list[dict[str, Any]] | None = None) -> str:
+def write_report(
+    runs: list[RunStats],
+    directory: str,
+    diff: list[dict[str, Any]] | None = None,
+    pods: list[list[PodTrace]] | None = None,
+    sources: list[str] | None = None,
+) -> str:
     """Write <directory>/index.html and its PNGs for one run or several compared; return the page's path.
-    diff: the pods any run placed differently from the first (`berth replay --diff`); the first 100 are shown."""
+    diff: the pods any run placed differently from the first (`berth replay --diff`); the first 100 are shown.
+    pods: each run's pods (berth.core.pipeline.podtrace), for the pod list and views; sources: each
+    run's config file."""
     if not runs:
         raise ValueError("write_report needs at least one run")
     os.makedirs(directory, exist_ok=True)
@@ -82,61 +97,220 @@ def write_report(runs: list[RunStats], directory: str, diff: list[dict[str, Any]
         elif os.path.exists(path):
             os.remove(path)  # a stale plot from an earlier report in the same directory would mislead
     index = os.path.join(directory, "index.html")
+    page = Page(runs, labels, plots, diff or [], pods or [[] for _ in runs], sources or ["" for _ in runs])
     with open(index, "w", encoding="utf-8", newline="\n") as f:
-        f.write(render_html(runs, labels, plots, diff or []))
+        f.write(render_html(page))
     return index
 
 
 # --- the page ---------------------------------------------------------------------------------------------
 
+
+@dataclass(frozen=True)
+class Page:
+    runs: list[RunStats]
+    labels: list[str]
+    plots: list[Plot]
+    diff: list[dict[str, Any]]
+    pods: list[list[PodTrace]]
+    sources: list[str]
+
+
 _CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1150px;
-       padding: 0 1em; color: #222; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1150px;
+       padding: 0 1em 3em; color: #222; line-height: 1.35; }
+h1 { font-size: 1.5em; margin: 0.8em 0 0.3em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+h3 { font-size: 1.05em; } h4 { margin: 1.2em 0 0.4em; }
+nav { position: sticky; top: 0; background: #fff; padding: 0.4em 0; border-bottom: 1px solid #ddd; z-index: 5;
+      font-size: 0.9em; }
+nav a { margin-right: 0.9em; white-space: nowrap; }
+p.lead { margin: 0.2em 0; }
 table { border-collapse: collapse; font-size: 0.9em; }
-th, td { padding: 0.2em 0.8em; border-bottom: 1px solid #eee; text-align: right; vertical-align: top; }
-th:first-child, td:first-child { text-align: left; }
+th, td { padding: 0.2em 0.6em; border-bottom: 1px solid #eee; text-align: left; vertical-align: top; }
+th.num, td.num, table.metrics td { text-align: right; }
+table.metrics td:first-child { text-align: left; }
 tr.section th { text-align: left; background: #f4f4f4; padding-top: 0.6em; }
 td.indent-0 { padding-left: 1.2em; } td.indent-1 { padding-left: 2.4em; color: #555; }
 img { max-width: 100%; height: auto; }
-p.note { color: #666; font-style: italic; }
+p.note, p.empty { color: #666; font-style: italic; }
+p.empty::before { content: "Why it looks empty: "; font-weight: 600; font-style: normal; }
+.scroll { overflow-x: auto; }
+table.pods { width: 100%; }
+table.pods thead th { position: sticky; top: 2.1em; background: #fafafa; }
+table.sortable th { cursor: pointer; user-select: none; }
+th[aria-sort=ascending]::after { content: " ▲"; } th[aria-sort=descending]::after { content: " ▼"; }
+td.text { overflow-wrap: anywhere; }
+table.pods td:nth-child(-n+5) { white-space: nowrap; }
+table.pods td:first-child { white-space: normal; min-width: 10em; }
+.why b, table.reasons b { color: #2a4d7a; font-weight: 600; }
+.why small, .count { color: #666; }
+.st-Unschedulable { color: #b3261e; font-weight: 600; } .st-Error { color: #666; font-weight: 600; }
+.st-Scheduled { color: #1d7a2a; }
+div.differs { font-weight: 600; } div.differs::before { content: "≠ "; }
+.controls { margin: 0.6em 0; display: flex; flex-wrap: wrap; gap: 0.6em; align-items: center; }
+.controls input[type=search] { min-width: 18em; padding: 0.3em; }
+.tabs button { padding: 0.3em 1em; margin-right: 0.3em; border: 1px solid #bbb; background: #f4f4f4; cursor: pointer; }
+.tabs button[aria-selected=true] { background: #2a4d7a; color: #fff; border-color: #2a4d7a; }
+@media (max-width: 1000px) {  /* narrow: each pod a block, its reasons in full width */
+  table.pods, table.pods tbody, table.pods tr { display: block; }
+  table.pods thead tr { display: flex; flex-wrap: wrap; gap: 0 0.4em; }
+  table.pods thead th { position: static; border: 0; }
+  table.pods tr { border-bottom: 1px solid #ddd; padding: 0.3em 0; }
+  table.pods td { display: inline-block; border: 0; padding: 0.1em 0.6em 0.1em 0; }
+  table.pods td:first-child { display: block; font-weight: 600; }
+  table.pods td:nth-child(n+6) { display: block; padding-left: 1em; }
+  table.pods td:nth-child(4)::before { content: "attempts "; color: #666; }
+  table.pods td:nth-child(5):not(:empty)::before { content: "scheduled after "; color: #666; }
+  table.pods td:nth-child(7) div { display: inline; margin-right: 1em; }
+}
+section.pod { display: none; }
+section.pod:target { display: block; position: fixed; top: 0; right: 0; bottom: 0; width: min(900px, 100vw);
+  overflow: auto; background: #fff; box-shadow: -4px 0 18px rgba(0, 0, 0, 0.3); padding: 0.5em 1.5em 2em;
+  box-sizing: border-box; z-index: 10; }
+section.pod .close { float: right; margin-top: 1em; }
+section.pod dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2em 1em; }
+section.pod dt { color: #666; } section.pod dd { margin: 0; }
+table.scores td + td, table.scores th + th, table.steps td:nth-child(2) { text-align: right; }
+table.steps td:nth-child(-n+4) { white-space: nowrap; }
+table.scores caption { text-align: left; font-weight: 600; padding: 0.4em 0; }
+"""
+
+# Search, filter and sort for the pod lists, and tabs between configs: plain DOM, no library. Without
+# it the lists are plain tables and the controls stay hidden.
+_SCRIPT = """
+(function () {
+  document.querySelectorAll(".runs").forEach(function (box) {
+    var tabs = box.querySelector(".tabs");
+    var runs = box.querySelectorAll("section.run");
+    if (!tabs) return;
+    tabs.hidden = false;
+    function show(i) {
+      runs.forEach(function (r) { r.hidden = r.dataset.run !== i; });
+      tabs.querySelectorAll("button").forEach(function (b) {
+        b.setAttribute("aria-selected", String(b.dataset.run === i));
+      });
+    }
+    tabs.addEventListener("click", function (ev) { if (ev.target.dataset.run) show(ev.target.dataset.run); });
+    box.querySelectorAll("section.run h3").forEach(function (h) { h.hidden = true; });
+    show("0");
+  });
+  document.querySelectorAll("section.run").forEach(function (run) {
+    var controls = run.querySelector(".controls");
+    var rows = Array.prototype.slice.call(run.querySelectorAll("table.pods tbody tr"));
+    var text = controls.querySelector("input[type=search]");
+    var status = controls.querySelector("select");
+    var differs = controls.querySelector("input.differs");
+    var count = controls.querySelector(".count");
+    controls.hidden = false;
+    function filter() {
+      var q = text.value.toLowerCase(), s = status.value, d = differs && differs.checked, n = 0;
+      rows.forEach(function (tr) {
+        var ok = (!q || tr.textContent.toLowerCase().indexOf(q) >= 0) && (!s || tr.dataset.status === s) &&
+          (!d || tr.dataset.differs === "1");
+        tr.hidden = !ok;
+        if (ok) n++;
+      });
+      count.textContent = n + " of " + rows.length + " pods";
+    }
+    [text, status, differs].forEach(function (el) { if (el) el.addEventListener("input", filter); });
+    filter();
+  });
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    var body = table.tBodies[0];
+    table.querySelectorAll("thead th").forEach(function (th, col) {
+      th.addEventListener("click", function () {
+        var up = th.getAttribute("aria-sort") !== "ascending";
+        table.querySelectorAll("thead th").forEach(function (o) { o.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", up ? "ascending" : "descending");
+        var rows = Array.prototype.slice.call(body.rows);
+        function key(tr) {
+          var td = tr.cells[col], v = td.dataset.v;
+          if (v !== undefined) return parseFloat(v);
+          var t = td.textContent.trim(), n = parseFloat(t.replace(/,/g, ""));
+          return td.classList.contains("num") && !isNaN(n) ? n : t.toLowerCase();
+        }
+        rows.sort(function (a, b) {
+          var x = key(a), y = key(b);
+          return (x < y ? -1 : x > y ? 1 : 0) * (up ? 1 : -1);
+        });
+        rows.forEach(function (tr) { body.appendChild(tr); });
+      });
+    });
+  });
+})();
 """
 
 
 MAX_DIFF_ROWS = 100  # pods placed differently shown in the report
 
 
-def render_html(
-    runs: list[RunStats], labels: list[str], plots: list[Plot], diff: list[dict[str, Any]] | None = None
-) -> str:
+def render_html(page: Page) -> str:
+    runs, labels, plots = page.runs, page.labels, page.plots
     e = html.escape
-    title = "berth replay report" + (": " + " vs ".join(labels) if len(runs) > 1 else f": {labels[0]}")
+    compare = len(runs) > 1
+    title = "berth replay report" + (": " + " vs ".join(labels) if compare else f": {labels[0]}")
+    differ = {d["pod"] for d in page.diff}
+    links = [("plots", "Plots"), ("unschedulable", "Why unschedulable"), ("pods", "Pods")]
+    links += [("configs", "Configs side by side"), ("diff", "Placed differently")] if compare else []
+    links.append(("metrics", "Metrics"))
+    nav = " ".join(f'<a href="#{k}">{v}</a>' for k, v in links)
     out = [
         "<!DOCTYPE html>",
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{e(title)}</title>",
         f"<style>{_CSS}</style>",
         "</head>",
         "<body>",
         f"<h1>{e(title)}</h1>",
-        "<h2>Metrics</h2>",
-        _metrics_table(metric_sections(runs), labels),
+        *(f'<p class="lead">{line}</p>' for line in _leads(page)),
+        f"<nav>{nav}</nav>",
+        '<h2 id="plots">Plots</h2>',
+        "<p>" + " · ".join(f'<a href="#{e(p.name)}">{e(p.title)}</a>' for p in plots) + "</p>",
     ]
     for plot in plots:
-        out.append(f'<h2 id="{e(plot.name)}">{e(plot.title)}</h2>')
+        out.append(f'<h3 id="{e(plot.name)}" class="plot">{e(plot.title)}</h3>')
         if plot.png is None:
             out.append(f'<p class="note">{e(plot.caption)}</p>')
             continue
         out.append(f"<p>{e(plot.caption)}</p>")
+        out += [f'<p class="empty">{e(note)}</p>' for note in plot.empty]
         data = base64.b64encode(plot.png).decode("ascii")
         shows = f' data-shows="{e(" | ".join(plot.texts))}"' if plot.texts else ""
         out.append(f'<img alt="{e(plot.title)}" src="data:image/png;base64,{data}"{shows}>')
-    if len(runs) > 1:
-        out.append(_diff_table(diff or [], labels))
-    out += ["</body>", "</html>", ""]
+    out.append(reasons_table(labels, page.pods))
+    out.append(pod_list(labels, page.pods, differ))
+    if compare:
+        out.append(compare_table(runs, labels, page.sources, page.pods, page.diff))
+        out.append(_diff_table(page.diff, labels))
+    out.append('<h2 id="metrics">Metrics</h2>')
+    out.append("<p>The summary berth replay prints: over the whole run, then at the end of the log.</p>")
+    out.append(_metrics_table(metric_sections(runs), labels))
+    out.append(pod_views(labels, page.pods))
+    out += [f"<script>{_SCRIPT}</script>", "</body>", "</html>", ""]
     return "\n".join(out)
+
+
+def _leads(page: Page) -> list[str]:
+    """One line per run: its config, its pods by their last decision."""
+    e = html.escape
+    out = []
+    for run, label, source in zip(page.runs, page.labels, page.sources, strict=True):
+        final = run.counts()
+        n = {status: sum(by.values()) for status, by in final.items()}
+        decided = sum(n.values())
+        where = f" ({e(source)})" if source else ""
+        text = (
+            f"<b>{e(label)}</b>{where}: {run.events:,} events, {len(run.decisions):,} decisions, "
+            f"{decided:,} pods decided: {n.get('Scheduled', 0):,} Scheduled, "
+            f'<span class="st-Unschedulable">{n.get("Unschedulable", 0):,} Unschedulable</span>'
+        )
+        if n.get("Error"):
+            text += f", {n['Error']:,} Error"
+        out.append(text + ".")
+    return out
 
 
 def _diff_table(diff: list[dict[str, Any]], labels: list[str]) -> str:
@@ -421,17 +595,21 @@ def _buffers_plot(runs: list[RunStats], labels: list[str], axis: XAxis) -> Plot:
             series = []
             _empty(ax, "no buffers")
         for c, xs, replicas, ready in series:
-            # Each line holds its last value to the end of the log.
-            ax.step([*xs, end], [*replicas, replicas[-1]], where="post", color=c)
-            ax.step([*xs, end], [*ready, ready[-1]], where="post", color=c, ls="--")
+            # Each line holds its last value to the end of the log. replicas is a wide pale band and
+            # readyReplicas a thin line over it, so a buffer fully ready shows both; the gap is shaded.
+            x, rep, rdy = [*xs, end], [*replicas, replicas[-1]], [*ready, ready[-1]]
+            ax.step(x, rep, where="post", color=c, lw=5, alpha=0.3, solid_capstyle="butt")
+            ax.fill_between(x, rdy, rep, where=[a < b for a, b in zip(rdy, rep, strict=True)], step="post",
+                            color=c, alpha=0.12, lw=0)  # fmt: skip
+            ax.step(x, rdy, where="post", color=c, lw=1.4)
             peak = max(peak, *replicas, *ready)
         ax.set_title(label, fontsize=10, loc="left")
         ax.set_ylabel("replicas")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].set_ylim(0, peak * 1.1)  # shared by every run's axes
     styles = [
-        Line2D([], [], color="black", label="replicas"),
-        Line2D([], [], color="black", ls="--", label="readyReplicas"),
+        Line2D([], [], color="black", lw=5, alpha=0.3, label="replicas"),
+        Line2D([], [], color="black", lw=1.4, label="readyReplicas"),
     ]
     lines = [Line2D([], [], color=color[n], label=n) for n in names] if one_by_one else []
     fig.legend(
@@ -440,11 +618,14 @@ def _buffers_plot(runs: list[RunStats], labels: list[str], axis: XAxis) -> Plot:
     axes[-1].set_xlabel(axis.label)
     axes[-1].set_xlim(axis.lo, axis.hi)
     if one_by_one:
-        caption = "Each buffer's replicas (solid) and readyReplicas (dashed), as the buffer controller wrote them."
+        caption = (
+            "Each buffer's replicas (wide pale band) and readyReplicas (thin line), as the buffer controller "
+            "wrote them; a thin line inside its band is a buffer fully ready, a shaded gap below it one that is not."
+        )
     else:
         caption = (
-            f"{len(names):,} buffers, so their totals: Σ replicas (solid) and Σ readyReplicas (dashed), "
-            "each buffer counted at its latest status."
+            f"{len(names):,} buffers, so their totals: Σ replicas (wide pale band) and Σ readyReplicas (thin "
+            "line), each buffer counted at its latest status; a shaded gap is replicas not ready."
         )
     return _plot(name, title, caption, fig)
 
@@ -486,6 +667,15 @@ SERIES_PLOTS = (
      "Free cpu on nodes without room for the median live pod's memory, and free memory on nodes without room "
      "for its cpu, as shares of Σ allocatable."),
 )  # fmt: skip
+# Why a series that is 0% throughout is 0%.
+ZERO = {
+    "cpu": "no pod on a node requested cpu",
+    "memory": "no pod on a node requested memory",
+    "cpu_spread": "every node had the same share of its cpu requested",
+    "memory_spread": "every node had the same share of its memory requested",
+    "cpu_stranded": "every node with free cpu also had room for the median pod's memory",
+    "memory_stranded": "every node with free memory also had room for the median pod's cpu",
+}
 MAX_READY_BARS = 20  # buffers with their own bar in the fully-ready plot (the least ready)
 
 
@@ -505,14 +695,22 @@ def _series_plot(runs: list[RunStats], labels: list[str], name: str, title: str,
             if not ys:
                 continue
             top = max(top, *ys)
-            ax.plot([x / scale for x in series.seconds], ys, color=_run_color(i), lw=1.5, label=label)
+            # earlier runs drawn wider, so a run equal to a later one still shows around it
+            width = 1.5 + 1.5 * (len(runs) - 1 - i)
+            ax.plot([x / scale for x in series.seconds], ys, color=_run_color(i), lw=width, label=label)
         ax.set_title(field.replace("_", " "), fontsize=10, loc="left")
         ax.set_xlabel(f"{unit} since the first event")
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-    axes[0].set_ylim(0.0, max(top * 1.1, 0.01))
+    high = max(top * 1.1, 0.01)
+    axes[0].set_ylim(-0.03 * high, high)  # a line at 0% stays clear of the axis
+    empty = []
+    for ax, field in zip(axes, fields, strict=True):
+        if all(not any(getattr(r.over_run.series, field)) for r in runs):
+            _empty(ax, "0% throughout:\n" + textwrap.fill(ZERO[field], 44))
+            empty.append(f"{field.replace('_', ' ')} is 0% throughout in every run: {ZERO[field]}.")
     handles, texts = axes[0].get_legend_handles_labels()
     fig.legend(handles, texts, loc="outside upper right", ncols=min(len(runs), 4), fontsize=8, frameon=False)
-    return _plot(name, title, caption, fig)
+    return Plot(name, title, caption, _png(fig), _texts(fig), tuple(empty))
 
 
 def _time_unit(span: float) -> tuple[str, float]:
@@ -640,13 +838,20 @@ def _plot(name: str, title: str, caption: str, fig: Figure) -> Plot:
 
 
 def _png(fig: Figure) -> bytes:
+    """The figure as a PNG of 128 colours (a third of the bytes of matplotlib's RGBA, the same look)."""
     buf = io.BytesIO()
     with warnings.catch_warnings():
         # Run labels are file names and may hold characters the bundled font lacks; matplotlib draws
         # a box for them, which is fine in a plot, so only that warning is silenced, here only.
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
-        fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
-    return buf.getvalue()
+        fig.savefig(buf, format="rgba", dpi=DPI)
+    width, height = (int(v) for v in fig.canvas.get_width_height())
+    image = Image.frombytes("RGBA", (width, height), buf.getvalue()).convert("RGB")
+    out = io.BytesIO()
+    image.quantize(colors=PNG_COLORS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+        out, format="PNG", optimize=True
+    )
+    return out.getvalue()
 
 
 def _status_color(status: str) -> str:

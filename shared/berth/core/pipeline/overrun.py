@@ -188,7 +188,7 @@ class OverRunObserver:
         self._decided: set[str] = set()
         self._scheduled: set[str] = set()
         self._first_attempt = 0
-        self._waits: list[float] = []
+        self._waits: dict[str, float] = {}  # scheduled pod -> seconds from creation to its first Scheduled
         self._waiting: dict[str, str] = {}  # pod whose last decision was Unschedulable -> reason
         self._failing: set[str] = set()  # pods whose last decision was an Error (dynamic resource allocation, ...)
         self._pv = [0, 0, 0, 0, 0]  # count, requested, capacity, large taken by small, large
@@ -322,7 +322,7 @@ class OverRunObserver:
             self._first_attempt += r.attempt == 1
             created = self._created.get(key)
             if created is not None and self._now is not None:
-                self._waits.append(max(0.0, self._now - created))
+                self._waits[key] = max(0.0, self._now - created)
         self._leave(key)
         self._place(key, r.node, pod)
         pv = self._pv
@@ -334,6 +334,10 @@ class OverRunObserver:
                 pv[4] += 1
                 pv[3] += b.request <= SMALL_CLAIM
         self._peaks()
+
+    def waits(self) -> dict[str, float]:
+        """Per scheduled pod with a creation time, the log time from creation to its first Scheduled decision."""
+        return dict(self._waits)
 
     def revoke(self, key: str) -> None:
         self._leave(key)
@@ -419,8 +423,8 @@ class OverRunObserver:
             pods_unschedulable_at_end=len(self._waiting),
             pods_error_at_end=len(self._failing),
             unschedulable_at_end=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
-            time_to_schedule=percentiles(self._waits),
-            wait_quantiles=quantiles(self._waits),
+            time_to_schedule=percentiles(list(self._waits.values())),
+            wait_quantiles=quantiles(list(self._waits.values())),
             pvs_chosen=pv[0],
             pv_bytes_requested=pv[1],
             pv_bytes_capacity=pv[2],

@@ -66,3 +66,46 @@ REGISTRY: tuple[Registered, ...] = (
     Registered(imagelocality, default=True, weight=1),
     Registered(loadawarescheduling, default=True, weight=1),
 )
+
+
+# A filter reason's plugin, by the reason's exact text or its start (the plugins' own constants), for
+# showing reasons by plugin (berth evaluate -o wide, the replay report).
+_REASONS: dict[str, str] = {
+    interpodaffinity.REASON_AFFINITY: interpodaffinity.NAME,
+    interpodaffinity.REASON_ANTI: interpodaffinity.NAME,
+    interpodaffinity.REASON_EXISTING_ANTI: interpodaffinity.NAME,
+    nodeaffinity.REASON: nodeaffinity.NAME,
+    nodeaffinity.ENFORCED: nodeaffinity.NAME,
+    nodeports.REASON: nodeports.NAME,
+    tainttoleration.REASON: tainttoleration.NAME,
+    nodeunschedulable.REASON: nodeunschedulable.NAME,
+    nodevolumelimits.REASON: nodevolumelimits.NAME,
+    podtopologyspread.REASON: podtopologyspread.NAME,
+    podtopologyspread.REASON_MISSING: podtopologyspread.NAME,
+    volumezone.REASON: volumezone.NAME,
+    volumerestrictions.DISK_CONFLICT: volumerestrictions.NAME,
+    volumerestrictions.RWOP_CONFLICT: volumerestrictions.NAME,
+    volumebinding.NODE_CONFLICT: volumebinding.NAME,
+    volumebinding.BIND_CONFLICT: volumebinding.NAME,
+    volumebinding.NOT_ENOUGH_SPACE: volumebinding.NAME,
+    volumebinding.PV_NOT_EXIST: volumebinding.NAME,
+    volumebinding.UNBOUND_IMMEDIATE: volumebinding.NAME,
+    loadawarescheduling.EXPIRED: loadawarescheduling.NAME,
+}
+_REASON_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("Insufficient ", noderesourcesfit.NAME),
+    ("Too many pods", noderesourcesfit.NAME),
+)
+
+
+def plugin_of(reason: str) -> str | None:
+    """The filter plugin that gives this reason, or None when berth does not know it."""
+    got = _REASONS.get(reason)
+    if got is not None:
+        return got
+    for prefix, name in _REASON_PREFIXES:
+        if reason.startswith(prefix):
+            return name
+    if reason.endswith("usage exceed threshold"):
+        return loadawarescheduling.NAME
+    return None
