@@ -20,7 +20,7 @@ from berth.core.api.watch import ListMarker, encode_event, parse_event
 from berth.core.errors import ConfigError
 from tests.fakeapi import FakeAPI
 from tests.servers import free_port
-from tests.watcher.conftest import FAST, Fixed, Sleeps, buffer, node, pod, summary, take
+from tests.watcher.conftest import FAST, Fixed, Sleeps, buffer, node, obj, pod, summary, take
 
 PODS = BY_PLURAL["pods"]
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
@@ -67,8 +67,8 @@ async def test_list_then_watch_in_order(api: FakeAPI, client: KubeClient) -> Non
         first = await take(events, 2)
         assert summary(first) == [("ADDED", "Pod", "db/a"), ("ADDED", "Pod", "web/b")]
         # list items come without apiVersion and kind: they are filled in, first
-        assert list(first[0].object)[:2] == ["apiVersion", "kind"]
-        assert first[0].object["apiVersion"] == "v1"
+        assert list(obj(first[0]))[:2] == ["apiVersion", "kind"]
+        assert obj(first[0])["apiVersion"] == "v1"
         assert [ev.position for ev in first] == [2, 3] and first[0].ts == T0  # 1: the first lists' BOOKMARK
         list_rv = kw.resource_version
         await api.wait_for(lambda: api.open_watches("pods") == 1)
@@ -77,7 +77,7 @@ async def test_list_then_watch_in_order(api: FakeAPI, client: KubeClient) -> Non
         api.delete(pod("b", namespace="web"))
         later = await take(events, 3)
     assert summary(later) == [("MODIFIED", "Pod", "db/a"), ("ADDED", "Pod", "db/c"), ("DELETED", "Pod", "web/b")]
-    assert later[0].object["spec"]["nodeName"] == "n1"
+    assert obj(later[0])["spec"]["nodeName"] == "n1"
     assert [ev.position for ev in later] == [5, 6, 7]  # after the BOOKMARKs that begin and end the list
     req = api.watches("pods")[0]
     assert req.query["resourceVersion"] == list_rv
@@ -85,7 +85,7 @@ async def test_list_then_watch_in_order(api: FakeAPI, client: KubeClient) -> Non
     assert req.query["timeoutSeconds"] == str(FAST.watch)  # Fixed(0): no spread
     assert req.headers["Authorization"] == "Bearer fake-token"
     assert api.lists("pods")[0].query["limit"] == "500"
-    assert kw.known == {"db/a": later[0].object["metadata"]["resourceVersion"], "db/c": kw.known["db/c"]}
+    assert kw.known == {"db/a": obj(later[0])["metadata"]["resourceVersion"], "db/c": kw.known["db/c"]}
 
 
 @pytest.mark.asyncio
@@ -139,9 +139,9 @@ async def test_410_relists_and_diffs(api: FakeAPI, client: KubeClient) -> None:
         got = await take(events, 3)
         tombstone_rv = str(api.rv)
     assert summary(got) == [("MODIFIED", "Pod", "db/b"), ("ADDED", "Pod", "db/d"), ("DELETED", "Pod", "db/c")]
-    assert got[0].object["spec"]["nodeName"] == "n2"
+    assert obj(got[0])["spec"]["nodeName"] == "n2"
     # a vanished object's DELETED carries what is known and the relist's resourceVersion (newer than any it had)
-    assert got[2].object == {
+    assert obj(got[2]) == {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "c", "namespace": "db", "resourceVersion": tombstone_rv},
@@ -207,7 +207,7 @@ async def test_dropped_connections_reconnect_with_growing_backoff(api: FakeAPI, 
     assert summary(got) == [("MODIFIED", "Pod", "db/a"), ("DELETED", "Pod", "db/a")]
     assert sleeps.delays[4:] == [1.0]  # an event arrived in between: the backoff started over
     resumes = [w.query.get("resourceVersion") for w in api.watches("pods")]
-    assert len(set(resumes[:5])) == 1 and resumes[5] == got[0].object["metadata"]["resourceVersion"]
+    assert len(set(resumes[:5])) == 1 and resumes[5] == obj(got[0])["metadata"]["resourceVersion"]
 
 
 def test_jitter_stays_within_half_to_full_delay() -> None:
@@ -298,7 +298,7 @@ async def test_an_older_served_version_is_used(api: FakeAPI, client: KubeClient)
     w, kw = watch(client, "capacitybuffers")
     async with contextlib.aclosing(w.events()) as events:
         got = await take(events, 1)
-    assert got[0].object["apiVersion"] == "autoscaling.x-k8s.io/v1alpha1" and kw.version == "v1alpha1"
+    assert obj(got[0])["apiVersion"] == "autoscaling.x-k8s.io/v1alpha1" and kw.version == "v1alpha1"
 
 
 @pytest.mark.asyncio
@@ -340,14 +340,14 @@ async def test_every_kind_at_once(api: FakeAPI, client: KubeClient) -> None:
     ]
     assert [ev.position for ev in got] == list(range(1, len(got) + 1))
     for ev in data:  # every object is one berth's core reads
-        assert kind_key(ev.object) in READ
+        assert kind_key(obj(ev)) in READ
     # the BOOKMARKs that mark the first lists: the kinds, then each kind's end after its list
     markers = [parse_event(encode_event(ev)).marker for ev in got if ev.type == "BOOKMARK"]
     assert markers[0] == ListMarker(begin=tuple((k.group, k.kind) for k in KINDS))
     assert [m.end for m in markers[1:] if m is not None] == [(k.group, k.kind) for k in KINDS]
-    ends = {(ev.object["apiVersion"], ev.object["kind"]): i for i, ev in enumerate(got[1:], 1) if ev.type == "BOOKMARK"}
+    ends = {(obj(ev)["apiVersion"], obj(ev)["kind"]): i for i, ev in enumerate(got[1:], 1) if ev.type == "BOOKMARK"}
     for ev in data:
-        assert ends[(ev.object["apiVersion"], ev.object["kind"])] > got.index(ev)
+        assert ends[(obj(ev)["apiVersion"], obj(ev)["kind"])] > got.index(ev)
 
 
 @pytest.mark.asyncio

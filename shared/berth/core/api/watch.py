@@ -400,12 +400,16 @@ def encode_line(ev: Event, with_position: bool = False) -> bytes:
 
 
 class WatchEvent(msgspec.Struct, frozen=True):
-    """An event on its way out: the object as the API server sent it, or as the generator made it."""
+    """An event on its way out: the object as the API server sent it, or as the generator made it.
+
+    object: a dict, or the object's JSON bytes as they came (the watcher: written out as they are,
+    never decoded into a dict). key: the bus key, when the maker knows it (the watcher read the names)."""
 
     type: str
-    object: dict[str, Any]
+    object: dict[str, Any] | msgspec.Raw
     ts: datetime | None = None
     position: int = 0
+    key: bytes = b""
 
     @property
     def deleted(self) -> bool:
@@ -417,13 +421,20 @@ class WatchEvent(msgspec.Struct, frozen=True):
 
 
 def encode_event(ev: WatchEvent, with_position: bool = False) -> bytes:
-    """berth's canonical line (without the newline). On the bus the log position travels along."""
+    """berth's canonical line (without the newline); an object's bytes are written as they came. On the
+    bus the log position travels along."""
     ts = None if ev.ts is None else format_time(ev.ts)
     return _encoder.encode(_Out(type=ev.type, object=ev.object, ts=ts, position=ev.position if with_position else 0))
 
 
 def event_key(ev: WatchEvent) -> bytes:
     """The bus key: kind, namespace and name, so that one object's events stay in order."""
+    if ev.key:
+        return ev.key
+    if isinstance(ev.object, msgspec.Raw):
+        head = _head.decode(ev.object)
+        meta = head.metadata or Names()
+        return bus_key(head.kind, meta.namespace, meta.name)
     meta = ev.object.get("metadata") or {}
     return bus_key(ev.object.get("kind", ""), meta.get("namespace", ""), meta.get("name", ""))
 
