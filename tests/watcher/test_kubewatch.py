@@ -10,15 +10,16 @@ import random
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from berth.adapters.kube.client import BY_PLURAL, KINDS, KubeClient, Timeouts, select_kinds
 from berth.adapters.kube.watch import Backoff, GaveUp, KindWatcher, Watcher, WatchOptions
 from berth.core.api.kinds import KINDS as READ
 from berth.core.api.kinds import kind_key
-from berth.core.api.watch import ListMarker, encode_event, parse_event
+from berth.core.api.watch import ListMarker, WatchEvent, encode_event, event_key, parse_event
 from berth.core.errors import ConfigError
-from tests.fakeapi import FakeAPI
+from tests.fakeapi import FakeAPI, kube_json
 from tests.servers import free_port
 from tests.watcher.conftest import FAST, Fixed, Sleeps, buffer, node, obj, pod, summary, take
 
@@ -86,6 +87,71 @@ async def test_list_then_watch_in_order(api: FakeAPI, client: KubeClient) -> Non
     assert req.headers["Authorization"] == "Bearer fake-token"
     assert api.lists("pods")[0].query["limit"] == "500"
     assert kw.known == {"db/a": obj(later[0])["metadata"]["resourceVersion"], "db/c": kw.known["db/c"]}
+
+
+@pytest.mark.asyncio
+async def test_the_api_servers_bytes_are_published_as_they_came(api: FakeAPI, client: KubeClient) -> None:
+    """Listed or watched, an object goes out in the bytes the API server sent (Go's escapes kept, no key
+    moved); a list item gets only the apiVersion and kind it lacks, in front."""
+    a = pod("a")
+    a["metadata"]["annotations"] = {"note": "<b> & é"}
+    stored = api.add(a)
+    w, _kw = watch(client)
+    async with contextlib.aclosing(w.events()) as events:
+        listed = (await take(events, 1))[0]
+        await api.wait_for(lambda: api.open_watches("pods") == 1)
+        changed = api.modify({**stored, "spec": {**stored["spec"], "nodeName": "n1"}})
+        watched = (await take(events, 1))[0]
+    for ev, sent in ((listed, stored), (watched, changed)):
+        assert encode_event(ev) == b'{"ts":"2026-11-01T10:00:00Z","type":"%s","object":%s}' % (
+            ev.type.encode(),
+            kube_json(sent),
+        )
+        assert b"\\u003cb\\u003e \\u0026 \xc3\xa9" in encode_event(ev)
+        assert event_key(ev) == b"Pod/db/a"
+        as_dict = WatchEvent(ev.type, msgspec.json.decode(ev.object), ev.ts, ev.position)  # type: ignore[arg-type]
+        assert event_key(as_dict) == event_key(ev) and as_dict.decoded().model == ev.decoded().model
+
+
+class OnePage:
+    """The client seam: a list of one page holding these items, as bytes."""
+
+    host = "fake"
+
+    def __init__(self, items: list[bytes]) -> None:
+        meta = b'{"resourceVersion":"9"}'
+        self.body = (
+            b'{"kind":"NodeList","apiVersion":"v1","metadata":' + meta + b',"items":[' + b",".join(items) + b"]}"
+        )
+
+    async def request_bytes(self, method: str, path: str, query: object = ()) -> bytes:
+        return self.body
+
+
+@pytest.mark.parametrize(
+    ("item", "want"),
+    [
+        (b'{"metadata":{"name":"a"}}', b'{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}'),
+        (b'{"kind":"Node","metadata":{"name":"a"}}', b'{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}'),
+        (b'{"metadata":{"name":"a"},"apiVersion":"v1"}', b'{"kind":"Node","metadata":{"name":"a"},"apiVersion":"v1"}'),
+        (
+            b'{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}',
+            b'{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}',
+        ),
+        (b"{}", b'{"apiVersion":"v1","kind":"Node"}'),
+        (b"{" + b" " * 20 + b"}", b'{"apiVersion":"v1","kind":"Node"' + b" " * 20 + b"}"),
+        (b'{ "metadata" : {"name":"a"} }', b'{"apiVersion":"v1","kind":"Node", "metadata" : {"name":"a"} }'),
+    ],
+)
+@pytest.mark.asyncio
+async def test_a_list_item_gets_the_apiversion_and_kind_it_lacks_and_nothing_else(item: bytes, want: bytes) -> None:
+    w = Watcher(OnePage([item]), [BY_PLURAL["nodes"]], once=True, clock=lambda: T0)  # type: ignore[arg-type]
+    async with contextlib.aclosing(w.events()) as events:
+        got = [ev async for ev in events if ev.type != "BOOKMARK"]
+    assert [encode_event(ev) for ev in got] == [b'{"ts":"2026-11-01T10:00:00Z","type":"ADDED","object":' + want + b"}"]
+    keys = [k for k, _ in json.loads(want, object_pairs_hook=lambda pairs: pairs)]
+    assert sorted(keys) == sorted(set(keys))  # no key twice
+    assert event_key(got[0]) == (b"Node//a" if b'"name"' in item else b"Node//")
 
 
 @pytest.mark.asyncio
