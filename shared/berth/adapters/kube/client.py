@@ -2,7 +2,8 @@
 
 berth's core converts the raw JSON the API server sends, so requests go through kubernetes-asyncio's
 ApiClient (its kubeconfig and in-cluster loading, auth headers, TLS and token refresh) with
-`_preload_content=False`, and bodies are decoded here rather than into the generated models.
+`_preload_content=False`, and bodies are decoded here rather than into the generated models (or
+handed on as bytes: `request_bytes`, the watcher's list pages).
 kubernetes-asyncio sets no timeouts of its own; every request here has one (see Timeouts).
 The list/watch loop is in berth.adapters.kube.watch.
 """

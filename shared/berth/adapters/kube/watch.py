@@ -10,6 +10,10 @@ between (a stub object: kind, name, namespace and the list's resourceVersion). B
 emitted. A kind that is not served (a CRD not installed: 404 on the first list) is skipped with
 one warning.
 
+Objects travel as the bytes the server sent (msgspec.Raw): a watch line and a list page are decoded
+only for the event's type and each object's kind, apiVersion, names and resourceVersion (_Head); a
+list item gets the apiVersion and kind it lacks written in front of its own keys.
+
 When the API server cannot be reached at all (or refuses the credentials), that is the server's
 failure, not a kind's: one kind retries with its backoff, logging one line per attempt, and the
 others wait for the server to answer again before they retry. With `once`, a kind whose list

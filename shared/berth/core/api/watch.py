@@ -433,8 +433,8 @@ def event_key(ev: WatchEvent) -> bytes:
         return ev.key
     if isinstance(ev.object, msgspec.Raw):
         head = _head.decode(ev.object)
-        meta = head.metadata or Names()
-        return bus_key(head.kind, meta.namespace, meta.name)
+        names = head.metadata or Names()
+        return bus_key(head.kind, names.namespace, names.name)
     meta = ev.object.get("metadata") or {}
     return bus_key(ev.object.get("kind", ""), meta.get("namespace", ""), meta.get("name", ""))
 
