@@ -38,7 +38,7 @@ def run(preset: str = "scale") -> None:
     t, cpu = time.perf_counter(), time.process_time()
     for n, wev in enumerate(generate(PRESETS[preset], 1), start=1):
         engine.handle(parse_event(encode_event(wev, with_position=True), n))
-        kind = wev.object.get("kind", "")
+        kind = wev.object.get("kind", "") if isinstance(wev.object, dict) else ""
         if kind in counts and wev.type == "ADDED":
             counts[kind] += 1
         if n % 100_000 == 0:

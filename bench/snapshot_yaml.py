@@ -40,12 +40,14 @@ def objects(nodes: int = NODES) -> list[dict[str, object]]:
     )
     out: dict[tuple[str, str, str], dict[str, object]] = {}
     for ev in generate(params, 1):
-        meta = ev.object.get("metadata", {})
-        key = (ev.object.get("kind", ""), meta.get("namespace", ""), meta.get("name", ""))
+        obj = ev.object
+        assert isinstance(obj, dict)  # the generator makes dicts
+        meta = obj.get("metadata", {})
+        key = (obj.get("kind", ""), meta.get("namespace", ""), meta.get("name", ""))
         if ev.type == "DELETED":
             out.pop(key, None)
         elif ev.type in ("ADDED", "MODIFIED"):
-            out[key] = ev.object
+            out[key] = obj
     return list(out.values())
 
 

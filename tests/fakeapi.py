@@ -440,7 +440,7 @@ class FakeAPI:
             "metadata": meta,
             "items": [self._strip(res, o) for o in items],
         }
-        return web.json_response(doc)
+        return web.Response(body=kube_json(doc), content_type="application/json")
 
     async def _watch(self, request: web.Request, res: Resource, namespace: str | None) -> web.StreamResponse:
         q = request.query
@@ -584,8 +584,23 @@ class FakeAPI:
         return web.json_response(status(201, "", ""), status=201)
 
 
+def kube_json(doc: Any) -> bytes:
+    """JSON as kube-apiserver writes it (Go's encoding/json): compact, UTF-8 as it is, and <, >, &, U+2028
+    and U+2029 escaped (they occur only inside strings, so replacing them is safe)."""
+    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    for char, escape in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, escape)
+    return text.encode()
+
+
 def _line(doc: dict[str, Any]) -> bytes:
-    return json.dumps(doc, separators=(",", ":")).encode() + b"\n"
+    return kube_json(doc) + b"\n"
 
 
 # ---- fixtures shared by the watcher and extender tests (import them into a conftest) ----

@@ -214,10 +214,12 @@ def _progress(params: Params, enabled: bool) -> Iterator[Callable[[WatchEvent], 
 
 def _count_event(counts: Counter[str], ev: WatchEvent) -> None:
     counts["events"] += 1
-    kind = ev.object.get("kind", "")
+    obj = ev.object
+    assert isinstance(obj, dict)  # the generator makes dicts
+    kind = obj.get("kind", "")
     if ev.type == "ADDED":
         counts[kind] += 1
-        if kind == "Pod" and not ev.object["spec"].get("nodeName"):
+        if kind == "Pod" and not obj["spec"].get("nodeName"):
             counts["pending"] += 1
     elif ev.type == "DELETED":
         counts["DELETED"] += 1

@@ -138,7 +138,7 @@ def events(
         for ev in read_events(path, rejects, strict, unreadable):
             last = ev.position
             if ev.ts is None:
-                ts = clock.time(ev.line) if ev.type != "BOOKMARK" else clock.now
+                ts = clock.time(ev) if ev.type != "BOOKMARK" else clock.now
                 ev = msgspec.structs.replace(ev, ts=ts)
             if until is not None and ev.ts is not None and ev.ts > until:
                 return

@@ -7,13 +7,14 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from berth.adapters.files.eventlog import EventWriter, Reject, read_events
 from berth.core.api.kinds import convert
-from berth.core.api.watch import WatchEvent, encode_event, parse_event
+from berth.core.api.watch import WatchEvent, encode_event, event_key, parse_event
 from berth.core.cache.state import newer
 from berth.core.errors import InputError
 from tests.builders import node, pod
@@ -132,6 +133,25 @@ def test_encode_parse_round_trip(etype: str, name: str, ts: datetime | None) -> 
     ev = WatchEvent(etype, {"kind": "Node", "apiVersion": "v1", "metadata": {"name": name}}, ts)
     back = parse_event(encode_event(ev))
     assert (back.type, back.model, back.ts) == (ev.type, convert(ev.object), ev.ts)
+
+
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        (
+            b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"db","annotations":{"x":"\\u003c"}}}',
+            b"",
+        ),
+        (b'{"kind":"Node","metadata":{"name":"n1"}}', b""),
+        (b'{"kind":"Node","metadata":{"name":"n1"}}', b"Node//n1"),  # the key the watcher read
+    ],
+)
+def test_an_object_as_bytes_is_written_as_it_came(raw: bytes, key: bytes) -> None:
+    ev = WatchEvent("ADDED", msgspec.Raw(raw), T0, key=key)
+    assert encode_event(ev) == b'{"ts":"2026-11-01T10:00:00Z","type":"ADDED","object":' + raw + b"}"
+    as_dict = WatchEvent("ADDED", msgspec.json.decode(raw), T0)
+    assert event_key(ev) == event_key(as_dict)
+    assert ev.decoded().model == as_dict.decoded().model
 
 
 @pytest.mark.parametrize(

@@ -54,13 +54,20 @@ def recorded(path: str) -> list[WatchEvent]:
     return [WatchEvent(e.type, msgspec.json.decode(e.raw), e.ts, e.position) for e in read_events(path, strict=True)]
 
 
+def obj(ev: WatchEvent) -> dict[str, Any]:
+    """An event's object as a dict (the watcher passes the API server's bytes on as they came)."""
+    out: dict[str, Any] = msgspec.json.decode(ev.object) if isinstance(ev.object, msgspec.Raw) else ev.object
+    return out
+
+
 def summary(events: list[WatchEvent]) -> list[tuple[str, str, str]]:
     """(type, kind, namespace/name or name) per event."""
     out = []
     for ev in events:
-        meta = ev.object.get("metadata") or {}
+        o = obj(ev)
+        meta = o.get("metadata") or {}
         key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta.get("name", "")
-        out.append((ev.type, ev.object.get("kind", ""), key))
+        out.append((ev.type, o.get("kind", ""), key))
     return out
 
 

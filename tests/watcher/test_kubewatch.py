@@ -10,17 +10,18 @@ import random
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from berth.adapters.kube.client import BY_PLURAL, KINDS, KubeClient, Timeouts, select_kinds
 from berth.adapters.kube.watch import Backoff, GaveUp, KindWatcher, Watcher, WatchOptions
 from berth.core.api.kinds import KINDS as READ
 from berth.core.api.kinds import kind_key
-from berth.core.api.watch import ListMarker, encode_event, parse_event
+from berth.core.api.watch import ListMarker, WatchEvent, encode_event, event_key, parse_event
 from berth.core.errors import ConfigError
-from tests.fakeapi import FakeAPI
+from tests.fakeapi import FakeAPI, kube_json
 from tests.servers import free_port
-from tests.watcher.conftest import FAST, Fixed, Sleeps, buffer, node, pod, summary, take
+from tests.watcher.conftest import FAST, Fixed, Sleeps, buffer, node, obj, pod, summary, take
 
 PODS = BY_PLURAL["pods"]
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
@@ -67,8 +68,8 @@ async def test_list_then_watch_in_order(api: FakeAPI, client: KubeClient) -> Non
         first = await take(events, 2)
         assert summary(first) == [("ADDED", "Pod", "db/a"), ("ADDED", "Pod", "web/b")]
         # list items come without apiVersion and kind: they are filled in, first
-        assert list(first[0].object)[:2] == ["apiVersion", "kind"]
-        assert first[0].object["apiVersion"] == "v1"
+        assert list(obj(first[0]))[:2] == ["apiVersion", "kind"]
+        assert obj(first[0])["apiVersion"] == "v1"
         assert [ev.position for ev in first] == [2, 3] and first[0].ts == T0  # 1: the first lists' BOOKMARK
         list_rv = kw.resource_version
         await api.wait_for(lambda: api.open_watches("pods") == 1)
@@ -77,7 +78,7 @@ async def test_list_then_watch_in_order(api: FakeAPI, client: KubeClient) -> Non
         api.delete(pod("b", namespace="web"))
         later = await take(events, 3)
     assert summary(later) == [("MODIFIED", "Pod", "db/a"), ("ADDED", "Pod", "db/c"), ("DELETED", "Pod", "web/b")]
-    assert later[0].object["spec"]["nodeName"] == "n1"
+    assert obj(later[0])["spec"]["nodeName"] == "n1"
     assert [ev.position for ev in later] == [5, 6, 7]  # after the BOOKMARKs that begin and end the list
     req = api.watches("pods")[0]
     assert req.query["resourceVersion"] == list_rv
@@ -85,7 +86,72 @@ async def test_list_then_watch_in_order(api: FakeAPI, client: KubeClient) -> Non
     assert req.query["timeoutSeconds"] == str(FAST.watch)  # Fixed(0): no spread
     assert req.headers["Authorization"] == "Bearer fake-token"
     assert api.lists("pods")[0].query["limit"] == "500"
-    assert kw.known == {"db/a": later[0].object["metadata"]["resourceVersion"], "db/c": kw.known["db/c"]}
+    assert kw.known == {"db/a": obj(later[0])["metadata"]["resourceVersion"], "db/c": kw.known["db/c"]}
+
+
+@pytest.mark.asyncio
+async def test_the_api_servers_bytes_are_published_as_they_came(api: FakeAPI, client: KubeClient) -> None:
+    """Listed or watched, an object goes out in the bytes the API server sent (Go's escapes kept, no key
+    moved); a list item gets only the apiVersion and kind it lacks, in front."""
+    a = pod("a")
+    a["metadata"]["annotations"] = {"note": "<b> & é"}
+    stored = api.add(a)
+    w, _kw = watch(client)
+    async with contextlib.aclosing(w.events()) as events:
+        listed = (await take(events, 1))[0]
+        await api.wait_for(lambda: api.open_watches("pods") == 1)
+        changed = api.modify({**stored, "spec": {**stored["spec"], "nodeName": "n1"}})
+        watched = (await take(events, 1))[0]
+    for ev, sent in ((listed, stored), (watched, changed)):
+        assert encode_event(ev) == b'{"ts":"2026-11-01T10:00:00Z","type":"%s","object":%s}' % (
+            ev.type.encode(),
+            kube_json(sent),
+        )
+        assert b"\\u003cb\\u003e \\u0026 \xc3\xa9" in encode_event(ev)
+        assert event_key(ev) == b"Pod/db/a"
+        as_dict = WatchEvent(ev.type, msgspec.json.decode(ev.object), ev.ts, ev.position)  # type: ignore[arg-type]
+        assert event_key(as_dict) == event_key(ev) and as_dict.decoded().model == ev.decoded().model
+
+
+class OnePage:
+    """The client seam: a list of one page holding these items, as bytes."""
+
+    host = "fake"
+
+    def __init__(self, items: list[bytes]) -> None:
+        meta = b'{"resourceVersion":"9"}'
+        self.body = (
+            b'{"kind":"NodeList","apiVersion":"v1","metadata":' + meta + b',"items":[' + b",".join(items) + b"]}"
+        )
+
+    async def request_bytes(self, method: str, path: str, query: object = ()) -> bytes:
+        return self.body
+
+
+@pytest.mark.parametrize(
+    ("item", "want"),
+    [
+        (b'{"metadata":{"name":"a"}}', b'{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}'),
+        (b'{"kind":"Node","metadata":{"name":"a"}}', b'{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}'),
+        (b'{"metadata":{"name":"a"},"apiVersion":"v1"}', b'{"kind":"Node","metadata":{"name":"a"},"apiVersion":"v1"}'),
+        (
+            b'{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}',
+            b'{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}',
+        ),
+        (b"{}", b'{"apiVersion":"v1","kind":"Node"}'),
+        (b"{" + b" " * 20 + b"}", b'{"apiVersion":"v1","kind":"Node"' + b" " * 20 + b"}"),
+        (b'{ "metadata" : {"name":"a"} }', b'{"apiVersion":"v1","kind":"Node", "metadata" : {"name":"a"} }'),
+    ],
+)
+@pytest.mark.asyncio
+async def test_a_list_item_gets_the_apiversion_and_kind_it_lacks_and_nothing_else(item: bytes, want: bytes) -> None:
+    w = Watcher(OnePage([item]), [BY_PLURAL["nodes"]], once=True, clock=lambda: T0)  # type: ignore[arg-type]
+    async with contextlib.aclosing(w.events()) as events:
+        got = [ev async for ev in events if ev.type != "BOOKMARK"]
+    assert [encode_event(ev) for ev in got] == [b'{"ts":"2026-11-01T10:00:00Z","type":"ADDED","object":' + want + b"}"]
+    keys = [k for k, _ in json.loads(want, object_pairs_hook=lambda pairs: pairs)]
+    assert sorted(keys) == sorted(set(keys))  # no key twice
+    assert event_key(got[0]) == (b"Node//a" if b'"name"' in item else b"Node//")
 
 
 @pytest.mark.asyncio
@@ -139,9 +205,9 @@ async def test_410_relists_and_diffs(api: FakeAPI, client: KubeClient) -> None:
         got = await take(events, 3)
         tombstone_rv = str(api.rv)
     assert summary(got) == [("MODIFIED", "Pod", "db/b"), ("ADDED", "Pod", "db/d"), ("DELETED", "Pod", "db/c")]
-    assert got[0].object["spec"]["nodeName"] == "n2"
+    assert obj(got[0])["spec"]["nodeName"] == "n2"
     # a vanished object's DELETED carries what is known and the relist's resourceVersion (newer than any it had)
-    assert got[2].object == {
+    assert obj(got[2]) == {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "c", "namespace": "db", "resourceVersion": tombstone_rv},
@@ -207,7 +273,7 @@ async def test_dropped_connections_reconnect_with_growing_backoff(api: FakeAPI, 
     assert summary(got) == [("MODIFIED", "Pod", "db/a"), ("DELETED", "Pod", "db/a")]
     assert sleeps.delays[4:] == [1.0]  # an event arrived in between: the backoff started over
     resumes = [w.query.get("resourceVersion") for w in api.watches("pods")]
-    assert len(set(resumes[:5])) == 1 and resumes[5] == got[0].object["metadata"]["resourceVersion"]
+    assert len(set(resumes[:5])) == 1 and resumes[5] == obj(got[0])["metadata"]["resourceVersion"]
 
 
 def test_jitter_stays_within_half_to_full_delay() -> None:
@@ -298,7 +364,7 @@ async def test_an_older_served_version_is_used(api: FakeAPI, client: KubeClient)
     w, kw = watch(client, "capacitybuffers")
     async with contextlib.aclosing(w.events()) as events:
         got = await take(events, 1)
-    assert got[0].object["apiVersion"] == "autoscaling.x-k8s.io/v1alpha1" and kw.version == "v1alpha1"
+    assert obj(got[0])["apiVersion"] == "autoscaling.x-k8s.io/v1alpha1" and kw.version == "v1alpha1"
 
 
 @pytest.mark.asyncio
@@ -340,14 +406,14 @@ async def test_every_kind_at_once(api: FakeAPI, client: KubeClient) -> None:
     ]
     assert [ev.position for ev in got] == list(range(1, len(got) + 1))
     for ev in data:  # every object is one berth's core reads
-        assert kind_key(ev.object) in READ
+        assert kind_key(obj(ev)) in READ
     # the BOOKMARKs that mark the first lists: the kinds, then each kind's end after its list
     markers = [parse_event(encode_event(ev)).marker for ev in got if ev.type == "BOOKMARK"]
     assert markers[0] == ListMarker(begin=tuple((k.group, k.kind) for k in KINDS))
     assert [m.end for m in markers[1:] if m is not None] == [(k.group, k.kind) for k in KINDS]
-    ends = {(ev.object["apiVersion"], ev.object["kind"]): i for i, ev in enumerate(got[1:], 1) if ev.type == "BOOKMARK"}
+    ends = {(obj(ev)["apiVersion"], obj(ev)["kind"]): i for i, ev in enumerate(got[1:], 1) if ev.type == "BOOKMARK"}
     for ev in data:
-        assert ends[(ev.object["apiVersion"], ev.object["kind"])] > got.index(ev)
+        assert ends[(obj(ev)["apiVersion"], obj(ev)["kind"])] > got.index(ev)
 
 
 @pytest.mark.asyncio

@@ -19,7 +19,7 @@ from berth.adapters.kube.watch import Watcher
 from berth.core.errors import ConfigError
 from berth_buffer_controller.service import STATUS_FIELDS, StatusPatcher
 from tests.fakeapi import FakeAPI
-from tests.watcher.conftest import Fixed, Sleeps, buffer, pod, summary, take
+from tests.watcher.conftest import Fixed, Sleeps, buffer, obj, pod, summary, take
 
 STATUS = {
     "podTemplateRef": {"name": "tpl"},
@@ -44,7 +44,7 @@ async def test_patch_buffer_status(api: FakeAPI, client: KubeClient) -> None:
     assert req.body == {"status": STATUS}
     assert after["status"] == STATUS and after["spec"] == before["spec"]
     assert int(after["metadata"]["resourceVersion"]) > int(before["metadata"]["resourceVersion"])
-    assert summary(seen) == [("MODIFIED", "CapacityBuffer", "db/b1")] and seen[0].object["status"] == STATUS
+    assert summary(seen) == [("MODIFIED", "CapacityBuffer", "db/b1")] and obj(seen[0])["status"] == STATUS
 
     # a merge patch: keys not sent stay, None removes one, lists are replaced whole
     again = await patch_buffer_status(client, "db", "b1", {"replicas": None, "conditions": []})

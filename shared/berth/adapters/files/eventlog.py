@@ -40,16 +40,23 @@ def read_events(
     path: str, rejects: list[Reject] | None = None, strict: bool = False, unreadable: list[Reject] | None = None
 ) -> Iterator[Event]:
     """Decoded events in log order, for engines: without their wire Structs (`parse_event`'s `wire`).
+    From the first event without ts on, the objects' times are read too (`parse_event`'s `times`: a
+    log without ts gets its clock from them, berth.core.pipeline.clock), in the same decode.
     A bad line goes to `rejects` (or raises when strict) and reading goes on;
     a well-formed event whose object does not decode goes to `unreadable` if given, with the event in
     berth's line as its text."""
+    times = False
     with open_log(path) as f:
         try:
             for number, line in enumerate(f, start=1):
                 if line.isspace():  # blank (a line read is never empty); strip() would copy it
                     continue
                 try:
-                    yield parse_event(line, number, wire=False)
+                    ev = parse_event(line, number, wire=False, times=times)
+                    if ev.ts is None and not times and ev.type != "BOOKMARK":
+                        times = True  # a log without ts: from here on its objects' times come with the decode
+                        ev = parse_event(line, number, wire=False, times=True)
+                    yield ev
                 except InputError as e:
                     if strict or rejects is None:
                         where = e.line().removeprefix(f"line {number}: ")

@@ -2,7 +2,8 @@
 
 berth's core converts the raw JSON the API server sends, so requests go through kubernetes-asyncio's
 ApiClient (its kubeconfig and in-cluster loading, auth headers, TLS and token refresh) with
-`_preload_content=False`, and bodies are decoded here rather than into the generated models.
+`_preload_content=False`, and bodies are decoded here rather than into the generated models (or
+handed on as bytes: `request_bytes`, the watcher's list pages).
 kubernetes-asyncio sets no timeouts of its own; every request here has one (see Timeouts).
 The list/watch loop is in berth.adapters.kube.watch.
 """
@@ -239,14 +240,29 @@ class KubeClient:
         content_type: str | None = None,
     ) -> dict[str, Any]:
         """One request; the decoded JSON body, or KubeError."""
+        status, data = await self._read(method, path, query, body, content_type)
+        out = msgspec.json.decode(data) if data else {}
+        if not isinstance(out, dict):
+            raise KubeError(status, "BadResponse", f"expected a JSON object from {method} {path}")
+        return out
+
+    async def request_bytes(self, method: str, path: str, query: Iterable[tuple[str, str]] = ()) -> bytes:
+        """One request; the body's bytes as the server sent them (the watcher's list pages), or KubeError."""
+        return (await self._read(method, path, query))[1]
+
+    async def _read(
+        self,
+        method: str,
+        path: str,
+        query: Iterable[tuple[str, str]],
+        body: Any = None,
+        content_type: str | None = None,
+    ) -> tuple[int, bytes]:
         async with await self._send(method, path, query, self.timeouts.for_request(), body, content_type) as resp:
             data = await resp.read()
             if not 200 <= resp.status < 300:
                 raise KubeError.from_body(resp.status, data)
-        out = msgspec.json.decode(data) if data else {}
-        if not isinstance(out, dict):
-            raise KubeError(resp.status, "BadResponse", f"expected a JSON object from {method} {path}")
-        return out
+        return resp.status, data
 
     @contextlib.asynccontextmanager
     async def watch(self, path: str, query: Iterable[tuple[str, str]], seconds: int) -> AsyncIterator[Lines]:

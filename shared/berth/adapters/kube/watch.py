@@ -10,6 +10,10 @@ between (a stub object: kind, name, namespace and the list's resourceVersion). B
 emitted. A kind that is not served (a CRD not installed: 404 on the first list) is skipped with
 one warning.
 
+Objects travel as the bytes the server sent (msgspec.Raw): a watch line and a list page are decoded
+only for the event's type and each object's kind, apiVersion, names and resourceVersion (_Head); a
+list item gets the apiVersion and kind it lacks written in front of its own keys.
+
 When the API server cannot be reached at all (or refuses the credentials), that is the server's
 failure, not a kind's: one kind retries with its backoff, logging one line per attempt, and the
 others wait for the server to answer again before they retry. With `once`, a kind whose list
@@ -32,6 +36,7 @@ import aiohttp
 import msgspec
 
 from berth.adapters.kube.client import KINDS, Kind, KubeClient, KubeError, Timeouts
+from berth.core.api.meta.wire import bus_key
 from berth.core.api.watch import WatchEvent, begin_marker, end_marker
 
 log = logging.getLogger("berth.watcher")
@@ -71,9 +76,9 @@ class Stamper:
         self.clock = clock
         self.count = 0
 
-    def __call__(self, etype: str, obj: dict[str, Any]) -> WatchEvent:
+    def __call__(self, etype: str, obj: dict[str, Any] | msgspec.Raw, key: bytes = b"") -> WatchEvent:
         self.count += 1
-        return WatchEvent(type=etype, object=obj, ts=self.clock(), position=self.count)
+        return WatchEvent(type=etype, object=obj, ts=self.clock(), position=self.count, key=key)
 
 
 class Gone(Exception):
@@ -123,9 +128,43 @@ def describe(err: BaseException) -> str:
     return str(err) or type(err).__name__
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
+class _Names(msgspec.Struct, gc=False):
+    name: str = ""
+    namespace: str = ""
+    resourceVersion: str = ""
+
+
+class _Head(msgspec.Struct, gc=False):
+    """What the watcher reads of an object: its kind and names. The object itself stays as its bytes."""
+
+    apiVersion: str | msgspec.UnsetType = msgspec.UNSET
+    kind: str | msgspec.UnsetType = msgspec.UNSET
+    metadata: _Names | None = None
+
+
+class _Line(msgspec.Struct, gc=False):
+    """A watch line: the event's type, its object as the bytes the server sent."""
+
+    type: str | None = None
+    object: msgspec.Raw = msgspec.Raw()
+
+
+class _ListMeta(msgspec.Struct, gc=False):
+    resourceVersion: str = ""
+    continue_: str = msgspec.field(name="continue", default="")
+
+
+class _Page(msgspec.Struct, gc=False):
+    """A list page: its items as the bytes the server sent."""
+
+    metadata: _ListMeta | None = None
+    items: list[msgspec.Raw] | None = None
+
+
+_line = msgspec.json.Decoder(_Line)
+_head = msgspec.json.Decoder(_Head)
+_page = msgspec.json.Decoder(_Page)
+_encode = msgspec.json.Encoder().encode
 
 
 class KindWatcher:
@@ -245,20 +284,27 @@ class KindWatcher:
         self.failing_since = None
         self.server.answered()
 
-    def _complete(self, item: Any) -> dict[str, Any]:
-        """List items come without apiVersion and kind; events carry them. Both leave here with them."""
-        if not isinstance(item, dict):
-            raise ValueError(f"{self.name}: expected an object, got {type(item).__name__}")
-        if "kind" in item and "apiVersion" in item:
-            return item
-        assert self.version is not None
-        return {"apiVersion": self.kind.api_version(self.version), "kind": self.kind.kind, **item}
-
-    @staticmethod
-    def _key(obj: dict[str, Any]) -> str:
-        meta = _meta(obj)
-        ns = meta.get("namespace")
-        return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
+    def _read(self, obj: msgspec.Raw) -> tuple[msgspec.Raw, str, str, bytes]:
+        """An object's bytes, its known-key (namespace/name, or name), resourceVersion and bus key.
+        List items come without apiVersion and kind; events carry them. Both leave here with them:
+        the missing ones are written in front of the object's own keys, as they are named in the
+        kind table; nothing else of the object is decoded or written again."""
+        head = _head.decode(obj)
+        meta = head.metadata or _Names()
+        missing = []
+        if head.apiVersion is msgspec.UNSET:
+            assert self.version is not None
+            missing.append(b'"apiVersion":' + _encode(self.kind.api_version(self.version)))
+        if head.kind is msgspec.UNSET:
+            missing.append(b'"kind":' + _encode(self.kind.kind))
+        if missing:
+            body = memoryview(obj)[1:]  # after the "{": the decode above found an object
+            first = bytes(body[:16]).lstrip() or bytes(body).lstrip()  # an empty object takes no comma
+            comma = b"," if first[:1] != b"}" else b""
+            obj = msgspec.Raw(b"".join([b"{", b",".join(missing), comma, body]))
+        kind = self.kind.kind if head.kind is msgspec.UNSET else head.kind
+        key = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+        return obj, key, meta.resourceVersion, bus_key(kind, meta.namespace, meta.name)
 
     def _tombstone(self, key: str, rv: str) -> dict[str, Any]:
         ns, _, name = key.rpartition("/")
@@ -266,15 +312,19 @@ class KindWatcher:
         assert self.version is not None
         return {"apiVersion": self.kind.api_version(self.version), "kind": self.kind.kind, "metadata": meta}
 
-    async def _first_page(self, query: list[tuple[str, str]]) -> dict[str, Any]:
+    async def _get_page(self, query: list[tuple[str, str]]) -> _Page:
+        assert self.version is not None
+        return _page.decode(await self.client.request_bytes("GET", self.kind.path(self.version, self.namespace), query))
+
+    async def _first_page(self, query: list[tuple[str, str]]) -> _Page:
         """The first page; on the first list, also which version is served (404: try the next one)."""
         if self.version is not None:
-            page = await self.client.request("GET", self.kind.path(self.version, self.namespace), query)
+            page = await self._get_page(query)
             self.server.answered()
             return page
         for version in self.kind.versions:
             try:
-                page = await self.client.request("GET", self.kind.path(version, self.namespace), query)
+                data = await self.client.request_bytes("GET", self.kind.path(version, self.namespace), query)
             except KubeError as e:
                 if e.status == 404:
                     self.server.answered()
@@ -282,7 +332,7 @@ class KindWatcher:
                 raise
             self.server.answered()
             self.version = version
-            return page
+            return _page.decode(data)
         raise NotServed
 
     async def _list(self) -> AsyncIterator[WatchEvent]:
@@ -291,31 +341,27 @@ class KindWatcher:
         seen: set[str] = set()
         page = await self._first_page([limit])
         while True:
-            for item in page.get("items") or ():
-                obj = self._complete(item)
-                key, rv = self._key(obj), str(_meta(obj).get("resourceVersion", ""))
+            for item in page.items or ():
+                obj, key, rv, bus = self._read(item)
                 seen.add(key)
                 old = self.known.get(key)
                 if old is not None and old == rv:
                     continue  # unchanged since we last saw it
                 self.known[key] = rv
-                yield self.stamp("ADDED" if old is None else "MODIFIED", obj)
-            meta = _meta(page)
-            token = meta.get("continue")
-            if not token:
+                # an item left as it came would hold the whole page in memory: its own copy
+                yield self.stamp("ADDED" if old is None else "MODIFIED", obj if obj is not item else obj.copy(), bus)
+            meta = page.metadata or _ListMeta()
+            if not meta.continue_:
                 break
-            assert self.version is not None
             try:
-                page = await self.client.request(
-                    "GET", self.kind.path(self.version, self.namespace), [limit, ("continue", str(token))]
-                )
+                page = await self._get_page([limit, ("continue", meta.continue_)])
             except KubeError as e:
                 if e.status != 410:
                     raise
                 log.info("%s: list continuation expired; listing again from the start", self.name)
                 seen.clear()
                 page = await self._first_page([limit])
-        rv = str(meta.get("resourceVersion", ""))
+        rv = meta.resourceVersion
         for key in sorted(set(self.known) - seen):
             del self.known[key]
             yield self.stamp("DELETED", self._tombstone(key, rv))
@@ -349,32 +395,34 @@ class KindWatcher:
             raise _QuietEnd("watch ended without events")  # no hot loop if a server keeps closing at once
 
     def _event(self, line: bytes) -> WatchEvent | None:
-        raw = msgspec.json.decode(line)
-        if not isinstance(raw, dict) or not isinstance(raw.get("object"), dict):
-            raise ValueError(f"not a watch event: {line[:200]!r}")
-        etype, obj = raw.get("type"), raw["object"]
-        if etype == "ERROR":
-            err = KubeError.from_status(obj, 500)
-            if err.status == 410:
-                raise Gone(str(err))
-            raise err
+        try:
+            raw = _line.decode(line)
+            if raw.type == "ERROR":
+                status = msgspec.json.decode(raw.object)
+                if not isinstance(status, dict):
+                    raise ValueError("not an object")
+                err = KubeError.from_status(status, 500)
+                if err.status == 410:
+                    raise Gone(str(err))
+                raise err
+            obj, key, rv, bus = self._read(raw.object)
+        except (msgspec.DecodeError, ValueError):
+            raise ValueError(f"not a watch event: {line[:200]!r}") from None
+        etype = raw.type
         self._reset()
-        rv = str(_meta(obj).get("resourceVersion", ""))
         if etype == "BOOKMARK":
             if rv:
                 self.resource_version = rv
             return None
         if etype not in ("ADDED", "MODIFIED", "DELETED"):
             raise ValueError(f"unknown watch event type {etype!r}")
-        obj = self._complete(obj)
-        key = self._key(obj)
         if etype == "DELETED":
             self.known.pop(key, None)
         else:
             self.known[key] = rv
         if rv:
             self.resource_version = rv
-        return self.stamp(etype, obj)
+        return self.stamp(etype, obj, bus)
 
 
 class Watcher:

@@ -23,6 +23,7 @@ from berth.core.api.koordinator import normalise as koordinator
 from berth.core.api.koordinator import wire as wk
 from berth.core.api.meta.invalid import invalid
 from berth.core.api.meta.normalise import Bad, check_meta, group_of
+from berth.core.api.meta.times import timed
 from berth.core.api.meta.wire import Head, tolerant_head
 from berth.core.api.scheduling import normalise as scheduling
 from berth.core.api.scheduling import wire as ws
@@ -158,6 +159,9 @@ BY_WIRE: dict[type[Any], tuple[tuple[str, str], Kind]] = {k.wire: (key, k) for k
 _FAST: dict[type[Any], type[Any]] = {wk.NodeMetric: wk.FastNodeMetric}
 ONE_PASS: tuple[type[Any], ...] = tuple(_FAST.get(w, w) for w in BY_WIRE)
 BY_WIRE[wk.FastNodeMetric] = BY_WIRE[wk.NodeMetric]
+# the one-pass Structs that also hold the object's times, for a line without ts (berth.core.api.meta.times)
+TIMED: tuple[type[Any], ...] = tuple(timed(w) for w in ONE_PASS)
+BY_WIRE.update({t: BY_WIRE[w] for t, w in zip(TIMED, ONE_PASS, strict=True)})
 
 _head = msgspec.json.Decoder(Head)
 

@@ -21,8 +21,9 @@ from typing import Any, Union
 
 import msgspec
 
-from berth.core.api.kinds import BY_WIRE, KINDS, ONE_PASS, decode_wire, describe
+from berth.core.api.kinds import BY_WIRE, KINDS, ONE_PASS, TIMED, decode_wire, describe
 from berth.core.api.meta.normalise import Bad, TimeRangeError, group_of, kept_time, parse_time
+from berth.core.api.meta.times import TimedHead, data_time, object_time
 from berth.core.api.meta.wire import Head, Names, bus_key, tolerant_head
 from berth.core.errors import InputError
 from berth.core.ports import Message
@@ -55,6 +56,8 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     wire: the object as its kind's wire Struct (what the indexer keeps in Redis), with model; None
     when the decoder was asked not to keep it (`parse_event`'s `wire`).
     marker: a BOOKMARK's word on the first lists, if it has one.
+    object_time: for a line without ts decoded with `times`, the latest time its object carries
+    (berth.core.api.meta.times), read in the same decode; else None.
     """
 
     type: str
@@ -66,6 +69,7 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     position: int = 0
     wire: Any = None
     marker: ListMarker | None = None
+    object_time: datetime | None = None
 
     @property
     def deleted(self) -> bool:
@@ -125,20 +129,22 @@ def _one_pass_decoder(structs: tuple[type[Any], ...]) -> msgspec.json.Decoder[An
 
 
 _typed = _one_pass_decoder(ONE_PASS)
-_TYPED_ONLY: dict[frozenset[tuple[str, str]], msgspec.json.Decoder[Any] | None] = {}  # by `only`; bounded
+_timed = _one_pass_decoder(TIMED)  # with the objects' times
+# by `only` and `times`; bounded
+_TYPED_ONLY: dict[tuple[frozenset[tuple[str, str]], bool], msgspec.json.Decoder[Any] | None] = {}
 
 
-def _typed_only(only: frozenset[tuple[str, str]]) -> msgspec.json.Decoder[Any] | None:
+def _typed_only(only: frozenset[tuple[str, str]], times: bool) -> msgspec.json.Decoder[Any] | None:
     """The one-pass decoder of the kinds in `only` (None when it names none berth reads). Callers
     pass the same set for every line (ScorerEngine.reads): a frozenset keeps its hash and the dict
     finds it by identity, without comparing sets."""
-    if only in _TYPED_ONLY:
-        return _TYPED_ONLY[only]
-    structs = tuple(w for w in ONE_PASS if BY_WIRE[w][0] in only)
+    if (only, times) in _TYPED_ONLY:
+        return _TYPED_ONLY[only, times]
+    structs = tuple(w for w in (TIMED if times else ONE_PASS) if BY_WIRE[w][0] in only)
     decoder = _one_pass_decoder(structs) if structs else None
     if len(_TYPED_ONLY) >= 64:
         _TYPED_ONLY.clear()
-    _TYPED_ONLY[only] = decoder
+    _TYPED_ONLY[only, times] = decoder
     return decoder
 
 
@@ -154,7 +160,21 @@ class _HeadLine(msgspec.Struct):
     resource: Head | msgspec.UnsetType | None = msgspec.UNSET
 
 
+class _TimedHeadLine(msgspec.Struct):
+    """_HeadLine with the object's times."""
+
+    ts: str | None = None
+    position: int | None = None
+    type: str | None = None
+    object: TimedHead | msgspec.UnsetType | None = msgspec.UNSET
+    time: str | None = None
+    event: str | None = None
+    resource: TimedHead | msgspec.UnsetType | None = msgspec.UNSET
+
+
 _head_line = msgspec.json.Decoder(_HeadLine)
+_timed_head_line = msgspec.json.Decoder(_TimedHeadLine)
+_timed_head = msgspec.json.Decoder(TimedHead)
 _line = msgspec.json.Decoder(_Line)
 _head = msgspec.json.Decoder(Head)
 _any = msgspec.json.Decoder()
@@ -169,19 +189,25 @@ MAX_LINE_BYTES = 3 * 1024 * 1024  # one line or message: the API server's own li
 
 
 def parse_event(
-    line: bytes | str, position: int = 0, only: frozenset[tuple[str, str]] | None = None, wire: bool = True
+    line: bytes | str,
+    position: int = 0,
+    only: frozenset[tuple[str, str]] | None = None,
+    wire: bool = True,
+    times: bool = False,
 ) -> Event:
     """One event from one line; InputError names what is wrong with it (UnreadableObject: its object).
     only: the kinds to decode (the others are left undecoded, as kinds berth does not read).
     wire: keep the object's wire Struct on the event (the indexer stores it). Engines read only the
     model: without it the wire Struct is freed at once, while it is still in the CPU's caches, not
     when the event is dropped, thousands of events later.
+    times: for a line without ts, read the object's times in the same decode (Event.object_time);
+    the wire Struct is then not kept.
     Bounded: at most MAX_LINE_BYTES, nested no deeper than the decoder's recursion limit, UTF-8."""
     data = line.encode() if isinstance(line, str) else line
     if len(data) > MAX_LINE_BYTES:
         raise InputError(_where(position), "", f"longer than {MAX_LINE_BYTES} bytes ({len(data)})")
     try:
-        return _parse(data, position, only, wire)
+        return _parse(data, position, only, wire and not times, times)
     except RecursionError:
         raise InputError(_where(position), "", "nested too deeply to decode") from None
     except UnicodeDecodeError as e:
@@ -194,44 +220,48 @@ def _where(position: int) -> str:
     return f"line {position}" if position else "event"
 
 
-def _parse(data: bytes, position: int, only: frozenset[tuple[str, str]] | None, wire: bool) -> Event:
-    decoder = _typed if only is None else _typed_only(only)
+def _parse(data: bytes, position: int, only: frozenset[tuple[str, str]] | None, wire: bool, times: bool) -> Event:
+    decoder = (_timed if times else _typed) if only is None else _typed_only(only, times)
     try:
         typed = None if decoder is None else decoder.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError):
         typed = None  # with `only`, also a kind not asked for (it fails at its `kind`)
-    ev = None if typed is None else _one_pass(typed, data, position, only, wire)
+    ev = None if typed is None else _one_pass(typed, data, position, only, wire, times)
     if ev is not None:
         return ev
     if only is not None:
-        ev = _passed_over(data, position, only)
+        ev = _passed_over(data, position, only, times)
         if ev is not None:
             return ev
-    return _step_by_step(data, position, only, wire)
+    return _step_by_step(data, position, only, wire, times)
 
 
-def _passed_over(data: bytes, position: int, only: frozenset[tuple[str, str]]) -> Event | None:
+def _passed_over(data: bytes, position: int, only: frozenset[tuple[str, str]], times: bool) -> Event | None:
     """The event of a well-formed line whose kind is not in `only`, left undecoded; else None."""
     try:
-        head = _head_line.decode(data)
+        head = (_timed_head_line if times else _head_line).decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
     if head.event is not None or head.resource is not msgspec.UNSET:
         etype, obj, stamp = _SIMULATOR.get(head.event or ""), head.resource, head.time
     else:
         etype, obj, stamp = head.type, head.object, head.ts
-    if etype is None or etype not in TYPES or etype == "BOOKMARK" or not isinstance(obj, Head) or not obj.kind:
+    if etype is None or etype not in TYPES or etype == "BOOKMARK" or not isinstance(obj, Head | TimedHead):
         return None
-    kind = (group_of(obj.apiVersion), obj.kind)
+    seen = obj.head() if isinstance(obj, TimedHead) else obj
+    if not seen.kind:
+        return None
+    kind = (group_of(seen.apiVersion), seen.kind)
     if kind in only:
         return None
     try:
         ts = parse_time(stamp) if stamp else None
     except ValueError:
         return None
-    meta = obj.metadata or Names()
+    meta = seen.metadata or Names()
     at = head.position if head.position is not None else position
-    return Event(etype, None, kind, bus_key(obj.kind, meta.namespace, meta.name), data, ts, at)
+    when = object_time(obj) if ts is None and isinstance(obj, TimedHead) else None
+    return Event(etype, None, kind, bus_key(seen.kind, meta.namespace, meta.name), data, ts, at, object_time=when)
 
 
 def peek_event(line: bytes) -> tuple[str, tuple[str, str] | None, datetime | None] | None:
@@ -270,7 +300,7 @@ def _read_as(cls: type[Any], api: str | None) -> tuple[tuple[str, str], Any]:
 
 
 def _one_pass(
-    typed: Any, data: bytes, position: int, only: frozenset[tuple[str, str]] | None, wire: bool
+    typed: Any, data: bytes, position: int, only: frozenset[tuple[str, str]] | None, wire: bool, times: bool
 ) -> Event | None:
     """The event from the one-pass decode, or None when the step-by-step path must decide."""
     if typed.event is not None or typed.resource is not _UNSET:
@@ -291,10 +321,13 @@ def _one_pass(
     meta = obj.metadata
     key = bus_key(kind[1], meta.namespace, meta.name) if meta is not None else bus_key(kind[1], None, None)
     at = typed.position if typed.position is not None else position
-    return Event(etype, model, kind, key, data, ts, at, obj if wire else None)
+    when = object_time(obj) if times and ts is None else None
+    return Event(etype, model, kind, key, data, ts, at, obj if wire else None, object_time=when)
 
 
-def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] | None, wire: bool) -> Event:
+def _step_by_step(
+    data: bytes, position: int, only: frozenset[tuple[str, str]] | None, wire: bool, times: bool
+) -> Event:
     where = _where(position)
     try:
         raw = _line.decode(data)
@@ -314,8 +347,13 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
         raise InputError(where, "type", f"want one of {', '.join(TYPES)}, got {etype!r}")
     if not obj or obj == b"null":
         raise InputError(where, "object", "is required")
+    when: datetime | None = None
     try:
-        head = _head.decode(obj)
+        if times:
+            timed = _timed_head.decode(obj)
+            head, when = timed.head(), object_time(timed)
+        else:
+            head = _head.decode(obj)
     except msgspec.ValidationError:
         value = _any.decode(obj)
         if not isinstance(value, dict):
@@ -324,6 +362,7 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
                 where, "", f"not a watch event: Expected `object | null`, got `{got}` - at `$.object`"
             ) from None
         head = tolerant_head(value)
+        when = data_time(value) if times else None
     ts = None
     if stamp:
         try:
@@ -335,6 +374,7 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
     at = raw.position if raw.position is not None else position
     meta = head.metadata or Names()
     key = bus_key(head.kind, meta.namespace, meta.name)
+    when = when if ts is None else None
     if etype == "BOOKMARK":
         return Event(etype, None, None, key, data, ts, at, marker=_marker(obj))
     if not head.kind:
@@ -343,13 +383,13 @@ def _step_by_step(data: bytes, position: int, only: frozenset[tuple[str, str]] |
     kind = (group_of(head.apiVersion), head.kind)
     known = KINDS.get(kind) if only is None or kind in only else None
     if known is None:
-        return Event(etype, None, kind, key, data, ts, at)
+        return Event(etype, None, kind, key, data, ts, at, object_time=when)
     try:
         struct, model = decode_wire(known, obj)
     except InputError as e:
         out = _Out(ts=None if ts is None else format_time(ts), type=etype, object=obj, position=at)
         raise UnreadableObject(e, _encoder.encode(out), at) from None
-    return Event(etype, model, kind, key, data, ts, at, struct if wire else None)
+    return Event(etype, model, kind, key, data, ts, at, struct if wire else None, object_time=when)
 
 
 class _Annotated(msgspec.Struct):
@@ -400,12 +440,16 @@ def encode_line(ev: Event, with_position: bool = False) -> bytes:
 
 
 class WatchEvent(msgspec.Struct, frozen=True):
-    """An event on its way out: the object as the API server sent it, or as the generator made it."""
+    """An event on its way out: the object as the API server sent it, or as the generator made it.
+
+    object: a dict, or the object's JSON bytes as they came (the watcher: written out as they are,
+    never decoded into a dict). key: the bus key, when the maker knows it (the watcher read the names)."""
 
     type: str
-    object: dict[str, Any]
+    object: dict[str, Any] | msgspec.Raw
     ts: datetime | None = None
     position: int = 0
+    key: bytes = b""
 
     @property
     def deleted(self) -> bool:
@@ -417,13 +461,20 @@ class WatchEvent(msgspec.Struct, frozen=True):
 
 
 def encode_event(ev: WatchEvent, with_position: bool = False) -> bytes:
-    """berth's canonical line (without the newline). On the bus the log position travels along."""
+    """berth's canonical line (without the newline); an object's bytes are written as they came. On the
+    bus the log position travels along."""
     ts = None if ev.ts is None else format_time(ev.ts)
     return _encoder.encode(_Out(type=ev.type, object=ev.object, ts=ts, position=ev.position if with_position else 0))
 
 
 def event_key(ev: WatchEvent) -> bytes:
     """The bus key: kind, namespace and name, so that one object's events stay in order."""
+    if ev.key:
+        return ev.key
+    if isinstance(ev.object, msgspec.Raw):
+        head = _head.decode(ev.object)
+        names = head.metadata or Names()
+        return bus_key(head.kind, names.namespace, names.name)
     meta = ev.object.get("metadata") or {}
     return bus_key(ev.object.get("kind", ""), meta.get("namespace", ""), meta.get("name", ""))
 
