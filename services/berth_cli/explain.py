@@ -17,13 +17,14 @@ from berth.core.api.core.model import Pod
 from berth.core.cache.state import ClusterState
 from berth.core.errors import InputError
 from berth.core.pipeline.records import DecisionRecord, decode_record
+from berth.core.plugins.registry import plugin_of
 from berth.core.scheduler.explain import Explanation, Preemption, Rejected, Rejection, explain, scores_of
 from berth.core.scheduler.results import Decision
 from berth.core.scheduler.schedule_one import Scheduler
 from berth_cli.common import STRICT_HELP, load_config, load_state, now_or, print_json, rfc3339
 from berth_cli.evaluate import find_pod, hint_now, log_hint
 from berth_cli.explain_text import render
-from berth_cli.show import plugin_of, print_yaml
+from berth_cli.show import print_yaml
 
 NO_STATE = (
     "a decision line holds kube's reasons and the scores, not the cluster: which pod, PV or amount is "
