@@ -11,6 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from berth.adapters.files import reportpods
 from berth.adapters.files.report import write_report
 from berth.core.pipeline.podtrace import MAX_NODES, MAX_STEPS, PodTrace, pod_traces
 from berth.core.pipeline.records import Record
@@ -239,3 +240,44 @@ def test_replay_report_lists_every_pod_it_decided(tmp_path: Path, capsys: pytest
     assert statuses == sorted(statuses, key=lambda s: s != "Unschedulable")
     assert "Unschedulable" in statuses
     assert len(page.all("section", "pod")) == len(last)
+
+
+@pytest.mark.parametrize(
+    ("stuck", "scheduled", "runs", "most", "most_sampled", "views", "stuck_views"),
+    [
+        (3, 20, 1, 12, 4, 7, 3),  # every pod not scheduled, then an evenly spaced sample of the scheduled
+        (10, 20, 1, 12, 4, 12, 8),  # more not scheduled than the share leaves: the first ones
+        (3, 20, 2, 12, 4, 5, 3),  # two runs: each has half the views and half the sample
+        (2, 2, 1, 12, 4, 4, 2),  # fewer pods than the views: every pod, no note
+    ],
+)
+def test_views_for_the_pods_not_scheduled_and_a_sample(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    stuck: int,
+    scheduled: int,
+    runs: int,
+    most: int,
+    most_sampled: int,
+    views: int,
+    stuck_views: int,
+) -> None:
+    monkeypatch.setattr(reportpods, "MAX_VIEWS", most)
+    monkeypatch.setattr(reportpods, "SAMPLE", most_sampled)
+    recs: list[Record] = [record(f"ns/u{i:02d}", "Unschedulable", i, reasons={CPU: 1}) for i in range(stuck)]
+    recs += [record(f"ns/s{i:02d}", "Scheduled", 100 + i, node="n1") for i in range(scheduled)]
+    labels = [f"c{i}" for i in range(runs)]
+    page = page_of(tmp_path, [sample(label) for label in labels], [pod_traces(recs, {})] * runs)
+    for run in page.all("section", "run"):
+        rows = pod_rows(run)
+        linked = [tr.all("td")[0].text() for tr in rows if tr.all("a")]
+        assert len(rows) == stuck + scheduled  # the list keeps every pod
+        assert (len(linked), sum(1 for p in linked if p.startswith("ns/u"))) == (views, stuck_views)
+        assert linked[:stuck_views] == [f"ns/u{i:02d}" for i in range(stuck_views)]
+        sampled = [int(p[4:]) for p in linked if p.startswith("ns/s")]
+        assert sampled == [i * scheduled // len(sampled) for i in range(len(sampled))]  # evenly spaced
+        notes = [p.text() for p in run.all("p", "note") if "own view" in p.text()]
+        assert notes == ([] if views == stuck + scheduled else [notes[0]])
+        if notes:
+            assert f"{views:,} of these {stuck + scheduled:,} pods have their own view" in notes[0]
+    assert len(page.all("section", "pod")) == views * runs  # a view for each linked name, no more

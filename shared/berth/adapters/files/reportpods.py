@@ -13,7 +13,11 @@ from berth.core.pipeline.podtrace import PodTrace, Step
 from berth.core.pipeline.stats import RunStats
 from berth.core.plugins.registry import plugin_of
 
-MAX_VIEWS = 2000  # pods per run with their own view (the first in the list's order)
+# Pods with their own view, over every run of the page (each run an equal share), so that a log of
+# tens of thousands of pods still gives a page a browser opens: the pods not scheduled first, then a
+# sample of the scheduled ones, evenly spaced in the list's order. The list keeps every pod.
+MAX_VIEWS = 3000
+SAMPLE = 300  # of those, scheduled pods at most
 OTHER = "(plugin not known)"
 STATUS_ORDER = {"Unschedulable": 0, "Error": 1, "Scheduled": 3}  # other statuses: 2
 
@@ -23,6 +27,34 @@ e = html.escape
 def ordered(traces: list[PodTrace]) -> list[PodTrace]:
     """Unschedulable pods first, then errors, then the rest; by pod within each."""
     return sorted(traces, key=lambda t: (STATUS_ORDER.get(t.status, 2), t.pod))
+
+
+def with_views(traces: list[PodTrace], runs: int) -> set[int]:
+    """The places, in ordered(traces), of the pods that get their own view: the pods not scheduled (as
+    many as the run's share allows, in order), then up to its share of SAMPLE scheduled pods, evenly spaced."""
+    budget, sample = MAX_VIEWS // runs, SAMPLE // runs
+    scheduled = [n for n, t in enumerate(traces) if t.status == "Scheduled"]
+    others = [n for n, t in enumerate(traces) if t.status != "Scheduled"]
+    sampled = min(sample, len(scheduled))
+    kept = others[: budget - sampled]
+    picked = [scheduled[i * len(scheduled) // sampled] for i in range(sampled)]
+    return set(kept) | set(picked)
+
+
+def views_note(traces: list[PodTrace], views: set[int]) -> str:
+    """What the page holds views of, when not of every pod."""
+    if len(views) == len(traces):
+        return ""
+    stuck = sum(1 for t in traces if t.status != "Scheduled")
+    stuck_views = sum(1 for n in views if traces[n].status != "Scheduled")
+    scheduled = len(traces) - stuck
+    first = "every one" if stuck_views == stuck else f"the first {stuck_views:,}"
+    return (
+        f'<p class="note">So that the page stays light, {len(views):,} of these {len(traces):,} pods have their '
+        f"own view (a linked name): {first} of the {stuck:,} not scheduled, and a sample of "
+        f"{len(views) - stuck_views:,} of the {scheduled:,} scheduled, evenly spaced in this order. Every pod is in "
+        "the list; every decision is in the decisions file (--decisions).</p>"
+    )
 
 
 def by_plugin(reasons: dict[str, int]) -> list[tuple[str, list[tuple[str, int]]]]:
@@ -143,8 +175,10 @@ def _table(run: int, labels: list[str], traces: list[PodTrace], pods: list[list[
     ths = "".join(f"<th{' class=num' if h in numeric else ''}>{e(h)}</th>" for h in heads)
     out = [f'<table class="pods sortable"><thead><tr>{ths}</tr></thead><tbody>']
     others = [(labels[j], {t.pod: t for t in p}) for j, p in enumerate(pods) if j != run]
-    for n, t in enumerate(ordered(traces)):
-        name = f'<a href="#{view_id(run, n)}">{e(t.pod)}</a>' if n < MAX_VIEWS else e(t.pod)
+    listed = ordered(traces)
+    views = with_views(listed, len(labels))
+    for n, t in enumerate(listed):
+        name = f'<a href="#{view_id(run, n)}">{e(t.pod)}</a>' if n in views else e(t.pod)
         attrs = f' data-status="{e(t.status)}"' + (' data-differs="1"' if t.pod in differ else "")
         cells = [
             f'<td class="text">{name}</td>',
@@ -158,11 +192,9 @@ def _table(run: int, labels: list[str], traces: list[PodTrace], pods: list[list[
             cells.append(f'<td class="text">{_elsewhere(t, others)}</td>')
         out.append(f"<tr{attrs}>{''.join(cells)}</tr>")
     out.append("</tbody></table>")
-    if len(traces) > MAX_VIEWS:
-        out.append(
-            f'<p class="note">The first {MAX_VIEWS:,} pods of {len(traces):,} in this order have their own '
-            "view; every decision is in the decisions file (--decisions).</p>"
-        )
+    note = views_note(listed, views)
+    if note:
+        out.append(note)
     return "\n".join(out)
 
 
@@ -185,14 +217,20 @@ def view_id(run: int, n: int) -> str:
 
 def pod_views(labels: list[str], pods: list[list[PodTrace]]) -> str:
     out = []
-    ids = [{t.pod: (n, t) for n, t in enumerate(ordered(p)) if n < MAX_VIEWS} for p in pods]
-    for run, traces in enumerate(pods):
-        for n, t in enumerate(ordered(traces)[:MAX_VIEWS]):
-            out.append(_view(run, n, t, labels, ids))
+    listed = [ordered(p) for p in pods]
+    views = [with_views(traces, len(pods)) for traces in listed]
+    ids = [
+        {t.pod: (n if n in v else None, t) for n, t in enumerate(traces)}
+        for traces, v in zip(listed, views, strict=True)
+    ]
+    for run, traces in enumerate(listed):
+        for n, t in enumerate(traces):
+            if n in views[run]:
+                out.append(_view(run, n, t, labels, ids))
     return "\n".join(out)
 
 
-def _view(run: int, n: int, t: PodTrace, labels: list[str], ids: list[dict[str, tuple[int, PodTrace]]]) -> str:
+def _view(run: int, n: int, t: PodTrace, labels: list[str], ids: list[dict[str, tuple[int | None, PodTrace]]]) -> str:
     under = f" <small>under {e(labels[run])}</small>" if len(labels) > 1 else ""
     last = t.last
     facts = [
@@ -219,8 +257,8 @@ def _view(run: int, n: int, t: PodTrace, labels: list[str], ids: list[dict[str, 
     )
 
 
-def _configs_of(pod: str, labels: list[str], ids: list[dict[str, tuple[int, PodTrace]]]) -> str:
-    """The pod under every config, each linking to its view there."""
+def _configs_of(pod: str, labels: list[str], ids: list[dict[str, tuple[int | None, PodTrace]]]) -> str:
+    """The pod under every config, each linking to its view there (where it has one)."""
     parts = []
     for run, (label, of) in enumerate(zip(labels, ids, strict=True)):
         got = of.get(pod)
@@ -228,7 +266,8 @@ def _configs_of(pod: str, labels: list[str], ids: list[dict[str, tuple[int, PodT
             parts.append(f"{e(label)}: not decided")
             continue
         n, o = got
-        parts.append(f'<a href="#{view_id(run, n)}">{e(label)}</a>: {e(o.node or o.status)}')
+        name = e(label) if n is None else f'<a href="#{view_id(run, n)}">{e(label)}</a>'
+        parts.append(f"{name}: {e(o.node or o.status)}")
     return " · ".join(parts)
 
 

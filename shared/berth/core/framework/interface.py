@@ -181,24 +181,30 @@ class NodeLocalScore(Protocol):
 class Change:
     """A change to the cluster that berth can try (berth explain's "what would make it fit"): pods
     leaving (namespace/name), a node's allocatable raised (resource -> amount to add), a PV's capacity
-    set (PV name -> capacity in nano-units), tolerations the pod would add."""
+    set (PV name -> capacity in nano-units), a PV's labels set (PV name -> (key, value) pairs),
+    tolerations the pod would add. cost: how much of the node the change adds or frees, as a share of
+    it (orders changes of the same size: the closest node first)."""
 
     leave: tuple[str, ...] = ()
     more: tuple[tuple[str, int], ...] = ()
     resize: tuple[tuple[str, int], ...] = ()
     tolerate: tuple[Any, ...] = ()  # Toleration models
+    relabel: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    cost: float = 0.0
 
 
 @dataclass(frozen=True)
 class Why:
     """The constraint behind one Filter reason on one node, from the plugin's own state: `text` for
-    people, `facts` as data, and the change the plugin expects would lift it there (None: none berth
-    can try)."""
+    people, `facts` as data, the change the plugin expects would lift it there (None: none berth
+    can try), and another change that would lift it too (`instead`: pods leaving in place of more
+    allocatable)."""
 
     reason: str
     text: str
     facts: dict[str, Any]
     change: Change | None = None
+    instead: Change | None = None
 
 
 @runtime_checkable
@@ -209,6 +215,16 @@ class ExplainsFilter(Protocol):
     name: str
 
     def explain_filter(self, cycle: Cycle, slots: Slots) -> dict[int, list[Why]]: ...
+
+
+@runtime_checkable
+class ExplainsNodeSet(Protocol):
+    """A PreFilter plugin that can give a node set (kube's PreFilterResult) and say why it names those
+    nodes (berth explain, for the nodes it leaves out). Called after its PreFilter ran in the cycle."""
+
+    name: str
+
+    def explain_node_set(self, cycle: Cycle) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,16 @@ class NodeAffinity:
             return fwk.Status(fwk.Code.UNRESOLVABLE, CONFLICT, NAME)
         return fwk.PreFilterResult(node_names=names)
 
+    def explain_node_set(self, cycle: fwk.Cycle) -> str:
+        """Why the PreFilter's node set holds those nodes: every required term names nodes by metadata.name."""
+        affinity = cycle.pod.affinity
+        terms = affinity.terms if affinity is not None else ()
+        shown = []
+        for i, term in enumerate(terms, 1):
+            names = [f"metadata.name In [{', '.join(r.values)}]" for r in term.match_fields if r.key == "metadata.name"]
+            shown.append(f"term {i}: {' and '.join(names)}")
+        return "every required node affinity term names its nodes by metadata.name (" + "; ".join(shown) + ")"
+
     def filter(self, cycle: fwk.Cycle) -> list[fwk.Failure]:
         pod, nodes = cycle.pod, cycle.state.nodes
         out = []

@@ -19,6 +19,19 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 ANY = "0.0.0.0"
 
 
+def _conflict(a: tuple[str, str, int], b: tuple[str, str, int]) -> bool:
+    """Two (address, protocol, port) host ports clash: same protocol and port, same address or either on 0.0.0.0."""
+    return a[1:] == b[1:] and (a[0] == b[0] or ANY in (a[0], b[0]))
+
+
+def _show(p: tuple[str, str, int]) -> str:
+    return f"{p[1]}/{p[2]} on {p[0]}"
+
+
+def _fact(p: tuple[str, str, int]) -> dict[str, Any]:
+    return {"hostIP": p[0], "protocol": p[1], "hostPort": p[2]}
+
+
 class UsedPorts(StateExtension):
     """Per (protocol, port), the addresses pods bound to each node use (a ClusterState extension)."""
 
@@ -26,7 +39,7 @@ class UsedPorts(StateExtension):
 
     def __init__(self) -> None:
         self.used: dict[tuple[str, int], dict[str, Counter[str]]] = {}
-        self._placed: dict[str, tuple[str, tuple[tuple[str, str, int], ...]]] = {}
+        self.placed: dict[str, tuple[str, tuple[tuple[str, str, int], ...]]] = {}  # pod key -> node, host ports
 
     def _count(self, node: str, ports: tuple[tuple[str, str, int], ...], sign: int) -> None:
         for ip, proto, port in ports:
@@ -40,11 +53,11 @@ class UsedPorts(StateExtension):
 
     def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
         key = (new or old).key  # type: ignore[union-attr]
-        prev = self._placed.pop(key, None)
+        prev = self.placed.pop(key, None)
         if prev is not None:
             self._count(prev[0], prev[1], -1)
         if new is not None and new.node_name and not new.terminated and new.host_ports:
-            self._placed[key] = (new.node_name, new.host_ports)
+            self.placed[key] = (new.node_name, new.host_ports)
             self._count(new.node_name, new.host_ports, 1)
 
 
@@ -71,6 +84,29 @@ class NodePorts:
                         bad[slot] = True
         bad &= nodes.valid
         return [fwk.Failure(bad, REASON)] if bad.any() else []
+
+    def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
+        """Per host port of the pod taken on the node: the pods there that hold it (protocol, port, address)."""
+        names = cycle.state.nodes.names
+        wanted = {names[s]: s for s in slots.tolist()}
+        holders: dict[int, list[tuple[tuple[str, str, int], str, tuple[str, str, int]]]] = {}
+        for key, (node, ports) in sorted(self.ports.placed.items()):
+            slot = wanted.get(node)
+            if slot is None:
+                continue
+            for mine in cycle.pod.host_ports:
+                for theirs in ports:
+                    if _conflict(mine, theirs):
+                        holders.setdefault(slot, []).append((mine, key, theirs))
+        out: dict[int, list[fwk.Why]] = {}
+        for slot, held in holders.items():
+            pods = tuple(dict.fromkeys(key for _, key, _ in held))
+            text = "; ".join(
+                f"host port {_show(mine)} is held by {key} ({_show(theirs)})" for mine, key, theirs in held
+            )
+            facts = {"ports": [{"port": _fact(mine), "pod": key, "held": _fact(theirs)} for mine, key, theirs in held]}
+            out[slot] = [fwk.Why(REASON, text, facts, fwk.Change(leave=pods))]
+        return out
 
     def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         # kube: Pod Delete with a hint, Node Add (and Update) without

@@ -25,6 +25,15 @@ class NodeUnschedulable:
             return []
         return [fwk.Failure(cycle.state.nodes.unschedulable & cycle.state.nodes.valid, REASON, fwk.Code.UNRESOLVABLE)]
 
+    def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
+        """The node is cordoned and the pod lacks the toleration (uncordoning is not a change berth tries)."""
+        text = (
+            "the node is cordoned (spec.unschedulable) and the pod does not tolerate "
+            f"{self._taint.key}:{self._taint.effect}"
+        )
+        why = fwk.Why(REASON, text, {"unschedulable": True, "taint": {"key": self._taint.key, "effect": "NoSchedule"}})
+        return {s: [why] for s in slots.tolist()}
+
     def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         # kube: Node Add|UpdateNodeTaint with a hint. berth keeps Delete, without a hint, as it always had.
         return (

@@ -132,6 +132,36 @@ def attachable(state: ClusterState, pod: Pod, pending: bool) -> dict[str, str]:
     return out
 
 
+def by_pods_vols(
+    by_pod: dict[str, dict[str, str]], driver: str, new: dict[str, str], extra: dict[str, str]
+) -> dict[str, int]:
+    """Per pod on a node, how many of the driver's volumes its leaving frees: those no other pod there
+    uses and no VolumeAttachment holds. A pod using one of the new pod's volumes frees none (that
+    volume would be new then)."""
+    users: Counter[str] = Counter(u for vols in by_pod.values() for u in vols)
+    out = {}
+    for key, vols in by_pod.items():
+        if any(u in new for u in vols):
+            continue
+        freed = sum(1 for u, d in vols.items() if d == driver and users[u] == 1 and u not in extra)
+        if freed:
+            out[key] = freed
+    return out
+
+
+def _freeing(freed: dict[str, int], need: int) -> tuple[str, ...]:
+    """The fewest pods that free at least `need` volumes (the most freeing first, then by name); ()
+    when all of them free too few."""
+    picked: list[str] = []
+    got = 0
+    for key, n in sorted(freed.items(), key=lambda kv: (-kv[1], kv[0])):
+        if got >= need:
+            break
+        picked.append(key)
+        got += n
+    return tuple(picked) if got >= need else ()
+
+
 class NodeVolumeLimits:
     name = NAME
 
@@ -177,6 +207,55 @@ class NodeVolumeLimits:
         have.update(d for u, d in self.counts.attached_on(state, node).items() if u not in attached)
         more = Counter(d for u, d in new.items() if u not in attached)
         return any(have[d] + n > limits[d] for d, n in more.items() if d in limits)
+
+    def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
+        """Per driver over its limit on the node: the volumes attached (by the pods there, by
+        VolumeAttachments no pod there counts), the limit, and the pod's new volumes. The change tried
+        is the fewest pods there leaving whose volumes of the driver no one else on the node counts."""
+        state, nodes = cycle.state, cycle.state.nodes
+        try:
+            new = attachable(state, cycle.pod, pending=True)
+        except (_NotFound, _NotOwned):
+            return {}
+        out: dict[int, list[fwk.Why]] = {}
+        for s in slots.tolist():
+            node = nodes.names[s] or ""
+            csi = self.counts.csi_nodes.get(node)
+            if csi is None:
+                continue
+            by_pod: dict[str, dict[str, str]] = {}
+            for key in sorted(self.counts.pods_on.get(node, ())):
+                placed = state.pods.get(key)
+                if placed is not None:
+                    by_pod[key] = attachable(state, placed, pending=False)
+            attached = {u: d for vols in by_pod.values() for u, d in vols.items()}
+            extra = {u: d for u, d in self.counts.attached_on(state, node).items() if u not in attached}
+            whys = []
+            for driver in sorted(set(new.values())):
+                limit = csi.limits.get(driver)
+                mine = [u for u, d in new.items() if d == driver and u not in attached]
+                by_pods = sum(1 for d in attached.values() if d == driver)
+                by_vas = sum(1 for d in extra.values() if d == driver)
+                if limit is None or not mine or by_pods + by_vas + len(mine) <= limit:
+                    continue
+                over = by_pods + by_vas + len(mine) - limit
+                text = (
+                    f"{driver}: {by_pods + by_vas} of {limit} volume(s) attached ({by_pods} by pods on the node, "
+                    f"{by_vas} by VolumeAttachments only), the pod brings {len(mine)} new: {over} over"
+                )
+                facts = {
+                    "driver": driver,
+                    "limit": limit,
+                    "byPods": by_pods,
+                    "byVolumeAttachments": by_vas,
+                    "new": len(mine),
+                    "over": over,
+                }
+                leave = _freeing(by_pods_vols(by_pod, driver, new, extra), over)
+                whys.append(fwk.Why(REASON, text, facts, fwk.Change(leave=leave) if leave else None))
+            if whys:
+                out[s] = whys
+        return out
 
     def removal_safe(self, cycle: fwk.Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         """Removing pods from a node can fail it here: a volume of the pod that they used becomes new (and

@@ -35,6 +35,10 @@ def conflict(a: InlineDisk, b: InlineDisk) -> bool:
     return not (a.read_only and b.read_only)
 
 
+def _disk(d: InlineDisk) -> str:
+    return f"{d.kind} disk {d.name}{' (read-only)' if d.read_only else ''}"
+
+
 class VolumeUse(StateExtension):
     """Which bound pods use each claim (cluster-wide) and the inline disks on each node (a
     ClusterState extension)."""
@@ -44,11 +48,12 @@ class VolumeUse(StateExtension):
     def __init__(self) -> None:
         self.claim_users: dict[str, int] = {}  # ns/claim -> bound pods using it
         self.disks_on: dict[str, dict[str, tuple[InlineDisk, ...]]] = {}  # node -> pod key -> its disks
-        self._placed: dict[str, tuple[str, tuple[str, ...], tuple[InlineDisk, ...]]] = {}
+        # pod key -> its node, claims and inline disks
+        self.placed: dict[str, tuple[str, tuple[str, ...], tuple[InlineDisk, ...]]] = {}
 
     def pod_changed(self, state: ClusterState, old: Pod | None, new: Pod | None) -> None:
         key = (new or old).key  # type: ignore[union-attr]
-        prev = self._placed.pop(key, None)
+        prev = self.placed.pop(key, None)
         if prev is not None:
             node, claims, disks = prev
             for c in claims:
@@ -62,7 +67,7 @@ class VolumeUse(StateExtension):
         claims = tuple(f"{new.namespace}/{v.claim_name}" for v in new.volumes if not v.ephemeral)
         if not claims and not new.inline_disks:
             return
-        self._placed[key] = (new.node_name, claims, new.inline_disks)
+        self.placed[key] = (new.node_name, claims, new.inline_disks)
         for c in claims:
             self.claim_users[c] = self.claim_users.get(c, 0) + 1
         if new.inline_disks:
@@ -122,6 +127,38 @@ class VolumeRestrictions:
             out.append(fwk.Failure(bad, DISK_CONFLICT))
         if cycle.data[self.name].rwop_in_use:
             out.append(fwk.Failure(nodes.valid & ~bad, RWOP_CONFLICT))
+        return out
+
+    def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
+        """The pods on the node whose inline disks clash with the pod's (which disk, read-only or not);
+        the pods anywhere using a ReadWriteOncePod claim of the pod (which claim, on which node). The
+        change tried is those pods leaving."""
+        pod, nodes = cycle.pod, cycle.state.nodes
+        claims = {f"{pod.namespace}/{v.claim_name}" for v in pod.volumes if not v.ephemeral}
+        rwop = {c for c in claims if (pvc := cycle.state.pvcs.get(c)) is not None and RWOP in pvc.access_modes}
+        users = sorted((key, node, c) for key, (node, used, _) in self.use.placed.items() for c in used if c in rwop)
+        out: dict[int, list[fwk.Why]] = {}
+        for s in slots.tolist():
+            name, whys = nodes.names[s] or "", []
+            clashes = [
+                (key, a, b)
+                for key, theirs in sorted(self.use.disks_on.get(name, {}).items())
+                for b in theirs
+                for a in pod.inline_disks
+                if conflict(a, b)
+            ]
+            if clashes:
+                text = "; ".join(f"{_disk(a)} clashes with {key}'s {_disk(b)}" for key, a, b in clashes)
+                facts = {"disks": [{"disk": _disk(a), "pod": key, "theirs": _disk(b)} for key, a, b in clashes]}
+                leave = tuple(dict.fromkeys(key for key, _, _ in clashes))
+                whys.append(fwk.Why(DISK_CONFLICT, text, facts, fwk.Change(leave=leave)))
+            elif users:
+                text = "; ".join(f"claim {c} (ReadWriteOncePod) is in use by {key} on {node}" for key, node, c in users)
+                facts = {"claims": [{"claim": c, "pod": key, "node": node} for key, node, c in users]}
+                leave = tuple(dict.fromkeys(key for key, _, _ in users))
+                whys.append(fwk.Why(RWOP_CONFLICT, text, facts, fwk.Change(leave=leave)))
+            if whys:
+                out[s] = whys
         return out
 
     def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:

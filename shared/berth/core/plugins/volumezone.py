@@ -91,6 +91,48 @@ class VolumeZone:
         bad = nodes.valid & labelled & ~ok
         return [fwk.Failure(bad, REASON, fwk.Code.UNRESOLVABLE)] if bad.any() else []
 
+    def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
+        """Per bound PV of the pod: its zone and region labels the node's do not match, with the node's
+        values; the change tried is the PV labelled as the node is (a PV in the node's zone)."""
+        pod, state, nodes = cycle.pod, cycle.state, cycle.state.nodes
+        pvs = []
+        for vol in pod.volumes:
+            pvc = None if vol.ephemeral else state.pvcs.get(f"{pod.namespace}/{vol.claim_name}")
+            if pvc is not None and pvc.volume_name and (pv := state.pvs.get(pvc.volume_name)) is not None:
+                pvs.append((pvc, pv))
+        out: dict[int, list[fwk.Why]] = {}
+        for s in slots.tolist():
+            node = nodes.node(s)
+            if node is None:
+                continue
+            whys = []
+            for pvc, pv in pvs:
+                wrong = []
+                for key in TOPOLOGY_KEYS:
+                    values = label_values(pv.labels[key]) if key in pv.labels else None
+                    if values is None:
+                        continue
+                    have = node.labels.get(key)
+                    if have is None and key in GA_OF:
+                        have = node.labels.get(GA_OF[key])
+                    if have not in values:
+                        wrong.append((key, pv.labels[key], have))
+                if not wrong:
+                    continue
+                shown = ", ".join(f"{k}={v} (node: {h if h is not None else 'no such label'})" for k, v, h in wrong)
+                text = f"claim {pvc.key} is bound to PV {pv.name}, labelled {shown}"
+                facts = {
+                    "claim": pvc.key,
+                    "pv": pv.name,
+                    "labels": [{"key": k, "pv": v, "node": h} for k, v, h in wrong],
+                }
+                relabel = tuple((k, h) for k, _, h in wrong if h is not None)
+                change = fwk.Change(relabel=((pv.name, relabel),)) if len(relabel) == len(wrong) else None
+                whys.append(fwk.Why(REASON, text, facts, change))
+            if whys:
+                out[s] = whys
+        return out
+
     def events_to_register(self) -> tuple[fwk.ClusterEventWithHint, ...]:
         return (
             fwk.ClusterEventWithHint(fwk.ClusterEvent("StorageClass", fwk.Action.ADD)),

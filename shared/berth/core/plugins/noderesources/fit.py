@@ -5,7 +5,8 @@ scoring does: 100m / 200Mi for a container naming neither). No NormalizeScore, a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,52 @@ from berth.core.plugins.noderesources.fitargs import LEAST, MAX_CUSTOM_PRIORITY_
 
 NAME = "NodeResourcesFit"
 Args = NodeResourcesFitArgs
+
+
+MOST_LEAVING = 5  # pods named in one "fits if they leave" suggestion
+
+
+def leaving_pods(state: ClusterState, shorts: dict[int, dict[str, tuple[int, int]]]) -> dict[int, fwk.Change]:
+    """Per slot, the pods on the node whose leaving frees at least the short amount of every resource
+    (resource -> (short, allocatable); allocatable 0: the pod wants more than the whole node, and no
+    pod leaving helps): one pod if one does, the one freeing least; else the largest first, then any
+    not needed dropped. At most MOST_LEAVING pods. Cost: what they free as a share of the node."""
+    names = state.nodes.names
+    wanted = {names[s]: s for s, short in shorts.items() if all(a > 0 for _, a in short.values())}
+    on: dict[int, list[tuple[str, Mapping[str, int]]]] = {}
+    for key in sorted(state.pods):
+        usage = state.usage_of(key)
+        if usage is not None and usage[0] in wanted:
+            on.setdefault(wanted[usage[0]], []).append((key, usage[1]))
+    out = {}
+    for s, pods in on.items():
+        short = shorts[s]
+
+        def cost(amounts: Mapping[str, int], short: dict[str, tuple[int, int]] = short) -> float:
+            return sum(amounts.get(r, 0) / a for r, (_, a) in short.items())
+
+        def covers(group: list[tuple[str, Mapping[str, int]]], short: dict[str, tuple[int, int]] = short) -> bool:
+            return all(sum(u.get(r, 0) for _, u in group) >= n for r, (n, _) in short.items())
+
+        ranked = sorted(pods, key=lambda p: cost(p[1]))
+        one = next((p for p in ranked if covers([p])), None)
+        if one is not None:
+            group = [one]
+        else:
+            group = []
+            for p in reversed(ranked):
+                group.append(p)
+                if covers(group):
+                    break
+            if not covers(group):
+                continue
+            for p in sorted(group, key=lambda p: cost(p[1])):
+                if covers([q for q in group if q is not p]):
+                    group.remove(p)
+        if len(group) <= MOST_LEAVING:
+            freed = sum(cost(u) for _, u in group)
+            out[s] = fwk.Change(leave=tuple(sorted(k for k, _ in group)), cost=freed)
+    return out
 
 
 def _least(alloc: Ints, req: Ints) -> Ints:
@@ -126,9 +173,11 @@ class NodeResourcesFit:
 
     def explain_filter(self, cycle: fwk.Cycle, slots: fwk.Slots) -> dict[int, list[fwk.Why]]:
         """Per resource short on a node: what the pod requests, what is requested there already, the
-        allocatable, and how much more allocatable the node would need."""
+        allocatable, and how much more allocatable the node would need; instead of that, the pods there
+        whose leaving frees enough of every short resource (leaving_pods)."""
         nodes = cycle.state.nodes
         out: dict[int, list[fwk.Why]] = {}
+        shorts: dict[int, dict[str, tuple[int, int]]] = {}  # slot -> resource -> (short, allocatable)
         for name, want in self.wants(cycle.pod):
             alloc, used = nodes.allocatable(name)[slots].tolist(), nodes.requested(name)[slots].tolist()
             for s, a, u in zip(slots.tolist(), alloc, used, strict=True):
@@ -142,8 +191,13 @@ class NodeResourcesFit:
                 if a < want:
                     text += " (more than the node's whole allocatable)"
                 facts = {"resource": name, "requested": want, "used": u, "allocatable": a, "short": short}
-                why = fwk.Why(self.reason(name), text, facts, fwk.Change(more=((name, short),)))
+                cost = short / a if a > 0 else float(short)
+                why = fwk.Why(self.reason(name), text, facts, fwk.Change(more=((name, short),), cost=cost))
                 out.setdefault(s, []).append(why)
+                shorts.setdefault(s, {})[name] = (short, a if a >= want else 0)
+        leaving = leaving_pods(cycle.state, shorts)
+        for s, leave in leaving.items():
+            out[s] = [dataclasses.replace(w, instead=leave) for w in out[s]]
         return out
 
     # node-local (berth.core.framework.runtime.incremental): a node's answer reads that node's allocatable and requests
