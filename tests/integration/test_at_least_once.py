@@ -10,6 +10,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
@@ -22,6 +23,25 @@ from tests.servers import Server
 
 SAMPLE = str(Path(__file__).parents[2] / "examples" / "small.jsonl.gz")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
+
+
+def differing(a: dict[str, object], b: dict[str, object], runs: list[Path]) -> str:
+    """What a failure needs: the fields that differ, and each start's take-over and conflict lines."""
+    fields = {k: (a.get(k), b.get(k)) for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k) and k != "nodes"}
+    nodes = [n for n in cast(list[Any], a.get("nodes") or []) if n not in cast(list[Any], b.get("nodes") or [])]
+    logs = [
+        f"{run.name}: {line}"
+        for run in runs
+        for line in (run / "scorer.log").read_text().splitlines()
+        if "state built" in line or "conflict" in line or "lost" in line
+    ]
+    return "\n".join(
+        [
+            f"decision {a.get('decisionId')} came out twice with different contents: {fields}",
+            f"nodes: {nodes[:3]}",
+            *logs,
+        ]
+    )
 
 
 def decisions(env: dict[str, str], want: int, timeout: float = 60, grace: float = 0) -> list[dict[str, object]]:
@@ -51,7 +71,8 @@ def test_a_scorer_killed_three_times_misses_no_decision(
     broker: Server, redis_server: Server, tmp_path: Path, membership: dict[str, str]
 ) -> None:
     want, _ = embedded(SAMPLE)
-    env = {**isolated_env(broker, redis_server), **membership}
+    # INFO: each start's take-over line and any reservation conflict are in its own log, for a failure
+    env = {**isolated_env(broker, redis_server, BERTH_LOG_LEVEL="INFO"), **membership}
     total = sum(1 for _ in read_events(SAMPLE))
     chunks = [range(i, min(i + 20, total)) for i in range(0, total, 20)]
 
@@ -64,14 +85,17 @@ def test_a_scorer_killed_three_times_misses_no_decision(
     publisher.start()
     seen = 0
     kills = 0
-    for _ in range(3):
-        with service("scorer", env, log_dir=tmp_path) as scorer:
+    runs = [tmp_path / f"scorer-{i}" for i in range(4)]
+    for run in runs:
+        run.mkdir()
+    for run in runs[:3]:
+        with service("scorer", env, log_dir=run) as scorer:
             seen = len(decisions(env, seen + 5, timeout=90))  # it is deciding: kill it at work
             scorer.send_signal(signal.SIGKILL)
             scorer.wait(10)
             kills += scorer.returncode == -signal.SIGKILL
     publisher.join(180)
-    with service("scorer", env, log_dir=tmp_path):
+    with service("scorer", env, log_dir=runs[3]):
         got = decisions(env, len(want), timeout=120, grace=5)
         members = asyncio.run(member_ids(env))
 
@@ -82,7 +106,7 @@ def test_a_scorer_killed_three_times_misses_no_decision(
     first: dict[str, dict[str, object]] = {}
     for d in got:
         earlier = first.setdefault(str(d["decisionId"]), d)
-        assert earlier == d, "a decision id came out twice with different contents"
+        assert earlier == d, differing(earlier, d, runs)
     assert kills == 3
     assert seen < len(want)  # the last kill was mid-stream
     assert list(first.values()) == want  # none missing, none new, in order
