@@ -23,6 +23,7 @@ BENCHES = [
     "preemption",
     "memory",
     "snapshot_yaml",
+    "watcher",
     "kube",  # only when KUBEBUILDER_ASSETS is set (make bench sets it from ../shared/kube/unpack.sh)
 ]
 
