@@ -37,13 +37,15 @@ ENGINES = ("scorer", "buffer-controller", "indexer")
 
 
 def _per_node(nodes: int, pvs: bool = True) -> Params:
-    """bench's cluster at another size: 20 PVs (19 local, 1 zonal) and 4 pending pods per node."""
+    """bench's cluster at another size: 20 PVs (19 local, 1 zonal) and 4 pending pods per node.
+    Without PVs, no StatefulSets either (their claims would find no PV and be retried all along)."""
     return PRESETS["bench"].replace(
         racks_per_zone=max(1, nodes // 125),
         nodes=nodes,
         local_pvs=19 * nodes if pvs else 0,
         zonal_pvs=nodes if pvs else 0,
         pods=4 * nodes,
+        stateful_fraction=PRESETS["bench"].stateful_fraction if pvs else 0.0,
     )
 
 
