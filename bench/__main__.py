@@ -22,6 +22,7 @@ BENCHES = [
     "decide50k",
     "preemption",
     "memory",
+    "sizing",
     "snapshot_yaml",
     "watcher",
     "kube",  # only when KUBEBUILDER_ASSETS is set (make bench sets it from ../shared/kube/unpack.sh)

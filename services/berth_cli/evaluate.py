@@ -28,7 +28,7 @@ from berth_cli.common import (
     print_json,
     rfc3339,
 )
-from berth_cli.show import OUTPUTS, print_yaml, render_table
+from berth_cli.show import BEST_SHOWN, OUTPUTS, print_yaml, render_table
 
 
 def add_parser(sub: Any) -> None:
@@ -128,7 +128,12 @@ class Run:
 def decide(args: argparse.Namespace, config_path: str | None, now: datetime) -> Run:
     state = ClusterState()
     config = load_config(config_path, args.strict_config)
-    schedulers = {p.scheduler_name: Scheduler(p.build(state)) for p in config.profiles}
+    # a table shows the best nodes and the rejected ones: no result is built for every feasible node
+    table = args.output in ("table", "wide")
+    top = BEST_SHOWN if table else None
+    schedulers = {
+        p.scheduler_name: Scheduler(p.build(state), top_nodes=top, rejected_nodes=table) for p in config.profiles
+    }
     bar = _bar()
     try:
         with bar:

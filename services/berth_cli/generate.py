@@ -25,6 +25,7 @@ PRESET_HELP = {
     "cold-burst": "8 warm nodes, one of them cold, then a burst of 50 pods within a second",
     "small-churn": "small, with every workload living about 5 minutes: most pods leave before the end",
     "bench": "5,000 nodes, 100,000 PVs, 20,000 pending pods, about 200,000 events",
+    "bench-15k": "bench on 15,000 nodes and 300,000 PVs (20,000 pending pods)",
     "bench-churn": "bench, with every workload living about a minute: most pods leave before the end",
     "preempt": "6 full nodes, PriorityClasses and PDBs, then 12 critical pods that only preemption places",
     "steady": "5,000 nodes reporting NodeMetrics every minute for an hour, 20,000 bound pods coming and going",

@@ -5,29 +5,37 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import import_module
 
 from berth import __version__
 from berth.core.errors import ConfigError, InputError
-from berth_cli import buffers, decisions, evaluate, explain, generate, replay, services, watcher
 
-COMMANDS = (evaluate, explain, buffers, replay, generate, watcher, decisions)
+# the berth_cli module of each command; the stream services' commands are in berth_cli.services
+COMMANDS = ("evaluate", "explain", "buffers", "replay", "generate", "watcher", "decisions")
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """command: build only this command's parser (one of COMMANDS), importing only its module: a
+    command's start-up does not pay for the others' imports (aiohttp, the Kafka and Kubernetes
+    clients). None: every command."""
     p = argparse.ArgumentParser(
         prog="berth",
         description="Kubernetes cluster events in, placement decisions out.",
     )
     p.add_argument("--version", action="version", version=f"berth {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for cmd in COMMANDS:
-        cmd.add_parser(sub)
-    services.add_parsers(sub)
+    for name in COMMANDS:
+        if command in (None, name):
+            import_module(f"berth_cli.{name}").add_parser(sub)
+    if command is None:
+        import_module("berth_cli.services").add_parsers(sub)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    first = next((a for a in argv if not a.startswith("-")), None)
+    args = parser(first if first in COMMANDS else None).parse_args(argv)
     try:
         code: int = args.run(args)
         return code

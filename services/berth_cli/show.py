@@ -19,6 +19,7 @@ from berth.core.scheduler.results import Decision, NodeResult
 
 OUTPUTS = ("json", "yaml", "table", "wide")
 NODES_SHOWN = 5  # node names listed per group of rejected nodes in -o wide; the rest are counted
+BEST_SHOWN = 3  # feasible nodes shown per pod in the table, the best first
 
 
 def named(reason: str) -> str:
@@ -70,7 +71,7 @@ def _scores(r: NodeResult) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted((r.scores or {}).items(), key=lambda kv: (-kv[1], kv[0])) if v)
 
 
-def render_table(decisions: list[Decision], wide: bool = False, top: int = 3) -> None:
+def render_table(decisions: list[Decision], wide: bool = False, top: int = BEST_SHOWN) -> None:
     table = Table(title=f"berth evaluate: {len(decisions)} pending pod(s)", title_justify="left")
     columns = ["pod", "status", "node", "volumes", "best nodes (total)", "message"]
     if wide:

@@ -13,7 +13,13 @@ from berth.core.generate.params import parse_mix, parse_seconds, parse_shapes, p
 
 def test_defaults_and_presets_are_valid() -> None:
     Params()
-    assert set(PRESETS) == {"small", "cold-burst", "small-churn", "bench", "bench-churn", "preempt", "steady", "scale"}
+    assert set(PRESETS) == {
+        *("small", "cold-burst", "small-churn", "bench", "bench-15k", "bench-churn", "preempt", "steady", "scale")
+    }
+    assert (PRESETS["bench-15k"].nodes, PRESETS["bench-15k"].local_pvs + PRESETS["bench-15k"].zonal_pvs) == (
+        15_000,
+        300_000,
+    )
 
 
 def test_every_problem_is_reported_at_once() -> None:

@@ -255,3 +255,33 @@ def test_top_nodes_equal_the_full_listings_best(specs: list[tuple[str, bool]], t
     d = Scheduler(parse_config(None).build(state), top_nodes=top).decide(state.pods["default/p"], NOW).decision
     assert [(n, r.total) for n, r in d.nodes.items()] == best
     assert d.node == full.node
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["1", "2", "4", "8"]), st.booleans()), min_size=1, max_size=12),
+    st.integers(0, 6),
+)
+def test_rejected_nodes_are_listed_with_the_top_ones_as_the_full_listing_has_them(
+    specs: list[tuple[str, bool]], top: int
+) -> None:
+    """rejected_nodes (what evaluate's table shows): every rejected node, with the full listing's
+    result and in its order, then the top feasible ones."""
+    nodes = [node(f"n{i:02d}", cpu=cpu, unschedulable=off) for i, (cpu, off) in enumerate(specs)]
+    state = cluster(*nodes, pod("p", cpu="3"))
+    full = Scheduler(parse_config(None).build(state)).decide(state.pods["default/p"], NOW).decision
+    listing = Scheduler(parse_config(None).build(state), top_nodes=top, rejected_nodes=True)
+    d = listing.decide(state.pods["default/p"], NOW).decision
+    rejected = [(n, r) for n, r in full.nodes.items() if not r.feasible]
+    assert [(n, r) for n, r in d.nodes.items() if not r.feasible] == rejected
+    best = sorted(((n, r) for n, r in full.nodes.items() if r.feasible), key=lambda x: (-(x[1].total or 0), x[0]))
+    assert [(n, r) for n, r in d.nodes.items() if r.feasible] == best[:top]
+    assert (d.node, d.message) == (full.node, full.message)
+
+
+def test_a_prefilter_rejection_lists_every_node_with_rejected_nodes() -> None:
+    state = cluster(node("n1"), node("n2"), pod("p", ("missing",)))
+    d = Scheduler(parse_config(None).build(state), top_nodes=3, rejected_nodes=True).decide(
+        state.pods["default/p"], NOW
+    )
+    assert set(d.decision.nodes) == {"n1", "n2"}

@@ -343,3 +343,25 @@ def test_get_lower_priority_nominated_pods(priority: int, node_name: str, cleare
     h.add(kpod("waiting", priority=priority, status={"nominatedNodeName": node_name}))
     seen = h.scheduler.nominator.for_pod(convert(kpod("x", priority=LOW)))
     assert (node_name in seen) == (not cleared)
+
+
+@pytest.mark.parametrize("read", [{"n1"}, {"n2"}, {"n1", "n2"}, {"n3"}])
+def test_a_dry_run_tries_nominated_pods_on_the_nodes_it_reads_only(read: set[str]) -> None:
+    """A dry run's answer on the nodes read is the answer of a dry run over every node; elsewhere the
+    pods nominated there are left out (each trial decides its own node's answer only)."""
+    raws = [node("n1", cpu="2"), node("n2", cpu="2"), node("n3", cpu="2")]
+    raws += [nominee("nom1", "n1", HIGH, cpu="1500m"), nominee("nom2", "n2", HIGH, cpu="1500m")]
+    state = cluster(*raws)
+    scheduler = Scheduler(parse_config(None).build(state))
+    for key, name in (("default/nom1", "n1"), ("default/nom2", "n2")):
+        scheduler.nominator.hold(state.pods[key], name)
+    cycle = Cycle(convert(pod("p", priority=LOW, cpu="1")), state, NOW)
+    every_feasible, every = scheduler.dry_run(cycle)
+    feasible, found = scheduler.dry_run(cycle, read)
+    slots = state.nodes.slot
+    for name in ("n1", "n2", "n3"):
+        if name in read:
+            assert (feasible[slots[name]], found.get(name)) == (every_feasible[slots[name]], every.get(name))
+        else:
+            assert feasible[slots[name]] and found.get(name) is None  # the nominated pods not tried here
+    assert [every_feasible[slots[n]] for n in ("n1", "n2", "n3")] == [False, False, True]

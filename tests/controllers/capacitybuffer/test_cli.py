@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from berth_cli import buffers
 from berth_cli import main as cli
 
 DATA = Path(__file__).parents[2] / "data" / "buffers"
@@ -16,12 +15,6 @@ SHOP = str(DATA / "shop.yaml")
 WEEKDAY = "2026-11-02T12:00:00Z"
 SATURDAY = "2026-11-07T12:00:00Z"
 PREFIX = "Buffer not ready for provisioning: "
-
-
-@pytest.fixture(autouse=True)
-def wired(monkeypatch: pytest.MonkeyPatch) -> None:
-    if buffers not in cli.COMMANDS:
-        monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, buffers))
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

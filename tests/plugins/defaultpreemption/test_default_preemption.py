@@ -738,8 +738,8 @@ class _OneAtATime:
     def __init__(self, h: Harness) -> None:
         self.h = h
 
-    def __call__(self, cycle: Cycle) -> Any:
-        return self.h.scheduler.dry_run(cycle)
+    def __call__(self, cycle: Cycle, nodes: Any = None) -> Any:
+        return self.h.scheduler.dry_run(cycle, nodes)
 
     def nominated(self, pod: Any) -> frozenset[str]:
         return frozenset()

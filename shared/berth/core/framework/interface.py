@@ -19,7 +19,7 @@ A plugin module exports NAME, Args (an args Struct with `parse(raw, path, proble
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -97,7 +97,10 @@ class DryRun(Protocol):
 
     def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool: ...
 
-    def __call__(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]: ...
+    def __call__(self, cycle: Cycle, nodes: Collection[str] | None = None) -> tuple[Mask, NodeToStatus]:
+        """nodes: the nodes whose answer the caller reads; nominated pods are tried on these only
+        (elsewhere the answer leaves them out). None: every node's answer is exact."""
+        ...
 
 
 @runtime_checkable

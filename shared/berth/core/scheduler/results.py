@@ -76,11 +76,11 @@ def error(pod: Pod, message: str) -> Decision:
     return Decision(pod.key, "Error", None, message)
 
 
-def rejected_everywhere(pod: Pod, message: str, reason: str, nodes: NodeTable, top_nodes: int | None) -> Decision:
-    """A PreFilter turned the pod away: only feasible nodes are listed with top_nodes, and there is
-    none; else one shared result for every node (results are never changed once made)."""
+def rejected_everywhere(pod: Pod, message: str, reason: str, nodes: NodeTable, listed: bool) -> Decision:
+    """A PreFilter turned the pod away: listed, one shared result for every node (results are never
+    changed once made); else none (only feasible nodes are listed, and there is none)."""
     here = NodeResult(feasible=False, reasons=[reason])
-    every = dict.fromkeys(sorted(nodes.slot), here) if top_nodes is None else {}
+    every = dict.fromkeys(sorted(nodes.slot), here) if listed else {}
     return Decision(pod.key, "Unschedulable", None, message, nodes=every)
 
 
@@ -92,24 +92,27 @@ def node_results(
     total: np.ndarray,
     filtered: Mask,
 ) -> dict[str, NodeResult]:
-    """The per-node report. A rejected node lists every failing plugin's reasons (in filter
-    order), not only its first failing plugin's (that one is in the Outcome's statuses).
+    """The per-node report, in node-name order. A rejected node lists every failing plugin's reasons
+    (in filter order), not only its first failing plugin's (that one is in the Outcome's statuses).
     Feasible nodes past percentageOfNodesToScore (filtered but not in feasible: not looked at) are
     not listed."""
     names = nodes.names
-    reasons: dict[int, tuple[str, ...]] = {}
-    for f in failures:
-        for s in np.flatnonzero(f.mask).tolist():
-            reasons[s] = (*reasons.get(s, ()), f.reason)
+    slots = np.flatnonzero(nodes.valid & ~(filtered & ~feasible))
+    slots = slots[np.argsort(nodes.name_rank()[slots])]
+    ok = feasible[slots].tolist()
+    chosen = slots[feasible[slots]]
+    # the feasible nodes' scores as rows, gathered in one numpy call per plugin, in name order
+    keys = list(scores)
+    columns = [v[chosen].tolist() for v in scores.values()]
+    rows = list(zip(*columns, strict=True)) if columns else [()] * len(chosen)
+    feasible_rows = iter(zip(rows, total[chosen].tolist(), strict=True))
+    reasons = _reasons(failures)
     rejected: dict[tuple[str, ...], NodeResult] = {}  # one result per set of reasons, shared
     out: dict[str, NodeResult] = {}
-    columns = [(k, v.tolist()) for k, v in scores.items()]
-    totals = total.tolist()
-    ok = feasible.tolist()
-    slots = np.flatnonzero(nodes.valid & ~(filtered & ~feasible))
-    for s in slots[np.argsort(nodes.name_rank()[slots])].tolist():  # in node-name order
-        if ok[s]:
-            out[names[s] or ""] = NodeResult(True, [], {k: col[s] for k, col in columns}, totals[s])
+    for s, fits in zip(slots.tolist(), ok, strict=True):
+        if fits:
+            row, node_total = next(feasible_rows)
+            out[names[s] or ""] = NodeResult(True, [], dict(zip(keys, row, strict=True)), node_total)
         else:
             why = reasons.get(s, ())
             result = rejected.get(why)
@@ -117,6 +120,32 @@ def node_results(
                 result = rejected[why] = NodeResult(False, list(why))
             out[names[s] or ""] = result
     return out
+
+
+def rejected_results(nodes: NodeTable, failures: list[Failure], filtered: Mask) -> dict[str, NodeResult]:
+    """Only the rejected nodes of node_results (the nodes the filters did not pass), in node-name
+    order: what a table of the rejections needs, without a result per feasible node."""
+    names = nodes.names
+    slots = np.flatnonzero(nodes.valid & ~filtered)
+    reasons = _reasons(failures)
+    rejected: dict[tuple[str, ...], NodeResult] = {}
+    out: dict[str, NodeResult] = {}
+    for s in slots[np.argsort(nodes.name_rank()[slots])].tolist():
+        why = reasons.get(s, ())
+        result = rejected.get(why)
+        if result is None:
+            result = rejected[why] = NodeResult(False, list(why))
+        out[names[s] or ""] = result
+    return out
+
+
+def _reasons(failures: list[Failure]) -> dict[int, tuple[str, ...]]:
+    """Each failing slot's reasons, in the failures' order."""
+    reasons: dict[int, tuple[str, ...]] = {}
+    for f in failures:
+        for s in np.flatnonzero(f.mask).tolist():
+            reasons[s] = (*reasons.get(s, ()), f.reason)
+    return reasons
 
 
 def top_results(

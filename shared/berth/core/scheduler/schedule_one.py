@@ -11,7 +11,7 @@ when it is built); it never names one.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -102,8 +102,8 @@ class _DryRun:
         checked = tuple(p for p in self.readers if isinstance(p, ReadsOtherNodes))
         object.__setattr__(self, "_checked", checked if len(checked) == len(self.readers) else None)
 
-    def __call__(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]:
-        return self.scheduler.dry_run(cycle)
+    def __call__(self, cycle: Cycle, nodes: Collection[str] | None = None) -> tuple[Mask, NodeToStatus]:
+        return self.scheduler.dry_run(cycle, nodes)
 
     def nominated(self, pod: Pod) -> frozenset[str]:
         return frozenset(self.scheduler.nominator.for_pod(pod))
@@ -119,13 +119,18 @@ class _DryRun:
 
 
 class Scheduler:
-    def __init__(self, profile: Profile, top_nodes: int | None = None, incremental: bool = True) -> None:
+    def __init__(
+        self, profile: Profile, top_nodes: int | None = None, incremental: bool = True, rejected_nodes: bool = False
+    ) -> None:
         """top_nodes: None lists every node in a decision; N lists only the N best feasible ones.
+        rejected_nodes: with top_nodes, list every rejected node too, with its reasons (what a table of
+        the rejections shows, without building a result for each feasible node).
         incremental: keep node-local plugins' answers per pod signature and compute again only the nodes
         changed since (berth.core.framework.runtime.incremental); False runs every plugin on every node each cycle."""
         self.profile = profile
         self.state = profile.state
         self.top_nodes = top_nodes
+        self.rejected_nodes = rejected_nodes
         self.answers = Answers() if incremental else None
         # the plugins whose answers may be kept (a Protocol check is slow: made once)
         self._local_filters = {id(p) for p in profile.filters if isinstance(p, NodeLocalFilter)}
@@ -181,11 +186,14 @@ class Scheduler:
         self.observe(plugin, point, time.perf_counter() - start)
         return out
 
-    def find_nodes_that_fit(self, cycle: Cycle, top_nodes: int | None, nominated_node: str = "") -> _Filtered:
+    def find_nodes_that_fit(
+        self, cycle: Cycle, top_nodes: int | None, nominated_node: str = "", read: Collection[str] | None = None
+    ) -> _Filtered:
         """kube's findNodesThatFitPod: PreFilter, then Filter on every node at once; on nodes with
         nominated pods, again with them. nominated_node: the pod's status.nominatedNodeName; where
         it passes (with the nominated pods there too) it is `chosen` and no other node is looked at
-        (kube's evaluateNominatedNode, whatever a PreFilter's node set says)."""
+        (kube's evaluateNominatedNode, whatever a PreFilter's node set says). read: the nodes whose
+        answer is read (a dry run's); the nominated pods are tried there only."""
         found = self._filter_once(cycle, top_nodes)
         if found.stop is not None:
             return found
@@ -197,6 +205,8 @@ class Scheduler:
                 if not others or self._passes_with(cycle, others, slot):
                     found.chosen = slot
                     return found
+        if read is not None:
+            nominated = {node: pods for node, pods in nominated.items() if node in read}
         if not nominated:
             return found
         return self._with_nominated(cycle, found, nominated)
@@ -331,18 +341,21 @@ class Scheduler:
         message = fit_error(len(nodes), {}, pre_filter=status.message)
         statuses = NodeToStatus(nodes, everywhere=NodeStatus(plugin, status.code, (status.message,)))
         return Outcome(
-            results.rejected_everywhere(pod, message, status.message, nodes, top_nodes),
+            results.rejected_everywhere(pod, message, status.message, nodes, top_nodes is None or self.rejected_nodes),
             None,
             frozenset({plugin}) if rejected_by is None else rejected_by,
             pre_filter_rejected=True,
             statuses=statuses,
         )
 
-    def dry_run(self, cycle: Cycle) -> tuple[Mask, NodeToStatus]:
+    def dry_run(self, cycle: Cycle, read: Collection[str] | None = None) -> tuple[Mask, NodeToStatus]:
         """PreFilter and Filter of this profile for a cycle, against the state as it is now (for a
-        PostFilter that changes the state for the call, as kube's preemption does on a copy)."""
+        PostFilter that changes the state for the call, as kube's preemption does on a copy). read:
+        the nodes whose answer is read; the pods nominated elsewhere are not tried (kube's dry run
+        runs the filters with the nominated pods on each candidate node alone). A trial with a node's
+        nominated pods decides that node's answer only, so the nodes read get the same answer."""
         trial = Cycle(cycle.pod, self.state, cycle.now, skip_filter=cycle.skip_filter)
-        found = self.find_nodes_that_fit(trial, None)
+        found = self.find_nodes_that_fit(trial, None, read=read)
         if found.stop is not None:
             if found.stop.statuses is not None:
                 return np.zeros(len(found.feasible), dtype=bool), found.stop.statuses
@@ -380,6 +393,8 @@ class Scheduler:
         key = self._rank_key(ranked, total)
         if top_nodes is not None:
             listed = results.top_results(nodes, scores, total, ranked, key, top_nodes)
+            if self.rejected_nodes:
+                listed = results.rejected_results(nodes, found.failures, found.feasible) | listed
         else:
             listed = results.node_results(nodes, found.failures, feasible, scores, total, found.feasible)
         if on is not None:

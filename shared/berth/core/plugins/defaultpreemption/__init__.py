@@ -332,7 +332,7 @@ class DefaultPreemption:
             return out
         slots = {node: self.state.nodes.slot[node] for node in lower}
         with self._lifted([p for pods in lower.values() for p in pods]):
-            feasible, found = dry_run(cycle)
+            feasible, found = dry_run(cycle, lower)  # only these nodes' answers are read
             queues: dict[str, list[tuple[Pod, bool]]] = {}
             for node, pods in lower.items():
                 if not feasible[slots[node]]:
@@ -349,7 +349,7 @@ class DefaultPreemption:
                 trying = [(node, q[step]) for node, q in queues.items() if step < len(q)]
                 for _, (pod, _) in trying:
                     self.state.put_back(pod)
-                fits, _ = dry_run(cycle)
+                fits, _ = dry_run(cycle, lower)
                 for node, (pod, violates) in trying:
                     if not fits[slots[node]]:
                         self.state.lift(pod.key)
