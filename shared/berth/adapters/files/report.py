@@ -117,6 +117,7 @@ class Page:
 
 
 _CSS = """
+[hidden] { display: none !important; }  /* also where a rule below sets display */
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1150px;
        padding: 0 1em 3em; color: #222; line-height: 1.35; }
 h1 { font-size: 1.5em; margin: 0.8em 0 0.3em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
@@ -143,11 +144,12 @@ table.sortable thead tr:last-child th { cursor: pointer; user-select: none; }
 th[aria-sort=ascending]::after { content: " ▲"; } th[aria-sort=descending]::after { content: " ▼"; }
 td.text { overflow-wrap: anywhere; }
 /* the pod list by column: the pod, then per config status, node, attempts, time to schedule, reasons */
-table.pods td:first-child { overflow-wrap: anywhere; min-width: 10em; }
+table.pods td:first-child { min-width: 10em; }
+table.pods td:nth-child(5n+1) { overflow-wrap: break-word; }
+table.pods td:nth-child(5n+1):not(:first-child) { min-width: 12em; }
 table.pods td:nth-child(5n+2), table.pods td:nth-child(5n+3) { white-space: nowrap; }
 table.pods td:nth-child(5n+4), table.pods td:nth-child(5n+5), table.pods th[data-k=n] { text-align: right;
   white-space: nowrap; }
-table.pods td:nth-child(5n+1) { overflow-wrap: anywhere; }
 table.pods td:nth-child(5n+2) { color: #1d7a2a; } table.pods td:nth-child(5n+2) a { color: inherit; }
 table.pods td[class^=st-] { color: #222; }
 table.pods td.ne::before { content: "≠ "; } table.pods td.ne, table.pods td.ne + td { font-weight: 600; }
