@@ -138,7 +138,9 @@ def pod_list(labels: list[str], pods: list[list[PodTrace]], diff: list[dict[str,
         return "\n".join(out)
     compare = len(labels) > 1
     out.append(
-        "<p>Every pod decided, by its last decision: unschedulable pods first. A pod's name opens its "
+        "<p>Every pod decided, by its last decision: unschedulable pods first"
+        + (" (under any config)" if compare else "")
+        + ". A pod's name opens its "
         "decisions over time and the node scores they carry: each plugin's score (0–100) on the best "
         "feasible nodes, as many as the decisions keep (--top-nodes, --all-nodes; at most 10 here), and the "
         "total, their sum weighted by the profile's weights. Attempts are the pod's scheduling attempts; "
