@@ -217,7 +217,7 @@ _SCRIPT = """
       tr.hidden = !ok;
       if (ok) n++;
     });
-    count.textContent = n + " of " + rows.length + " pods";
+    count.textContent = n.toLocaleString("en") + " of " + rows.length.toLocaleString("en") + " pods";
   }
   [text, status, differs].forEach(function (el) { if (el) el.addEventListener("input", filter); });
   var tabs = document.querySelector(".tabs");
