@@ -76,24 +76,45 @@ def test_traces_keep_the_last_steps_and_best_nodes() -> None:
     assert (len(t.last.nodes), t.last.feasible, t.last.nodes[0].node) == (MAX_NODES, MAX_NODES + 5, "n14")
 
 
-def pod_rows(section: Element) -> list[Element]:
-    return section.one("table", "pods").one("tbody").all("tr")
+def pod_rows(page: Element) -> list[Element]:
+    return page.one("table", "pods").one("tbody").all("tr")
+
+
+def cells_of(tr: Element) -> list[Element]:
+    """A row's own cells (not those of the tables in a cell)."""
+    return [c for c in tr.children if isinstance(c, Element) and c.tag == "td"]
+
+
+def headings(page: Element) -> list[Element]:
+    """The list's column headings: the last row of its head (the first names the configs, when compared)."""
+    return page.one("table", "pods").one("thead").all("tr")[-1].all("th")
 
 
 def test_the_list_has_every_pod_unschedulable_first(one: Element) -> None:
-    rows = pod_rows(one.one("section", "run"))
-    cells = [[td.text().strip() for td in tr.all("td")][:5] for tr in rows]
+    rows = pod_rows(one)
+    cells = [[td.text().strip() for td in cells_of(tr)][:5] for tr in rows]
     assert cells == [
         ["ns/db-0", "Unschedulable", "", "3", ""],
         ["ns/db-1", "Unschedulable", "", "1", ""],
         ["ns/job-0", "Error", "", "1", ""],
         ["ns/web-0", "Scheduled", "n2", "2", "4.0 s"],
     ]
-    assert [tr.attrs["data-status"] for tr in rows] == ["Unschedulable", "Unschedulable", "Error", "Scheduled"]
+    # styled by column: only the statuses not Scheduled carry a class, and the rows none
+    assert [cells_of(tr)[1].attrs.get("class") for tr in rows] == ["st-Unschedulable", "st-Unschedulable",
+                                                                   "st-Error", None]  # fmt: skip
+    assert all(not tr.attrs for tr in rows)
+    assert all("class" not in td.attrs for tr in rows for i, td in enumerate(cells_of(tr)) if i != 1)
+
+
+def test_the_headings_say_how_the_script_sorts(one: Element) -> None:
+    kinds = {th.text(): th.attrs.get("data-k") for th in headings(one)}
+    assert kinds == {"pod": None, "status": "s", "node": None, "attempts": "n", "time to schedule": "n",
+                     "reasons by plugin (last decision)": None}  # fmt: skip
+    assert one.one("table", "pods").one("thead").all("tr", "cfg") == []  # one config: no row of configs
 
 
 def test_reasons_are_broken_down_by_plugin(one: Element) -> None:
-    rows = {tr.all("td")[0].text(): tr for tr in pod_rows(one.one("section", "run"))}
+    rows = {tr.all("td")[0].text(): tr for tr in pod_rows(one)}
     why = [(div.one("b").text(), div.text()) for div in rows["ns/db-0"].all("div", "why")]
     # every plugin, most nodes first, each with its reasons and node counts
     assert [plugin for plugin, _ in why] == ["NodeAffinity", "VolumeBinding", "NodeResourcesFit"]
@@ -196,7 +217,7 @@ def test_no_pods_says_so(tmp_path: Path) -> None:
     notes = [p.text() for p in page.all("p", "note")]
     assert "No pod's last decision is Unschedulable." in notes
     assert "No pod was decided in this log." in notes
-    assert page.all("section", "run") == [] and page.all("section", "pod") == []
+    assert page.all("table", "pods") == [] and page.all("section", "pod") == []
 
 
 def test_compare_names_runs_by_config_and_sets_them_side_by_side(tmp_path: Path) -> None:
@@ -208,13 +229,26 @@ def test_compare_names_runs_by_config_and_sets_them_side_by_side(tmp_path: Path)
     page = page_of(tmp_path, runs, [traces(), other], diff=diff, sources=["kube's default", "most-free.yaml"])
     assert page.one("h1").text() == "berth replay report: default vs most-free"
     tabs = page.one("div", "tabs")
-    assert [b.text() for b in tabs.all("button")] == ["default", "most-free"] and "hidden" in tabs.attrs
-    runs_ = page.all("section", "run")
-    assert [s.one("h3").text() for s in runs_] == ["default", "most-free"]
-    assert [len(pod_rows(s)) for s in runs_] == [4, 3]
-    web = next(tr for tr in pod_rows(runs_[1]) if tr.all("td")[0].text() == "ns/web-0")
-    assert web.attrs.get("data-differs") == "1"
-    assert web.all("td")[-1].text() == "default: n2"
+    assert [b.text() for b in tabs.all("button")] == ["default", "most-free", "side by side"]
+    assert "hidden" in tabs.attrs
+    # one list, a row per pod and a group of columns per config, named in the head's first row
+    configs = page.one("table", "pods").one("tr", "cfg")
+    assert [(th.text(), th.attrs.get("colspan")) for th in configs.all("th")] == [
+        ("", None), ("default", "5"), ("most-free", "5")]  # fmt: skip
+    assert [th.text() for th in headings(page)] == ["pod", *reportpods.COLUMNS * 2]
+    rows = {cells_of(tr)[0].text(): [td.text() for td in cells_of(tr)] for tr in pod_rows(page)}
+    assert list(rows) == ["ns/db-0", "ns/db-1", "ns/job-0", "ns/web-0"]
+    assert rows["ns/web-0"][1:3] + rows["ns/web-0"][6:8] == ["Scheduled", "n2", "Scheduled", "n3"]
+    assert rows["ns/job-0"][6:] == ["not decided", "", "", "", ""]
+    # ≠ on the status of the config that placed the pod differently from the first, as --diff says
+    marked = {cells_of(tr)[0].text(): [i for i, td in enumerate(cells_of(tr)) if "ne" in td.classes()]
+              for tr in pod_rows(page)}  # fmt: skip
+    assert marked == {"ns/db-0": [], "ns/db-1": [], "ns/job-0": [], "ns/web-0": [6]}
+    # a status opens the pod's view under that config
+    web = next(tr for tr in pod_rows(page) if cells_of(tr)[0].text() == "ns/web-0")
+    views = {s.attrs["id"]: s for s in page.all("section", "pod")}
+    under = [views[(cells_of(web)[i].one("a").attrs["href"] or "")[1:]].attrs["data-run"] for i in (1, 6)]
+    assert under == ["default", "most-free"]
     side = page.one("h2", id="configs")
     assert side is not None
     table = next(t for t in page.all("table", "configs"))
@@ -224,6 +258,35 @@ def test_compare_names_runs_by_config_and_sets_them_side_by_side(tmp_path: Path)
     # each view links to the same pod under every config
     view = next(s for s in page.all("section", "pod") if s.attrs["data-pod"] == "ns/job-0")
     assert "most-free: not decided" in view.text()
+
+
+@pytest.mark.parametrize("configs", [2, 3])
+def test_each_tab_hides_the_other_configs_details(configs: int) -> None:
+    """Under tab i the list shows the pod, config i's columns and the other configs' status and node."""
+    labels = [f"c{i}" for i in range(configs)]
+    css = reportpods.list_css(labels)
+    heads = ["pod", *reportpods.COLUMNS * configs]
+    group = [None, *(j for j in range(configs) for _ in reportpods.COLUMNS)]
+    for i in range(configs):
+        hidden = {int(n) for n in re.findall(rf'table\.pods\[data-show="{i}"\] tr > :nth-child\((\d+)\)', css)}
+        shown = [(heads[c - 1], group[c - 1]) for c in range(1, len(heads) + 1) if c not in hidden]
+        assert shown == [("pod", None), *((h, j) for j in range(configs) for h in reportpods.COLUMNS
+                                          if j == i or h in ("status", "node"))]  # fmt: skip
+    assert reportpods.list_css(["one"]) == ""
+
+
+@pytest.mark.parametrize(
+    ("label", "css"),
+    [
+        ("most-free: ", '"most-free: "'),
+        ('a"b\\c', '"a\\22 b\\5c c"'),
+        ("</style>", '"\\3c /style\\3e "'),
+        ("a\nb", '"a\\a b"'),
+    ],
+)
+def test_config_names_are_css_strings(label: str, css: str) -> None:
+    """A config's name (a file name) leads its columns on a narrow screen, written as a CSS string."""
+    assert reportpods.css_string(label) == css
 
 
 def test_replay_report_lists_every_pod_it_decided(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -236,7 +299,7 @@ def test_replay_report_lists_every_pod_it_decided(tmp_path: Path, capsys: pytest
     page = parse((tmp_path / "r" / "index.html").read_text(encoding="utf-8"))
     rows = pod_rows(page)
     assert sorted(tr.all("td")[0].text() for tr in rows) == sorted(last)
-    statuses = [tr.attrs["data-status"] for tr in rows]
+    statuses = [cells_of(tr)[1].text() for tr in rows]
     assert statuses == sorted(statuses, key=lambda s: s != "Unschedulable")
     assert "Unschedulable" in statuses
     assert len(page.all("section", "pod")) == len(last)
@@ -268,16 +331,18 @@ def test_views_for_the_pods_not_scheduled_and_a_sample(
     recs += [record(f"ns/s{i:02d}", "Scheduled", 100 + i, node="n1") for i in range(scheduled)]
     labels = [f"c{i}" for i in range(runs)]
     page = page_of(tmp_path, [sample(label) for label in labels], [pod_traces(recs, {})] * runs)
-    for run in page.all("section", "run"):
-        rows = pod_rows(run)
-        linked = [tr.all("td")[0].text() for tr in rows if tr.all("a")]
-        assert len(rows) == stuck + scheduled  # the list keeps every pod
+    rows = pod_rows(page)
+    assert len(rows) == stuck + scheduled  # the list keeps every pod
+    for run, label in enumerate(labels):
+        status = 1 + run * len(reportpods.COLUMNS)  # the cell that links to the view under a config compared
+        linked = [cells_of(tr)[0].text() for tr in rows if cells_of(tr)[status if runs > 1 else 0].all("a")]
         assert (len(linked), sum(1 for p in linked if p.startswith("ns/u"))) == (views, stuck_views)
         assert linked[:stuck_views] == [f"ns/u{i:02d}" for i in range(stuck_views)]
         sampled = [int(p[4:]) for p in linked if p.startswith("ns/s")]
         assert sampled == [i * scheduled // len(sampled) for i in range(len(sampled))]  # evenly spaced
-        notes = [p.text() for p in run.all("p", "note") if "own view" in p.text()]
-        assert notes == ([] if views == stuck + scheduled else [notes[0]])
+        notes = [p.text() for p in page.all("p", "note") if "own view" in p.text()]
+        assert len(notes) == (0 if views == stuck + scheduled else runs)
         if notes:
-            assert f"{views:,} of these {stuck + scheduled:,} pods have their own view" in notes[0]
+            under = f" under {label}" if runs > 1 else ""
+            assert f"{views:,} of these {stuck + scheduled:,} pods have their own view{under}" in notes[run]
     assert len(page.all("section", "pod")) == views * runs  # a view for each linked name, no more

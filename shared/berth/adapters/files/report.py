@@ -32,7 +32,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 from PIL import Image
 
-from berth.adapters.files.reportpods import compare_table, pod_list, pod_views, reasons_table
+from berth.adapters.files.reportpods import compare_table, list_css, pod_list, pod_views, reasons_table
 from berth.core.api.meta.normalise import parse_time
 from berth.core.api.watch import format_time
 from berth.core.pipeline.metrics import Section, byte_unit, human_bytes, metric_sections, run_labels
@@ -117,6 +117,7 @@ class Page:
 
 
 _CSS = """
+[hidden] { display: none !important; }  /* also where a rule below sets display */
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1150px;
        padding: 0 1em 3em; color: #222; line-height: 1.35; }
 h1 { font-size: 1.5em; margin: 0.8em 0 0.3em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
@@ -136,32 +137,46 @@ p.note, p.empty { color: #666; font-style: italic; }
 p.empty::before { content: "Why it looks empty: "; font-weight: 600; font-style: normal; }
 .scroll { overflow-x: auto; }
 table.pods { width: 100%; }
-table.pods thead th { position: sticky; top: 2.1em; background: #fafafa; }
-table.sortable th { cursor: pointer; user-select: none; }
+table.pods thead { position: sticky; top: 2.1em; z-index: 1; }
+table.pods th { background: #fafafa; }
+table.pods tr.cfg th { border-bottom: 1px solid #ccc; }
+table.sortable thead tr:last-child th { cursor: pointer; user-select: none; }
 th[aria-sort=ascending]::after { content: " ▲"; } th[aria-sort=descending]::after { content: " ▼"; }
 td.text { overflow-wrap: anywhere; }
-table.pods td:nth-child(-n+5) { white-space: nowrap; }
-table.pods td:first-child { white-space: normal; min-width: 10em; }
+/* the pod list by column: the pod, then per config status, node, attempts, time to schedule, reasons */
+table.pods td:first-child { min-width: 10em; }
+table.pods td:nth-child(5n+1) { overflow-wrap: break-word; }
+table.pods td:nth-child(5n+1):not(:first-child) { min-width: 12em; }
+table.pods td:nth-child(5n+2), table.pods td:nth-child(5n+3) { white-space: nowrap; }
+table.pods td:nth-child(5n+4), table.pods td:nth-child(5n+5), table.pods th[data-k=n] { text-align: right;
+  white-space: nowrap; }
+table.pods td:nth-child(5n+2) { color: #1d7a2a; } table.pods td:nth-child(5n+2) a { color: inherit; }
+table.pods td[class^=st-] { color: #222; }
+table.pods td.ne::before { content: "≠ "; } table.pods td.ne, table.pods td.ne + td { font-weight: 600; }
 .why b, table.reasons b { color: #2a4d7a; font-weight: 600; }
 .why small, .count { color: #666; }
-.st-Unschedulable { color: #b3261e; font-weight: 600; } .st-Error { color: #666; font-weight: 600; }
+.st-Unschedulable, table.pods td.st-Unschedulable { color: #b3261e; font-weight: 600; }
+.st-Error, table.pods td.st-Error { color: #666; font-weight: 600; }
 .st-Scheduled { color: #1d7a2a; }
-div.differs { font-weight: 600; } div.differs::before { content: "≠ "; }
 .controls { margin: 0.6em 0; display: flex; flex-wrap: wrap; gap: 0.6em; align-items: center; }
 .controls input[type=search] { min-width: 18em; padding: 0.3em; }
 .tabs button { padding: 0.3em 1em; margin-right: 0.3em; border: 1px solid #bbb; background: #f4f4f4; cursor: pointer; }
 .tabs button[aria-selected=true] { background: #2a4d7a; color: #fff; border-color: #2a4d7a; }
-@media (max-width: 1000px) {  /* narrow: each pod a block, its reasons in full width */
-  table.pods, table.pods tbody, table.pods tr { display: block; }
-  table.pods thead tr { display: flex; flex-wrap: wrap; gap: 0 0.4em; }
-  table.pods thead th { position: static; border: 0; }
-  table.pods tr { border-bottom: 1px solid #ddd; padding: 0.3em 0; }
-  table.pods td { display: inline-block; border: 0; padding: 0.1em 0.6em 0.1em 0; }
-  table.pods td:first-child { display: block; font-weight: 600; }
-  table.pods td:nth-child(n+6) { display: block; padding-left: 1em; }
-  table.pods td:nth-child(4)::before { content: "attempts "; color: #666; }
-  table.pods td:nth-child(5):not(:empty)::before { content: "scheduled after "; color: #666; }
-  table.pods td:nth-child(7) div { display: inline; margin-right: 1em; }
+@media (max-width: 1000px) {  /* narrow: each pod a block, each config a line, its reasons in full width */
+  table.pods, table.pods thead, table.pods tbody { display: block; }
+  table.pods thead { position: static; }
+  table.pods tr.cfg { display: none; }
+  table.pods tr { display: flex; flex-wrap: wrap; align-items: baseline; }
+  table.pods thead tr { gap: 0 0.4em; }
+  table.pods th { border: 0; }
+  table.pods tbody tr { border-bottom: 1px solid #ddd; padding: 0.3em 0; }
+  table.pods td { border: 0; padding: 0.1em 0.6em 0.1em 0; }
+  table.pods td:first-child { flex-basis: 100%; font-weight: 600; }
+  table.pods td:nth-child(5n+1):not(:first-child) { flex-basis: 100%; box-sizing: border-box; padding-left: 1em; }
+  table.pods td:nth-child(5n+1):empty { padding: 0; }
+  table.pods td:nth-child(5n+2)::before, table.pods thead th::before { color: #666; font-weight: 400; }
+  table.pods td:nth-child(5n+4)::before { content: "attempts "; color: #666; }
+  table.pods td:nth-child(5n+5):not(:empty)::before { content: "scheduled after "; color: #666; }
 }
 section.pod { display: none; }
 section.pod:target { display: block; position: fixed; top: 0; right: 0; bottom: 0; width: min(900px, 100vw);
@@ -175,66 +190,69 @@ table.steps td:nth-child(-n+4) { white-space: nowrap; }
 table.scores caption { text-align: left; font-weight: 600; padding: 0.4em 0; }
 """
 
-# Search, filter and sort for the pod lists, and tabs between configs: plain DOM, no library. Without
-# it the lists are plain tables and the controls stay hidden.
+# Search, filter and sort for the pod list, and tabs between configs: plain DOM, no library. Without it
+# the list is a plain table, every config's columns side by side, and the controls stay hidden.
 _SCRIPT = """
 (function () {
-  document.querySelectorAll(".runs").forEach(function (box) {
-    var tabs = box.querySelector(".tabs");
-    var runs = box.querySelectorAll("section.run");
-    if (!tabs) return;
+  var table = document.querySelector("table.pods");
+  if (!table) return;
+  var body = table.tBodies[0], heads = table.tHead.rows[table.tHead.rows.length - 1].cells;
+  var groups = table.querySelectorAll("tr.cfg th[colspan]");
+  var rows = Array.prototype.slice.call(body.rows);
+  var states = [], shown = null;
+  Array.prototype.forEach.call(heads, function (th, col) { if (th.dataset.k === "s") states.push(col); });
+  var controls = document.querySelector(".controls");
+  var text = controls.querySelector("input[type=search]");
+  var status = controls.querySelector("select");
+  var differs = controls.querySelector("input.differs");
+  var count = controls.querySelector(".count");
+  controls.hidden = false;
+  function filter() {
+    var q = text.value.toLowerCase(), s = status.value, d = differs && differs.checked, n = 0;
+    var cols = shown === null ? states : [states[shown]];
+    rows.forEach(function (tr) {
+      var ok = (!q || tr.textContent.toLowerCase().indexOf(q) >= 0) &&
+        (!s || cols.some(function (c) { return tr.cells[c].textContent === s; })) &&
+        (!d || tr.querySelector("td.ne") !== null);
+      tr.hidden = !ok;
+      if (ok) n++;
+    });
+    count.textContent = n.toLocaleString("en") + " of " + rows.length.toLocaleString("en") + " pods";
+  }
+  [text, status, differs].forEach(function (el) { if (el) el.addEventListener("input", filter); });
+  var tabs = document.querySelector(".tabs");
+  if (tabs) {
     tabs.hidden = false;
-    function show(i) {
-      runs.forEach(function (r) { r.hidden = r.dataset.run !== i; });
-      tabs.querySelectorAll("button").forEach(function (b) {
-        b.setAttribute("aria-selected", String(b.dataset.run === i));
-      });
-    }
-    tabs.addEventListener("click", function (ev) { if (ev.target.dataset.run) show(ev.target.dataset.run); });
-    box.querySelectorAll("section.run h3").forEach(function (h) { h.hidden = true; });
+    var show = function (v) {
+      shown = v === "all" ? null : Number(v);
+      table.dataset.show = v;
+      Array.prototype.forEach.call(groups, function (th, i) { th.colSpan = shown === null || shown === i ? 5 : 2; });
+      tabs.querySelectorAll("button").forEach(function (b) { b.setAttribute("aria-selected", String(b.dataset.show === v)); });
+      filter();
+    };
+    tabs.addEventListener("click", function (ev) { if (ev.target.dataset.show) show(ev.target.dataset.show); });
     show("0");
-  });
-  document.querySelectorAll("section.run").forEach(function (run) {
-    var controls = run.querySelector(".controls");
-    var rows = Array.prototype.slice.call(run.querySelectorAll("table.pods tbody tr"));
-    var text = controls.querySelector("input[type=search]");
-    var status = controls.querySelector("select");
-    var differs = controls.querySelector("input.differs");
-    var count = controls.querySelector(".count");
-    controls.hidden = false;
-    function filter() {
-      var q = text.value.toLowerCase(), s = status.value, d = differs && differs.checked, n = 0;
-      rows.forEach(function (tr) {
-        var ok = (!q || tr.textContent.toLowerCase().indexOf(q) >= 0) && (!s || tr.dataset.status === s) &&
-          (!d || tr.dataset.differs === "1");
-        tr.hidden = !ok;
-        if (ok) n++;
-      });
-      count.textContent = n + " of " + rows.length + " pods";
-    }
-    [text, status, differs].forEach(function (el) { if (el) el.addEventListener("input", filter); });
+  } else {
     filter();
-  });
-  document.querySelectorAll("table.sortable").forEach(function (table) {
-    var body = table.tBodies[0];
-    table.querySelectorAll("thead th").forEach(function (th, col) {
-      th.addEventListener("click", function () {
-        var up = th.getAttribute("aria-sort") !== "ascending";
-        table.querySelectorAll("thead th").forEach(function (o) { o.removeAttribute("aria-sort"); });
-        th.setAttribute("aria-sort", up ? "ascending" : "descending");
-        var rows = Array.prototype.slice.call(body.rows);
-        function key(tr) {
-          var td = tr.cells[col], v = td.dataset.v;
-          if (v !== undefined) return parseFloat(v);
-          var t = td.textContent.trim(), n = parseFloat(t.replace(/,/g, ""));
-          return td.classList.contains("num") && !isNaN(n) ? n : t.toLowerCase();
-        }
-        rows.sort(function (a, b) {
-          var x = key(a), y = key(b);
-          return (x < y ? -1 : x > y ? 1 : 0) * (up ? 1 : -1);
-        });
-        rows.forEach(function (tr) { body.appendChild(tr); });
+  }
+  var ORDER = {Unschedulable: 0, Error: 1, Scheduled: 3, "not decided": 4};
+  function key(kind, t) {
+    if (kind === "s") return t in ORDER ? ORDER[t] : 2;
+    if (kind === "n") return t ? parseFloat(t.replace(/,/g, "")) : -1;
+    return t.toLowerCase();
+  }
+  Array.prototype.forEach.call(heads, function (th, col) {
+    th.addEventListener("click", function () {
+      var up = th.getAttribute("aria-sort") !== "ascending";
+      Array.prototype.forEach.call(heads, function (o) { o.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", up ? "ascending" : "descending");
+      var keyed = Array.prototype.map.call(body.rows, function (tr) {
+        return [key(th.dataset.k, tr.cells[col].textContent.trim()), tr];
       });
+      keyed.sort(function (a, b) { return (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0) * (up ? 1 : -1); });
+      var all = document.createDocumentFragment();
+      keyed.forEach(function (p) { all.appendChild(p[1]); });
+      body.appendChild(all);
     });
   });
 })();
@@ -249,7 +267,6 @@ def render_html(page: Page) -> str:
     e = html.escape
     compare = len(runs) > 1
     title = "berth replay report" + (": " + " vs ".join(labels) if compare else f": {labels[0]}")
-    differ = {d["pod"] for d in page.diff}
     links = [("plots", "Plots"), ("unschedulable", "Why unschedulable"), ("pods", "Pods")]
     links += [("configs", "Configs side by side"), ("diff", "Placed differently")] if compare else []
     links.append(("metrics", "Metrics"))
@@ -261,7 +278,7 @@ def render_html(page: Page) -> str:
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{e(title)}</title>",
-        f"<style>{_CSS}</style>",
+        f"<style>{_CSS}{list_css(labels)}</style>",
         "</head>",
         "<body>",
         f"<h1>{e(title)}</h1>",
@@ -281,7 +298,7 @@ def render_html(page: Page) -> str:
         shows = f' data-shows="{e(" | ".join(plot.texts))}"' if plot.texts else ""
         out.append(f'<img alt="{e(plot.title)}" src="data:image/png;base64,{data}"{shows}>')
     out.append(reasons_table(labels, page.pods))
-    out.append(pod_list(labels, page.pods, differ))
+    out.append(pod_list(labels, page.pods, page.diff))
     if compare:
         out.append(compare_table(runs, labels, page.sources, page.pods, page.diff))
         out.append(_diff_table(page.diff, labels))

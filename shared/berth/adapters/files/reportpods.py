@@ -41,17 +41,18 @@ def with_views(traces: list[PodTrace], runs: int) -> set[int]:
     return set(kept) | set(picked)
 
 
-def views_note(traces: list[PodTrace], views: set[int]) -> str:
-    """What the page holds views of, when not of every pod."""
+def views_note(traces: list[PodTrace], views: set[int], label: str = "") -> str:
+    """What the page holds views of, when not of every pod (under config label, when compared)."""
     if len(views) == len(traces):
         return ""
     stuck = sum(1 for t in traces if t.status != "Scheduled")
     stuck_views = sum(1 for n in views if traces[n].status != "Scheduled")
     scheduled = len(traces) - stuck
     first = "every one" if stuck_views == stuck else f"the first {stuck_views:,}"
+    under = f" under {e(label)} (a linked status)" if label else " (a linked name)"
     return (
         f'<p class="note">So that the page stays light, {len(views):,} of these {len(traces):,} pods have their '
-        f"own view (a linked name): {first} of the {stuck:,} not scheduled, and a sample of "
+        f"own view{under}: {first} of the {stuck:,} not scheduled, and a sample of "
         f"{len(views) - stuck_views:,} of the {scheduled:,} scheduled, evenly spaced in this order. Every pod is in "
         "the list; every decision is in the decisions file (--decisions).</p>"
     )
@@ -122,42 +123,83 @@ def reasons_table(labels: list[str], pods: list[list[PodTrace]]) -> str:
 
 # --- the pod list -----------------------------------------------------------------------------------------
 
+# The list's columns: the pod, then these for each config. Its CSS styles them by position (list_css), so
+# the rows carry no attribute but a status class on the cells not Scheduled.
+COLUMNS = ("status", "node", "attempts", "time to schedule", "reasons by plugin (last decision)")
 
-def pod_list(labels: list[str], pods: list[list[PodTrace]], differ: set[str]) -> str:
+
+def pod_list(labels: list[str], pods: list[list[PodTrace]], diff: list[dict[str, Any]]) -> str:
+    """One list of every pod, one row each with a group of columns per config (shown side by side, or
+    one config's whole group and the others' status and node, by tabs)."""
     out = ['<h2 id="pods">Pods</h2>']
-    total = sum(len(t) for t in pods)
-    if not total:
+    rows = merged(pods)
+    if not rows:
         out.append('<p class="note">No pod was decided in this log.</p>')
         return "\n".join(out)
     compare = len(labels) > 1
     out.append(
-        "<p>Every pod decided, by its last decision: unschedulable pods first. A pod's name opens its "
+        "<p>Every pod decided, by its last decision: unschedulable pods first"
+        + (" (under any config)" if compare else "")
+        + ". A pod's name opens its "
         "decisions over time and the node scores they carry: each plugin's score (0–100) on the best "
         "feasible nodes, as many as the decisions keep (--top-nodes, --all-nodes; at most 10 here), and the "
         "total, their sum weighted by the profile's weights. Attempts are the pod's scheduling attempts; "
         "time to schedule is log time from its creation to its first Scheduled decision."
-        + (" One list per config; the tabs switch between them." if compare else "")
+        + (
+            f" One row per pod and columns per config: the tabs show one config's, with the others' status "
+            f"and node, or all side by side. ≠ marks a config that placed the pod differently from "
+            f"{e(labels[0])} (node or PVs), and a status opens the pod's view under that config."
+            if compare
+            else ""
+        )
         + "</p>"
     )
-    out.append('<div class="runs">')
     if compare:
-        buttons = "".join(f'<button type="button" data-run="{i}">{e(label)}</button>' for i, label in enumerate(labels))
-        out.append(f'<div class="tabs" role="tablist" hidden>{buttons}</div>')
-    for i, (label, traces) in enumerate(zip(labels, pods, strict=True)):
-        out.append(f'<section class="run" data-run="{i}">')
-        if compare:
-            out.append(f"<h3>{e(label)}</h3>")
-        out.append(_controls(compare))
-        out.append(_table(i, labels, traces, pods, differ))
-        out.append("</section>")
-    out.append("</div>")
+        buttons = "".join(
+            f'<button type="button" data-show="{i}">{e(label)}</button>' for i, label in enumerate(labels)
+        )
+        out.append(
+            f'<div class="tabs" hidden>{buttons}<button type="button" data-show="all">side by side</button></div>'
+        )
+    out.append(_controls(labels))
+    listed = [ordered(p) for p in pods]
+    views = [with_views(traces, len(pods)) for traces in listed]
+    linked = [
+        {traces[n].pod: view_id(run, n) for n in v} for run, (traces, v) in enumerate(zip(listed, views, strict=True))
+    ]
+    moved = _moved(diff)
+    out.append(_table(labels, rows, linked, moved))
+    for label, traces, v in zip(labels, listed, views, strict=True):
+        note = views_note(traces, v, label if compare else "")
+        if note:
+            out.append(note)
     return "\n".join(out)
 
 
-def _controls(compare: bool) -> str:
+def merged(pods: list[list[PodTrace]]) -> list[tuple[str, list[PodTrace | None]]]:
+    """Every pod with its trace under each config (None: not decided there), the pods not scheduled under
+    some config first (unschedulable, then errors), by pod within each."""
+    by = [{t.pod: t for t in traces} for traces in pods]
+    names = {t.pod for traces in pods for t in traces}
+    rows = [(pod, [of.get(pod) for of in by]) for pod in names]
+    return sorted(rows, key=lambda r: (min(STATUS_ORDER.get(t.status, 2) for t in r[1] if t is not None), r[0]))
+
+
+def _moved(diff: list[dict[str, Any]]) -> dict[str, set[int]]:
+    """Per pod, the configs that placed it differently from the first (node or PVs), as --diff says."""
+    out: dict[str, set[int]] = {}
+    for d in diff:
+        first = _placed(d["runs"][0])
+        out[d["pod"]] = {j for j, r in enumerate(d["runs"]) if j and _placed(r) != first}
+    return out
+
+
+def _controls(labels: list[str]) -> str:
     statuses = "".join(f'<option value="{s}">{s}</option>' for s in ("Unschedulable", "Error", "Scheduled"))
     differs = (
-        '<label><input type="checkbox" class="differs"> placed differently by another config</label>' if compare else ""
+        f'<label><input type="checkbox" class="differs"> placed differently from {e(labels[0])}</label>'
+        if len(labels) > 1
+        else ""
     )
     return (
         '<div class="controls" hidden><input type="search" placeholder="search pods, nodes, reasons" '
@@ -166,46 +208,74 @@ def _controls(compare: bool) -> str:
     )
 
 
-def _table(run: int, labels: list[str], traces: list[PodTrace], pods: list[list[PodTrace]], differ: set[str]) -> str:
+def _table(
+    labels: list[str],
+    rows: list[tuple[str, list[PodTrace | None]]],
+    linked: list[dict[str, str]],
+    moved: dict[str, set[int]],
+) -> str:
+    """The list: its header names each column (and how the script sorts it: data-k s by status, n as
+    numbers); a cell carries only its text, and a class where its status is not Scheduled or differs."""
     compare = len(labels) > 1
-    heads = ["pod", "status", "node", "attempts", "time to schedule", "reasons by plugin (last decision)"]
+    kinds = {"status": ' data-k="s"', "attempts": ' data-k="n"', "time to schedule": ' data-k="n"'}
+    ths = "".join(f"<th{kinds.get(h, '')}>{e(h)}</th>" for h in COLUMNS)
+    head = f"<tr><th>pod</th>{ths * len(labels)}</tr>"
     if compare:
-        heads.append("under the other configs")
-    numeric = {"attempts", "time to schedule"}
-    ths = "".join(f"<th{' class=num' if h in numeric else ''}>{e(h)}</th>" for h in heads)
-    out = [f'<table class="pods sortable"><thead><tr>{ths}</tr></thead><tbody>']
-    others = [(labels[j], {t.pod: t for t in p}) for j, p in enumerate(pods) if j != run]
-    listed = ordered(traces)
-    views = with_views(listed, len(labels))
-    for n, t in enumerate(listed):
-        name = f'<a href="#{view_id(run, n)}">{e(t.pod)}</a>' if n in views else e(t.pod)
-        attrs = f' data-status="{e(t.status)}"' + (' data-differs="1"' if t.pod in differ else "")
-        cells = [
-            f'<td class="text">{name}</td>',
-            f'<td data-v="{STATUS_ORDER.get(t.status, 2)}" class="st-{e(t.status)}">{e(t.status)}</td>',
-            f"<td>{e(t.node or '')}</td>",
-            f'<td class="num">{t.attempts:,}</td>',
-            f'<td class="num" data-v="{t.wait if t.wait is not None else -1}">{seconds(t.wait)}</td>',
-            f'<td class="text">{why(t.last)}</td>',
-        ]
-        if compare:
-            cells.append(f'<td class="text">{_elsewhere(t, others)}</td>')
-        out.append(f"<tr{attrs}>{''.join(cells)}</tr>")
+        groups = "".join(f'<th colspan="{len(COLUMNS)}">{e(label)}</th>' for label in labels)
+        head = f'<tr class="cfg"><th></th>{groups}</tr>{head}'
+    out = [f'<table class="pods sortable"><thead>{head}</thead><tbody>']
+    for pod, traces in rows:
+        first = next((links[pod] for links in linked if pod in links), None)
+        name = f'<a href="#{first}">{e(pod)}</a>' if first else e(pod)
+        cells = [f"<td>{name}</td>"]
+        for run, t in enumerate(traces):
+            differs = run in moved.get(pod, ())
+            cells.append(_cells(t, linked[run].get(pod) if compare else None, differs))
+        out.append(f"<tr>{''.join(cells)}</tr>")
     out.append("</tbody></table>")
-    note = views_note(listed, views)
-    if note:
-        out.append(note)
     return "\n".join(out)
 
 
-def _elsewhere(t: PodTrace, others: list[tuple[str, dict[str, PodTrace]]]) -> str:
-    parts = []
-    for label, traces in others:
-        o = traces.get(t.pod)
-        where = "not decided" if o is None else (o.node or o.status)
-        mark = "" if o is not None and (o.status, o.node) == (t.status, t.node) else ' class="differs"'
-        parts.append(f"<div{mark}>{e(label)}: {e(where)}</div>")
-    return "".join(parts)
+def _cells(t: PodTrace | None, view: str | None, differs: bool) -> str:
+    """A pod's cells under one config: status (linking to its view there), node, attempts, time, reasons."""
+    classes = [] if t is None or t.status == "Scheduled" else [f"st-{t.status}"]
+    classes += ["ne"] if differs else []
+    attr = f' class="{e(" ".join(classes))}"' if classes else ""
+    if t is None:
+        return f"<td{attr}>not decided</td><td></td><td></td><td></td><td></td>"
+    status = f'<a href="#{view}">{e(t.status)}</a>' if view else e(t.status)
+    return (
+        f"<td{attr}>{status}</td><td>{e(t.node or '')}</td><td>{t.attempts:,}</td><td>{seconds(t.wait)}</td>"
+        f"<td>{why(t.last)}</td>"
+    )
+
+
+def list_css(labels: list[str]) -> str:
+    """The CSS the list's tabs and narrow layout need for these configs: under tab i (data-show="i"), the
+    other configs' attempts, time and reasons are hidden; on a narrow screen each group is led by its
+    config's name."""
+    if len(labels) < 2:
+        return ""
+    width = len(COLUMNS)
+    hidden = [
+        f'table.pods[data-show="{i}"] tr > :nth-child({2 + width * j + k})'
+        for i in range(len(labels))
+        for j in range(len(labels))
+        if j != i
+        for k in range(2, width)
+    ]
+    named = "\n".join(
+        f"  table.pods td:nth-child({2 + width * j})::before, table.pods thead tr:last-child th:nth-child({2 + width * j})"
+        f"::before {{ content: {css_string(label + ': ')}; }}\n"
+        f"  table.pods td.ne:nth-child({2 + width * j})::before {{ content: {css_string(label + ': ≠ ')}; }}"
+        for j, label in enumerate(labels)
+    )
+    return f"{', '.join(hidden)} {{ display: none; }}\n@media (max-width: 1000px) {{\n{named}\n}}\n"
+
+
+def css_string(text: str) -> str:
+    """text as a CSS string: quotes, backslashes, < and controls escaped (so no </style> either)."""
+    return '"' + "".join(c if c.isprintable() and c not in '"\\<>' else f"\\{ord(c):x} " for c in text) + '"'
 
 
 def view_id(run: int, n: int) -> str:
