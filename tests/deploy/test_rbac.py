@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import importlib
 import inspect
+import json
 import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
@@ -96,6 +97,9 @@ class RecordingClient:
     ) -> dict[str, Any]:
         self.requests.append((method, path, list(query)))
         return {"metadata": {"resourceVersion": "7"}, "items": []} if method == "GET" else {}
+
+    async def request_bytes(self, method: str, path: str, query: Iterable[tuple[str, str]] = ()) -> bytes:
+        return json.dumps(await self.request(method, path, query)).encode()
 
     @contextlib.asynccontextmanager
     async def watch(self, path: str, query: Iterable[tuple[str, str]], seconds: int) -> AsyncIterator[Any]:
