@@ -227,10 +227,7 @@ class InterPodAffinity:
         labels = [(s, _labels(state, s)) for s in slots.tolist()]
         if a is not None:
             for i, t in enumerate(a.required, 1):
-                m = self._matcher(pod, t)
-                found = self._by_domain(
-                    state, t.topology_key, [] if m is None else self.index.matching(state, m, False)
-                )
+                found = self._by_domain(state, pod, t)
                 for s, lab in labels:
                     value = lab.get(t.topology_key)
                     if value is None or not found.get(value):
@@ -244,10 +241,7 @@ class InterPodAffinity:
                         }
                         out.setdefault(s, []).append(fwk.Why(REASON_AFFINITY, text, facts))
             for i, t in enumerate(a.required_anti, 1):
-                m = self._matcher(pod, t)
-                found = self._by_domain(
-                    state, t.topology_key, [] if m is None else self.index.matching(state, m, False)
-                )
+                found = self._by_domain(state, pod, t)
                 for s, lab in labels:
                     value = lab.get(t.topology_key)
                     pods = found.get(value, []) if value is not None else []
@@ -271,12 +265,13 @@ class InterPodAffinity:
                         out.setdefault(s, []).append(why)
         return out
 
-    def _by_domain(self, state: ClusterState, key: str, pods: list[Pod]) -> dict[str, list[str]]:
-        """Pods (keys) by their node's value of label `key`."""
+    def _by_domain(self, state: ClusterState, pod: Pod, term: PodAffinityTerm) -> dict[str, list[str]]:
+        """The pods (keys) a term of `pod` matches, by their node's value of the term's topologyKey."""
+        m = self._matcher(pod, term)
         out: dict[str, list[str]] = {}
-        for p in pods:
+        for p in [] if m is None else self.index.matching(state, m, False):
             node = state.nodes.get(p.node_name)
-            value = node.labels.get(key) if node is not None else None
+            value = node.labels.get(term.topology_key) if node is not None else None
             if value is not None:
                 out.setdefault(value, []).append(p.key)
         return out
