@@ -7,6 +7,7 @@ the records' evolution rules (docs/records.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -106,19 +107,14 @@ def node_results(
     columns = [v[chosen].tolist() for v in scores.values()]
     rows = list(zip(*columns, strict=True)) if columns else [()] * len(chosen)
     feasible_rows = iter(zip(rows, total[chosen].tolist(), strict=True))
-    reasons = _reasons(failures)
-    rejected: dict[tuple[str, ...], NodeResult] = {}  # one result per set of reasons, shared
+    rejection = _rejections(failures)
     out: dict[str, NodeResult] = {}
     for s, fits in zip(slots.tolist(), ok, strict=True):
         if fits:
             row, node_total = next(feasible_rows)
             out[names[s] or ""] = NodeResult(True, [], dict(zip(keys, row, strict=True)), node_total)
         else:
-            why = reasons.get(s, ())
-            result = rejected.get(why)
-            if result is None:
-                result = rejected[why] = NodeResult(False, list(why))
-            out[names[s] or ""] = result
+            out[names[s] or ""] = rejection(s)
     return out
 
 
@@ -127,16 +123,23 @@ def rejected_results(nodes: NodeTable, failures: list[Failure], filtered: Mask) 
     order: what a table of the rejections needs, without a result per feasible node."""
     names = nodes.names
     slots = np.flatnonzero(nodes.valid & ~filtered)
+    rejection = _rejections(failures)
+    return {names[s] or "": rejection(s) for s in slots[np.argsort(nodes.name_rank()[slots])].tolist()}
+
+
+def _rejections(failures: list[Failure]) -> Callable[[int], NodeResult]:
+    """A rejected slot's result: one per set of reasons, shared by the nodes that have it."""
     reasons = _reasons(failures)
-    rejected: dict[tuple[str, ...], NodeResult] = {}
-    out: dict[str, NodeResult] = {}
-    for s in slots[np.argsort(nodes.name_rank()[slots])].tolist():
-        why = reasons.get(s, ())
-        result = rejected.get(why)
-        if result is None:
-            result = rejected[why] = NodeResult(False, list(why))
-        out[names[s] or ""] = result
-    return out
+    shared: dict[tuple[str, ...], NodeResult] = {}
+
+    def result(slot: int) -> NodeResult:
+        why = reasons.get(slot, ())
+        got = shared.get(why)
+        if got is None:
+            got = shared[why] = NodeResult(False, list(why))
+        return got
+
+    return result
 
 
 def _reasons(failures: list[Failure]) -> dict[int, tuple[str, ...]]:
