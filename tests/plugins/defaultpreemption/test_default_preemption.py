@@ -747,6 +747,9 @@ class _OneAtATime:
     def nominated_node(self, pod: Any) -> str:
         return str(pod.nominated_node or "")
 
+    def nominated_amounts(self, cycle: Cycle) -> None:
+        return None
+
     def removal_safe(self, cycle: Cycle, leaving: Any = None) -> bool:
         return False
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from berth.core.api.core.model import Pod
 from berth.core.api.kinds import convert
@@ -34,14 +37,19 @@ def nominated(name: str, node: str, priority: int, req: dict[str, str] | None = 
 def test_filters_run_again_with_nominated_pods_of_no_lower_priority(case: str, priority: int, calls: int) -> None:
     h = Harness().add(knode("1", FULL), nominated("nominated", "1", MID))
     fit = h.scheduler.profile.filters[0]
-    seen: list[int] = []
-    real = fit.filter
+    seen: list[str] = []
+    real, real_with = fit.filter, fit.filter_with
 
     def counting(cycle: Cycle) -> Any:
-        seen.append(1)
+        seen.append("filter")
         return real(cycle)
 
+    def counting_with(cycle: Cycle, slots: Any, extra: Any) -> Any:  # the run with them, by amounts
+        seen.append("filter_with")
+        return real_with(cycle, slots, extra)
+
     fit.filter = counting  # type: ignore[method-assign]
+    fit.filter_with = counting_with  # type: ignore[method-assign]
     h.scheduler.decide(convert(kpod("1", priority=priority)), NOW)
     assert len(seen) == calls
 
@@ -124,3 +132,79 @@ def test_the_order_reads_priority_classes_and_the_global_default() -> None:
         kpod("zero", priority=0, metadata={"creationTimestamp": T2}),
     )
     assert [p.name for p in h.scheduler.queue(h.state.pending_pods())] == ["served", "zero", "plain"]
+
+
+def _extras(shape: str, labels: dict[str, str], req: dict[str, str] = HALF) -> dict[str, Any]:
+    """A pod spec's extras: a host port, anti-affinity to pods with these labels (per node), a
+    toleration, a zone selector, or none."""
+    if shape == "port":
+        port = {"containerPort": 80, "hostPort": 8080}
+        return {"containers": [{"name": "c", "image": "app", "ports": [port], "resources": {"requests": req}}]}
+    if shape == "anti":
+        term = {"labelSelector": {"matchLabels": labels}, "topologyKey": "hostname"}
+        return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    if shape == "tolerates":
+        return {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}
+    if shape == "selector":
+        return {"nodeSelector": {"zone": "z0"}}
+    return {}
+
+
+def _decisions(fast: bool, nodes: list[Any], placed: list[Any], waiting: list[Any], pending: list[Any]) -> list[bytes]:
+    h = Harness(filters=KUBE_FILTERS)
+    if not fast:  # the oracle: every node with nominated pods tried by placing them (kube's addGENominatedPods)
+        h.scheduler._fit_alone = lambda cycle: None  # type: ignore[method-assign]
+    for i, (cpu, zone, tainted) in enumerate(nodes):
+        raw = knode(f"node{i}/z{zone}", {"cpu": cpu, "memory": "4Gi"})
+        if tainted:
+            raw["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}
+        h.add(raw)
+    for i, (on, priority, shape) in enumerate(placed):
+        h.add(kpod(f"placed{i}", f"node{on % len(nodes)}", priority, HALF, labels=APP, **_extras(shape, APP)))
+    for i, (on, priority, shape) in enumerate(waiting):
+        status = {"nominatedNodeName": f"node{on % len(nodes)}"}
+        h.add(kpod(f"waiting{i}", "", priority, HALF, labels=APP, status=status, **_extras(shape, APP)))
+    pods = [
+        convert(kpod(f"pending{i}", priority=p, req=req, **_extras(s, APP, req)))
+        for i, (p, req, s) in enumerate(pending)
+    ]
+    return [msgspec.json.encode(d) for d in h.scheduler.run(pods, NOW)]
+
+
+APP = {"app": "a"}
+# kube's default profile's filters (berth's adds LoadAwareScheduling, which reads pods wherever NodeMetrics are)
+KUBE_FILTERS = (
+    "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions",
+    "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+)  # fmt: skip
+SHAPES = ["", "", "port", "anti"]  # of the placed and nominated pods
+PENDING_SHAPES = ["", "", "tolerates", "selector", "port", "anti"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    nodes=st.lists(
+        st.tuples(st.sampled_from(["1", "2"]), st.integers(0, 1), st.sampled_from([False, False, True])),
+        min_size=1,
+        max_size=5,
+    ),
+    placed=st.lists(st.tuples(st.integers(0, 4), st.sampled_from([LOW, MID]), st.sampled_from(SHAPES)), max_size=8),
+    waiting=st.lists(
+        st.tuples(st.integers(0, 4), st.sampled_from([LOW, MID, HIGH]), st.sampled_from(SHAPES)), max_size=5
+    ),
+    pending=st.lists(
+        st.tuples(st.sampled_from([LOW, MID, HIGH]), st.sampled_from([HALF, FULL]), st.sampled_from(PENDING_SHAPES)),
+        min_size=1,
+        max_size=4,
+    ),
+)
+# a host port taken by a nominated pod on a node with room: NodePorts reads pods
+@example(nodes=[("2", 0, False)], placed=[], waiting=[(0, HIGH, "port")], pending=[(LOW, HALF, "port")])
+def test_nominated_pods_by_amounts_decide_as_placing_them(
+    nodes: list[Any], placed: list[Any], waiting: list[Any], pending: list[Any]
+) -> None:
+    # where only the node fit of the filters a pod runs reads pods, a node's nominated pods are tried by
+    # adding their requests (Scheduler._by_amounts); every decision, preemption's included, is the same
+    # as with the nominated pods placed on the node and every filter run again
+    fast = _decisions(True, nodes, placed, waiting, pending)
+    assert fast == _decisions(False, nodes, placed, waiting, pending)

@@ -91,6 +91,7 @@ class ClusterState:
         self.pvcs: dict[str, PersistentVolumeClaim] = {}
         self.classes: dict[str, StorageClass] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
+        self.priority_changes = 0  # PriorityClass changes applied: priority() may answer differently after one
         self.drivers: dict[str, CSIDriver] = {}
         self.capacities: dict[str, CSIStorageCapacity] = {}
         self.pv_index: dict[str, ClassIndex] = {}
@@ -331,6 +332,7 @@ class ClusterState:
 
     def _apply_priority_class(self, obj: PriorityClass, deleted: bool) -> None:
         self._put(self.priority_classes, obj.name, obj, deleted)
+        self.priority_changes += 1
 
     def _apply_node(self, node: Node, deleted: bool) -> None:
         slot = self.nodes.remove(node.name) if deleted else self.nodes.upsert(node)

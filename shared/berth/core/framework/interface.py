@@ -19,7 +19,7 @@ A plugin module exports NAME, Args (an args Struct with `parse(raw, path, proble
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -95,6 +95,12 @@ class DryRun(Protocol):
         """The pod's own nominated node as kube's latest pod object has it (a cleared nomination: "")."""
         ...
 
+    def nominated_amounts(self, cycle: Cycle) -> dict[str, dict[str, int]] | None:
+        """Where node_fit is the only filter this cycle runs that reads pods (the others skipped or
+        IgnoresPods): by node, what the nominated pods the pod sees there request, one pod each under
+        pods (nodes left out: decide them by the dry run proper); else None."""
+        ...
+
     def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool: ...
 
     def __call__(self, cycle: Cycle, nodes: Collection[str] | None = None) -> tuple[Mask, NodeToStatus]:
@@ -113,6 +119,21 @@ class NodeFit(Protocol):
     def wants(self, pod: Pod) -> list[tuple[str, int]]: ...
 
     def reason(self, resource: str) -> str: ...
+
+    def filter_with(self, cycle: Cycle, slots: Slots, extra: Mapping[str, npt.NDArray[Any]]) -> list[Failure]:
+        """The filter on these slots with `extra` more requested on each (per resource, an amount per
+        slot), its failures with masks over the slots, in the order filter gives them."""
+        ...
+
+
+@runtime_checkable
+class IgnoresPods(Protocol):
+    """A filter (and PreFilter) whose verdict never reads the pods on any node, placed or nominated
+    (NodeUnschedulable, TaintToleration, NodeAffinity, the volume ones): marked `ignores_pods = True`.
+    Where every filter a cycle runs but the node fit is one, nominated pods change a node's verdict only
+    through the node fit's amounts."""
+
+    ignores_pods: bool
 
 
 @runtime_checkable

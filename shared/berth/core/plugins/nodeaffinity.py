@@ -69,6 +69,7 @@ class Args(msgspec.Struct, frozen=True, kw_only=True):
 
 class NodeAffinity:
     name = NAME
+    ignores_pods = True  # its verdict never reads the pods on a node (framework.IgnoresPods)
 
     def __init__(self, args: Args) -> None:
         self.args = args

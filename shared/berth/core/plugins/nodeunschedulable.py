@@ -15,6 +15,7 @@ REASON = "node(s) were unschedulable"
 
 class NodeUnschedulable:
     name = NAME
+    ignores_pods = True  # its verdict never reads the pods on a node (framework.IgnoresPods)
     _taint = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
     def _tolerates(self, pod: Pod) -> bool:

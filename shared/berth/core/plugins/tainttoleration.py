@@ -57,6 +57,7 @@ class PreferTaints(StateExtension):
 
 class TaintToleration:
     name = NAME
+    ignores_pods = True  # its verdict never reads the pods on a node (framework.IgnoresPods)
 
     def __init__(self) -> None:
         self.prefer = PreferTaints()

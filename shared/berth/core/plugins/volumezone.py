@@ -36,6 +36,7 @@ class _Topology:
 
 class VolumeZone:
     name = NAME
+    ignores_pods = True  # its verdict never reads the pods on a node (framework.IgnoresPods)
 
     def pre_filter(self, cycle: fwk.Cycle) -> fwk.Status:
         pod, state = cycle.pod, cycle.state

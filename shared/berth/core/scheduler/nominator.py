@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from berth.core.api.core.model import Pod
+from berth.core.api.core.resources import PODS
 from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
 
@@ -24,14 +25,22 @@ class Nominator(StateExtension):
         self._waiting: dict[str, Pod] = {}  # pending pods with status.nominatedNodeName, by namespace/name
         self._held: dict[str, Pod] = {}  # nominations made in this run
         self._cleared: dict[str, str] = {}  # pod -> the node whose nomination this run cleared
+        self._sorted: list[tuple[str, Pod]] | None = []  # both, in namespace/name order (None: sort again)
+        self._uids: set[str] = set()  # theirs
+        # for_pod's answers by the pod's priority, for _sorted and the PriorityClasses as they were then
+        self._answers: dict[int, dict[str, list[Pod]]] = {}
+        self._answered_at: tuple[list[tuple[str, Pod]] | None, int] = (None, -1)
+        self._amounts: dict[int, tuple[list[Pod], dict[str, int]]] = {}  # amounts(): by the list's id
 
     def pod_changed(self, state: Any, old: Pod | None, new: Pod | None) -> None:
         key = (new or old).key  # type: ignore[union-attr]
-        self._waiting.pop(key, None)
+        if self._waiting.pop(key, None) is not None:
+            self._sorted = None
         if new is None or (key in self._cleared and new.nominated_node != self._cleared[key]):
             self._cleared.pop(key, None)
         if new is not None and self._nominated(new) and self._cleared.get(key) != new.nominated_node:
             self._waiting[key] = new
+            self._sorted = None
 
     @staticmethod
     def _nominated(pod: Pod) -> bool:
@@ -40,6 +49,7 @@ class Nominator(StateExtension):
     def hold(self, pod: Pod, node: str) -> None:
         """A nomination made in this run, kept until forget."""
         self._held[pod.key] = msgspec.structs.replace(pod, nominated_node=node)
+        self._sorted = None
         self._cleared.pop(pod.key, None)
 
     def held(self) -> dict[str, str]:
@@ -54,12 +64,14 @@ class Nominator(StateExtension):
         """The pod is nominated no more here: bound, gone, or its victims are gone and it is retried."""
         self._held.pop(pod_key, None)
         self._waiting.pop(pod_key, None)
+        self._sorted = None
 
     def clear(self, pod_key: str) -> None:
         """kube clears the pod's status.nominatedNodeName (a PostFilter that found no node, a
         higher-priority preemption on its node): no nomination, and the pod's own object no longer
         counts as nominated there."""
         held, waiting = self._held.pop(pod_key, None), self._waiting.pop(pod_key, None)
+        self._sorted = None
         pod = held or waiting
         if pod is not None and pod.nominated_node:
             self._cleared[pod_key] = pod.nominated_node
@@ -67,8 +79,7 @@ class Nominator(StateExtension):
     def clear_lower(self, node: str, priority: int) -> list[str]:
         """kube's getLowerPriorityNominatedPods and clearNominatedNodeName: the pods nominated to the
         node with a priority below the preemptor's lose their nomination; returns them, sorted."""
-        every = {**self._waiting, **self._held}
-        lower = sorted(k for k, p in every.items() if p.nominated_node == node and self.state.priority(p) < priority)
+        lower = [k for k, p in self._every() if p.nominated_node == node and self.state.priority(p) < priority]
         for key in lower:
             self.clear(key)
         return lower
@@ -84,17 +95,48 @@ class Nominator(StateExtension):
 
     def for_pod(self, pod: Pod) -> dict[str, list[Pod]]:
         """By node, the nominated pods a filter of this pod sees there: priority at least the pod's,
-        not the pod itself (kube's addGENominatedPods), in namespace/name order."""
+        not the pod itself (kube's addGENominatedPods), in namespace/name order. Read only: the
+        answer is kept for the next pod of the same priority while nothing changes."""
         if not self._waiting and not self._held:
             return {}
         priority = self.state.priority
         mine = priority(pod)
+        every = self._every()
+        itself = pod.key in self._waiting or pod.key in self._held or (pod.uid and pod.uid in self._uids)
+        if not itself:
+            at, changes = self._answered_at
+            if at is not every or changes != self.state.priority_changes:  # identity: the list is kept
+                self._answers, self._answered_at = {}, (every, self.state.priority_changes)
+                self._amounts = {}
+            kept = self._answers.get(mine)
+            if kept is not None:
+                return kept
         out: dict[str, list[Pod]] = {}
-        every = {**self._waiting, **self._held}
-        for key in sorted(every):
-            other = every[key]
+        for key, other in every:
             if key == pod.key or (pod.uid and other.uid == pod.uid):
                 continue
             if priority(other) >= mine:
                 out.setdefault(other.nominated_node, []).append(other)
+        if not itself:
+            self._answers[mine] = out
         return out
+
+    def amounts(self, pods: list[Pod]) -> dict[str, int]:
+        """What these nominated pods (a list of for_pod's answer) request together, one pod each under
+        pods: what placing them on their node counts there. Read only; kept with for_pod's answers."""
+        kept = self._amounts.get(id(pods))
+        if kept is not None and kept[0] is pods:
+            return kept[1]
+        out: dict[str, int] = {}
+        for p in pods:
+            for k, v in {**p.requests, PODS: 1}.items():
+                out[k] = out.get(k, 0) + v
+        self._amounts[id(pods)] = (pods, out)
+        return out
+
+    def _every(self) -> list[tuple[str, Pod]]:
+        """The waiting and held nominations (a held one over the pod's own), in namespace/name order."""
+        if self._sorted is None:
+            self._sorted = sorted({**self._waiting, **self._held}.items())
+            self._uids = {p.uid for _, p in self._sorted if p.uid}
+        return self._sorted

@@ -23,6 +23,7 @@ from berth.core.api.core.model import Pod
 from berth.core.cache.state import Reservation
 from berth.core.framework.cycle import Cycle
 from berth.core.framework.interface import (
+    IgnoresPods,
     NodeFit,
     NodeLocalFilter,
     NodeLocalScore,
@@ -111,6 +112,9 @@ class _DryRun:
     def nominated_node(self, pod: Pod) -> str:
         return self.scheduler.nominator.nominated_node(pod)
 
+    def nominated_amounts(self, cycle: Cycle) -> dict[str, dict[str, int]] | None:
+        return self.scheduler.nominated_amounts(cycle)
+
     def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         # a reader without removal_safe is taken as unsafe
         if self._checked is None or not all(p.removal_safe(cycle, leaving) for p in self._checked):
@@ -142,6 +146,12 @@ class Scheduler:
         fit = next((p for p in profile.filters if isinstance(p, NodeFit)), None)
         guards = tuple(p for p in dict.fromkeys(plugins) if p not in readers and hasattr(p, "removal_safe"))
         self.dry_runner = _DryRun(self, not readers, fit, readers, guards)  # what PostFilter plugins get
+        # the PreFilter and Filter plugins that may read the pods on a node, the node fit aside
+        blind = {p.name for p in profile.pre_filters if isinstance(p, IgnoresPods)}
+        blind |= {p.name for p in profile.filters if isinstance(p, IgnoresPods)}
+        every = {p.name for p in profile.pre_filters} | {p.name for p in profile.filters}
+        self._filter_names = [p.name for p in profile.filters]
+        self._pod_readers = frozenset(every - blind - {fit.name if fit is not None else ""})
         self.nominator = Nominator(self.state)
         self.state.attach(self.nominator)
         self._post_filtering = True
@@ -206,7 +216,11 @@ class Scheduler:
                     found.chosen = slot
                     return found
         if read is not None:
-            nominated = {node: pods for node, pods in nominated.items() if node in read}
+            picked = [node for node in read if node in nominated]
+            if len(picked) > 1:  # in the nominator's order
+                keep = set(picked)
+                picked = [node for node in nominated if node in keep]
+            nominated = {node: nominated[node] for node in picked}
         if not nominated:
             return found
         return self._with_nominated(cycle, found, nominated)
@@ -232,45 +246,109 @@ class Scheduler:
     def _with_nominated(self, cycle: Cycle, found: _Filtered, nominated: dict[str, list[Pod]]) -> _Filtered:
         """kube's RunFilterPluginsWithNominatedPods: a node where pods of at least this pod's priority
         are nominated must pass with them placed there (whose failure is the node's status) as well
-        as without them. Each such node is tried with its own nominated pods only."""
+        as without them. Each such node is tried with its own nominated pods only; the nodes that fail
+        the same way share their failures (one mask, not one per node)."""
         nodes = self.state.nodes
         n = len(found.feasible)
-        replaced = np.zeros(n, dtype=bool)
-        extra: list[tuple[str, list[Failure]]] = []
+        fit = self._fit_alone(cycle)
+        tried: list[tuple[int, _Failing | None]] = []  # (slot, what fails there; None: by amounts)
+        fast: list[tuple[int, list[Pod]]] = []
         for node, pods in nominated.items():
             slot = nodes.slot.get(node)
             if slot is None or (found.outside is not None and found.outside[slot]):
                 continue  # kube evaluates only the nodes a PreFilter's node set names
-            trial = self._trial(cycle, pods, node)
-            here = np.zeros(n, dtype=bool)
-            here[slot] = True
-            if trial.stop is not None:
-                status = None if trial.stop.statuses is None else trial.stop.statuses.everywhere
-                if status is None:
-                    return trial
-                failures = [Failure(here, reason, status.code) for reason in status.reasons]
-                extra.append((status.plugin, failures))
-            elif trial.passed is not None and not trial.passed[slot]:
-                for name, failing in trial.by_plugin:
-                    if not name:
-                        continue  # a node set's own entry: the node is in the set
-                    hits = [Failure(here, f.reason, f.code) for f in failing if f.mask[slot]]
-                    if hits:
-                        extra.append((name, hits))
+            what: _Failing | None = None
+            if fit is not None and all(self.state.usage_of(p.key) is None for p in pods):
+                fast.append((slot, pods))
             else:
-                continue
-            replaced |= here
-        if not replaced.any():
+                trial = self._trial(cycle, pods, node)
+                if trial.stop is not None:
+                    status = None if trial.stop.statuses is None else trial.stop.statuses.everywhere
+                    if status is None:
+                        return trial
+                    what = ((status.plugin, tuple((reason, status.code) for reason in status.reasons)),)
+                elif trial.passed is not None and not trial.passed[slot]:
+                    # a node set's own entry ("") is left out: the node is in the set
+                    what = _failing_at(trial.by_plugin, slot)
+                else:
+                    what = ()
+            tried.append((slot, what))
+        by_amounts = iter(self._by_amounts(cycle, found, fit, fast) if fit is not None and fast else ())
+        failing: dict[_Failing, list[int]] = {}  # what fails with the nominated pods -> the slots
+        for slot, tried_what in tried:
+            what = next(by_amounts) if tried_what is None else tried_what
+            if what:
+                failing.setdefault(what, []).append(slot)
+        if not failing:
             return found
+        replaced = np.zeros(n, dtype=bool)
+        extra: list[tuple[str, list[Failure]]] = []
+        for what, slots in failing.items():
+            here = np.zeros(n, dtype=bool)
+            here[slots] = True
+            replaced |= here
+            extra.extend((plugin, [Failure(here, reason, code) for reason, code in hits]) for plugin, hits in what)
         out = _Filtered(found.feasible & ~replaced, outside=found.outside, with_nodes=found.with_nodes)
         out.passed = found.passed & ~replaced if found.passed is not None else None
-        for name, failing in found.by_plugin:
-            kept = [Failure(f.mask & ~replaced, f.reason, f.code) for f in failing]
+        for name, by_plugin in found.by_plugin:
+            kept = [Failure(f.mask & ~replaced, f.reason, f.code) for f in by_plugin]
             kept = [f for f in kept if f.mask.any()]
             if kept:
                 out.by_plugin.append((name, kept))
         out.by_plugin.extend(extra)
-        out.failures = [f for _, failing in out.by_plugin for f in failing]
+        out.failures = [f for _, by_plugin in out.by_plugin for f in by_plugin]
+        return out
+
+    def _fit_alone(self, cycle: Cycle) -> NodeFit | None:
+        """The node fit, when it is the only PreFilter or Filter this cycle runs that reads the pods on
+        a node (the others skipped or IgnoresPods): then nominated pods change a node's verdict only
+        through the node fit's amounts (_by_amounts)."""
+        fit = self.dry_runner.node_fit
+        if fit is None or not self._pod_readers <= cycle.skip_filter:
+            return None
+        return fit
+
+    def nominated_amounts(self, cycle: Cycle) -> dict[str, dict[str, int]] | None:
+        """Where _fit_alone holds for the cycle: by node, what the nominated pods the pod sees there
+        request (one pod each under pods), for the nodes where none of them is counted anywhere yet;
+        None where it does not hold."""
+        if self._fit_alone(cycle) is None:
+            return None
+        usage_of = self.state.usage_of
+        return {
+            node: self.nominator.amounts(pods)
+            for node, pods in self.nominator.for_pod(cycle.pod).items()
+            if all(usage_of(p.key) is None for p in pods)
+        }
+
+    def _by_amounts(
+        self, cycle: Cycle, found: _Filtered, fit: NodeFit, fast: list[tuple[int, list[Pod]]]
+    ) -> list[_Failing]:
+        """_trial by arithmetic where _fit_alone holds, for each (slot, its nominated pods): what fails
+        there with the pods placed, in filter order, is every other filter's failures without them
+        and the node fit's with their requests (and one pod each) added, all slots at once."""
+        slots = np.fromiter((s for s, _ in fast), dtype=np.int64, count=len(fast))
+        added = [self.nominator.amounts(pods) for _, pods in fast]
+        extra = {
+            name: np.fromiter((a.get(name, 0) for a in added), dtype=np.int64, count=len(added))
+            for name in {k for a in added for k in a}
+        }
+        fit_failing = [(f.reason, f.code, f.mask.tolist()) for f in fit.filter_with(cycle, slots, extra)]
+        others = [(name, fs) for name, fs in found.by_plugin if name and name != fit.name]
+        elsewhere = np.zeros(len(slots), dtype=bool)  # another filter fails there too
+        for _, fs in others:
+            for f in fs:
+                elsewhere |= f.mask[slots]
+        out: list[_Failing] = []
+        for i, (slot, other) in enumerate(zip(slots.tolist(), elsewhere.tolist(), strict=True)):
+            fit_hits = tuple((reason, code) for reason, code, mask in fit_failing if mask[i])
+            if not other:
+                out.append(((fit.name, fit_hits),) if fit_hits else ())
+                continue
+            failing = dict(_failing_at(others, slot))
+            if fit_hits:
+                failing[fit.name] = fit_hits
+            out.append(tuple((name, failing[name]) for name in self._filter_names if name in failing))
         return out
 
     def _filter_once(self, cycle: Cycle, top_nodes: int | None, keep: bool = True) -> _Filtered:
@@ -601,3 +679,17 @@ class Scheduler:
         if all((victim := pods.get(key)) is not None and victim.deleting for key in victims):
             return []
         return self.nominator.clear_lower(node, self.state.priority(preemptor))
+
+
+# what fails on a node: (plugin, ((reason, code), ...)) for each failing plugin, in filter order
+_Failing = tuple[tuple[str, tuple[tuple[str, Code], ...]], ...]
+
+
+def _failing_at(by_plugin: list[tuple[str, list[Failure]]], slot: int) -> _Failing:
+    """What fails on the slot, from failures by plugin (a node set's own entry, "", left out)."""
+    out = []
+    for name, failures in by_plugin:
+        hits = tuple((f.reason, f.code) for f in failures if f.mask[slot])
+        if name and hits:
+            out.append((name, hits))
+    return tuple(out)

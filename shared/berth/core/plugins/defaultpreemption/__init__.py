@@ -234,9 +234,9 @@ class DefaultPreemption:
     ) -> tuple[list[Candidate], dict[str, Rejected]]:
         """The dry run from the offset over the potential nodes (status Unschedulable), in order,
         until there is a non-violating candidate and numCandidates in all. Returns the candidates
-        (non-violating first) and the status of every dry-run node that is not one. With node-local
-        filters the nodes are dry-run numCandidates at a time (each node's verdict is its own, so the
-        outcome is the same as one after another)."""
+        (non-violating first) and the status of every dry-run node that is not one. The nodes are
+        taken as many at a time as candidates are still wanted (numCandidates at a time with node-local
+        filters); each node's verdict is its own, so the outcome is the same as one after another."""
         nodes = self.state.nodes
         potential_mask = statuses.rejected(fwk.Code.UNSCHEDULABLE)
         potential = sorted(name for slot, name in enumerate(nodes.names) if name is not None and potential_mask[slot])
@@ -245,14 +245,16 @@ class DefaultPreemption:
         wanted = self.candidate_count(len(potential))
         start = self.offset(cycle.pod, len(potential))
         order = potential[start:] + potential[:start]
-        chunk = wanted if dry_run.node_local else 1
         pdbs = list(self.store.pdbs.values())
         room = self._room(cycle, statuses, dry_run)
         clean: list[Candidate] = []
         violating: list[Candidate] = []
         rejected: dict[str, Rejected] = {}
-        for i in range(0, len(order), chunk):
-            batch = order[i : i + chunk]
+        i = 0
+        while i < len(order):
+            # never a node past the one where the search ends: each adds one candidate at most
+            size = wanted if dry_run.node_local else max(1, wanted - len(clean) - len(violating))
+            batch, i = order[i : i + size], i + size
             results = self.victims_on(cycle, batch, dry_run, pdbs, room)
             for node in batch:
                 found = results[node]
@@ -279,11 +281,18 @@ class DefaultPreemption:
         free = [nodes.allocatable(name) - nodes.requested(name) for name, _ in wants]
         judged = statuses.only(fit.name)
         nominated = set()
-        for node in dry_run.nominated(cycle.pod):  # nominated pods there: the dry run proper
+        amounts = dry_run.nominated_amounts(cycle)
+        for node in dry_run.nominated(cycle.pod):
             slot = nodes.slot.get(node)
-            if slot is not None:
-                judged[slot] = False
-                nominated.add(slot)
+            if slot is None:
+                continue
+            added = None if amounts is None else amounts.get(node)
+            if added is not None:  # the node fit alone reads them: their requests are taken too
+                for col, (name, _) in zip(free, wants, strict=True):
+                    col[slot] -= added.get(name, 0)
+                continue
+            judged[slot] = False  # the dry run proper
+            nominated.add(slot)
         return Room(
             judged, wants, free, fit.reason, dry_run.removal_safe(cycle), statuses, fit.name, frozenset(nominated)
         )
@@ -297,9 +306,8 @@ class DefaultPreemption:
         room: Room | None = None,
     ) -> dict[str, Candidate | Rejected]:
         """kube's SelectVictimsOnNode on each of these nodes: by arithmetic where `room` allows, else
-        on the ClusterState with pods lifted for the call. Several nodes are tried in the same dry
-        runs (one node alone unless the filters are node-local): each step puts back the next pod of
-        every node at once."""
+        on the ClusterState with pods lifted for the call (_dry_run_proper), each node alone unless the
+        filters are node-local."""
         key = importance(cycle.now, self.state.priority)
         priority = self.state.priority
         mine = priority(cycle.pod)
@@ -328,8 +336,24 @@ class DefaultPreemption:
                 lower[node] = pods
             else:
                 out[node] = judged
-        if not lower:
-            return out
+        groups = [lower] if dry_run.node_local else [{node: pods} for node, pods in lower.items()]
+        for group in groups:
+            if group:
+                out.update(self._dry_run_proper(cycle, group, dry_run, pdbs, key))
+        return out
+
+    def _dry_run_proper(
+        self,
+        cycle: fwk.Cycle,
+        lower: dict[str, list[Pod]],
+        dry_run: fwk.DryRun,
+        pdbs: list[PodDisruptionBudget],
+        key: Callable[[Pod], tuple[int, float, str]],
+    ) -> dict[str, Candidate | Rejected]:
+        """SelectVictimsOnNode on the ClusterState, on these nodes at once (lower: each node's
+        lower-priority pods, most important first): every pod lifted, then each step puts back the
+        next pod of every node and keeps it where the pod still fits."""
+        out: dict[str, Candidate | Rejected] = {}
         slots = {node: self.state.nodes.slot[node] for node in lower}
         with self._lifted([p for pods in lower.values() for p in pods]):
             feasible, found = dry_run(cycle, lower)  # only these nodes' answers are read
@@ -491,8 +515,9 @@ def select(candidates: list[Candidate], now: datetime, priority: Callable[[Pod],
     ]
     left = candidates
     for criterion in criteria:
-        best = min(criterion(c) for c in left)
-        left = [c for c in left if criterion(c) == best]
+        keys = [criterion(c) for c in left]
+        best = min(keys)
+        left = [c for c, k in zip(left, keys, strict=True) if k == best]
         if len(left) == 1:
             return left[0]
     return min(left, key=lambda c: c.node)

@@ -147,6 +147,17 @@ class NodeResourcesFit:
         nodes = cycle.state.nodes
         return self._short(cycle.pod, nodes.valid, nodes.allocatable, nodes.requested)
 
+    def filter_with(self, cycle: fwk.Cycle, slots: fwk.Slots, extra: Mapping[str, Ints]) -> list[fwk.Failure]:
+        """The filter on these slots with `extra` more requested on each (per resource, an amount per
+        slot: nominated pods' requests, their count under pods), masks over the slots."""
+        nodes = cycle.state.nodes
+        return self._short(
+            cycle.pod,
+            nodes.valid[slots],
+            lambda n: nodes.allocatable(n)[slots],
+            lambda n: nodes.requested(n)[slots] + extra[n] if n in extra else nodes.requested(n)[slots],
+        )
+
     def _short(
         self, pod: Pod, valid: fwk.Mask, allocatable: Callable[[str], Ints], requested: Callable[[str], Ints]
     ) -> list[fwk.Failure]:

@@ -186,6 +186,7 @@ def new(args: Any, handle: ClusterState) -> VolumeBinding:
 
 class VolumeBinding:
     name = NAME
+    ignores_pods = True  # its verdict never reads the pods on a node (framework.IgnoresPods)
 
     def __init__(self, args: VolumeBindingArgs) -> None:
         self.args = args
