@@ -19,6 +19,7 @@ from tests.plugins.defaultpreemption.helpers import HIGH, LOW, MID, Harness, kno
 
 FULL = {"cpu": "1", "memory": "1Gi"}
 HALF = {"cpu": "600m", "memory": "100Mi"}
+SMALL = {"cpu": "300m", "memory": "100Mi"}
 
 
 def nominated(name: str, node: str, priority: int, req: dict[str, str] | None = None) -> dict[str, Any]:
@@ -152,8 +153,10 @@ def _extras(shape: str, labels: dict[str, str], req: dict[str, str] = HALF) -> d
 
 def _decisions(fast: bool, nodes: list[Any], placed: list[Any], waiting: list[Any], pending: list[Any]) -> list[bytes]:
     h = Harness(filters=KUBE_FILTERS)
-    if not fast:  # the oracle: every node with nominated pods tried by placing them (kube's addGENominatedPods)
+    if not fast:  # the oracle: every node with nominated pods tried by placing them (kube's addGENominatedPods),
+        # every preemption dry run done afresh
         h.scheduler._fit_alone = lambda cycle: None  # type: ignore[method-assign]
+        h.plugin._kept = lambda cycle, room, pdbs: None  # type: ignore[method-assign]
     for i, (cpu, zone, tainted) in enumerate(nodes):
         raw = knode(f"node{i}/z{zone}", {"cpu": cpu, "memory": "4Gi"})
         if tainted:
@@ -193,18 +196,28 @@ PENDING_SHAPES = ["", "", "tolerates", "selector", "port", "anti"]
         st.tuples(st.integers(0, 4), st.sampled_from([LOW, MID, HIGH]), st.sampled_from(SHAPES)), max_size=5
     ),
     pending=st.lists(
-        st.tuples(st.sampled_from([LOW, MID, HIGH]), st.sampled_from([HALF, FULL]), st.sampled_from(PENDING_SHAPES)),
+        st.tuples(
+            st.sampled_from([LOW, MID, HIGH]), st.sampled_from([SMALL, HALF, FULL]), st.sampled_from(PENDING_SHAPES)
+        ),
         min_size=1,
-        max_size=4,
+        max_size=6,
     ),
 )
 # a host port taken by a nominated pod on a node with room: NodePorts reads pods
 @example(nodes=[("2", 0, False)], placed=[], waiting=[(0, HIGH, "port")], pending=[(LOW, HALF, "port")])
+# a pod placed between two preemptors alike, on a node the first one's dry run judged: judged again
+@example(
+    nodes=[("1", 0, False), ("1", 0, False)],
+    placed=[(0, LOW, ""), (1, LOW, "")],
+    waiting=[],
+    pending=[(HIGH, FULL, ""), (MID, SMALL, ""), (HIGH, FULL, "")],
+)
 def test_nominated_pods_by_amounts_decide_as_placing_them(
     nodes: list[Any], placed: list[Any], waiting: list[Any], pending: list[Any]
 ) -> None:
     # where only the node fit of the filters a pod runs reads pods, a node's nominated pods are tried by
-    # adding their requests (Scheduler._by_amounts); every decision, preemption's included, is the same
-    # as with the nominated pods placed on the node and every filter run again
+    # adding their requests (Scheduler._by_amounts), and preemption keeps its verdicts by amounts for
+    # the next preemptor (Verdicts); every decision, preemption's included, is the same as with the
+    # nominated pods placed on the node, every filter run again and every dry run done afresh
     fast = _decisions(True, nodes, placed, waiting, pending)
     assert fast == _decisions(False, nodes, placed, waiting, pending)

@@ -51,6 +51,8 @@ NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominat
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 _SHIFT = 2**31  # pickOneNodeForPreemption sums priorities shifted to be non-negative
+KEPT = 8  # Verdicts kept, for as many (priority, wants) of preemptors, the least recently used dropped
+TOUCHES = 4096  # past this many node touches since, Verdicts start again
 
 
 class PreemptionStore(StateExtension):
@@ -125,6 +127,7 @@ class Room:
     statuses: fwk.NodeToStatus
     fit: str  # the node fit's plugin name
     nominated: frozenset[int]  # slots with nominated pods: the dry run proper
+    added: dict[int, dict[str, int]]  # slots with nominated pods taken by amounts: what they request
 
     def blocked(self, slot: int) -> tuple[fwk.Code, tuple[str, ...]] | None:
         """On a node the node fit rejects first, the next plugin's status there when all its failures
@@ -149,6 +152,45 @@ class Rejected:
     reasons: tuple[str, ...]
 
 
+class Verdicts:
+    """Dry-run verdicts by amounts on nodes only the node fit rejected, for preemptors of one priority
+    and one set of wants, kept while their nodes stay untouched (ClusterState.touched_since). A
+    verdict reads the node's pods and free amounts, the nominated pods' requests taken there, and
+    `now` where it ranked pods with and without a start time; nothing else of the preemptor."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.change, self.generation, self.priorities = state.changes, state.generation, state.priority_changes
+        self._by_node: dict[str, tuple[Candidate | Rejected, dict[str, int] | None, datetime | None]] = {}
+
+    def current(self, state: ClusterState) -> bool:
+        """Bring up to date: forget the nodes touched since; False when that is no longer known."""
+        if state.generation != self.generation or state.priority_changes != self.priorities:
+            return False
+        touched = state.touched_since(self.change, TOUCHES)
+        if touched is None:
+            return False
+        names = state.nodes.names
+        for slot in set(touched):
+            name = names[slot] if slot < len(names) else None
+            if name is not None:
+                self._by_node.pop(name, None)
+        self.change = state.changes
+        return True
+
+    def get(self, node: str, added: dict[str, int] | None, now: datetime) -> Candidate | Rejected | None:
+        kept = self._by_node.get(node)
+        if kept is None or kept[1] != added or (kept[2] is not None and kept[2] != now):
+            return None
+        return kept[0]
+
+    def put(
+        self, node: str, verdict: Candidate | Rejected, added: dict[str, int] | None, pods: list[Pod], now: datetime
+    ) -> None:
+        started = [p.start_time is not None for p in pods]
+        self._by_node[node] = (verdict, added, now if any(started) and not all(started) else None)
+
+
 def offset_of(pod: Pod, n: int) -> int:
     """Where the dry run starts among n potential nodes: deterministic, spread by the pod's name."""
     return zlib.crc32(pod.key.encode()) % n
@@ -162,6 +204,7 @@ class DefaultPreemption:
         self.state = handle
         self.store = PreemptionStore()
         self.offset: Callable[[Pod, int], int] = offset_of
+        self._verdicts: dict[tuple[int, tuple[tuple[str, int], ...]], Verdicts] = {}  # see _kept
 
     def extension(self) -> PreemptionStore:
         return self.store
@@ -281,6 +324,7 @@ class DefaultPreemption:
         free = [nodes.allocatable(name) - nodes.requested(name) for name, _ in wants]
         judged = statuses.only(fit.name)
         nominated = set()
+        taken: dict[int, dict[str, int]] = {}
         amounts = dry_run.nominated_amounts(cycle)
         for node in dry_run.nominated(cycle.pod):
             slot = nodes.slot.get(node)
@@ -290,12 +334,12 @@ class DefaultPreemption:
             if added is not None:  # the node fit alone reads them: their requests are taken too
                 for col, (name, _) in zip(free, wants, strict=True):
                     col[slot] -= added.get(name, 0)
+                taken[slot] = added
                 continue
             judged[slot] = False  # the dry run proper
             nominated.add(slot)
-        return Room(
-            judged, wants, free, fit.reason, dry_run.removal_safe(cycle), statuses, fit.name, frozenset(nominated)
-        )
+        safe = dry_run.removal_safe(cycle)
+        return Room(judged, wants, free, fit.reason, safe, statuses, fit.name, frozenset(nominated), taken)
 
     def victims_on(
         self,
@@ -315,7 +359,13 @@ class DefaultPreemption:
         out: dict[str, Candidate | Rejected] = {}
         lower: dict[str, list[Pod]] = {}
         slot_of = self.state.nodes.slot
+        kept = self._kept(cycle, room, pdbs)
         for node in nodes:
+            if kept is not None and room is not None and room.judged[slot_of[node]]:
+                verdict = kept.get(node, room.added.get(slot_of[node]), cycle.now)
+                if verdict is not None:
+                    out[node] = verdict
+                    continue
             ranked = []  # importance(...) of each lower-priority pod, decorated (its namespace/name is unique)
             for k, p in self.store.pods_on.get(node, {}).items():
                 prio = priority(p)
@@ -332,6 +382,8 @@ class DefaultPreemption:
                 blocked = None if room.judged[slot] else room.blocked(slot)
                 if (room.judged[slot] or blocked is not None) and (room.safe or dry_run.removal_safe(cycle, pods)):
                     judged = self._by_amounts(node, [r[2] for r in ranked], pods, room, pdbs, blocked)
+                    if kept is not None and judged is not None and room.judged[slot]:
+                        kept.put(node, judged, room.added.get(slot), pods, cycle.now)
             if judged is None:
                 lower[node] = pods
             else:
@@ -388,6 +440,21 @@ class DefaultPreemption:
                 chosen.sort(key=key)
             out[node] = Candidate(node, tuple(chosen), violations[node])
         return out
+
+    def _kept(self, cycle: fwk.Cycle, room: Room | None, pdbs: list[PodDisruptionBudget]) -> Verdicts | None:
+        """The verdicts by amounts kept for pods of this priority and these wants, up to date with the
+        state (the nodes touched since left out); None where none are kept: PDBs (their budgets
+        change without a node changing) or filters not removal-safe for the pod."""
+        if room is None or not room.safe or pdbs:
+            return None
+        key = (self.state.priority(cycle.pod), tuple(room.wants))
+        kept = self._verdicts.pop(key, None)
+        if kept is None or not kept.current(self.state):
+            kept = Verdicts(self.state)
+        self._verdicts[key] = kept  # the most recently used last
+        while len(self._verdicts) > KEPT:
+            del self._verdicts[next(iter(self._verdicts))]
+        return kept
 
     def _by_amounts(
         self,
