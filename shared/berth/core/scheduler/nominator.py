@@ -30,7 +30,10 @@ class Nominator(StateExtension):
         # for_pod's answers by the pod's priority, for _sorted and the PriorityClasses as they were then
         self._answers: dict[int, dict[str, list[Pod]]] = {}
         self._answered_at: tuple[list[tuple[str, Pod]] | None, int] = (None, -1)
-        self._amounts: dict[int, tuple[list[Pod], dict[str, int]]] = {}  # amounts(): by the list's id
+        # by nominated pod: its priority (for the PriorityClasses of _priorities_at) and what it takes
+        self._priorities: dict[str, tuple[Pod, int]] = {}
+        self._priorities_at = 0
+        self._takes: dict[str, tuple[Pod, dict[str, int]]] = {}
 
     def pod_changed(self, state: Any, old: Pod | None, new: Pod | None) -> None:
         key = (new or old).key  # type: ignore[union-attr]
@@ -107,31 +110,39 @@ class Nominator(StateExtension):
             at, changes = self._answered_at
             if at is not every or changes != self.state.priority_changes:  # identity: the list is kept
                 self._answers, self._answered_at = {}, (every, self.state.priority_changes)
-                self._amounts = {}
             kept = self._answers.get(mine)
             if kept is not None:
                 return kept
+        if self._priorities_at != self.state.priority_changes:
+            self._priorities, self._priorities_at = {}, self.state.priority_changes
         out: dict[str, list[Pod]] = {}
         for key, other in every:
             if key == pod.key or (pod.uid and other.uid == pod.uid):
                 continue
-            if priority(other) >= mine:
+            kept_priority = self._priorities.get(key)
+            if kept_priority is None or kept_priority[0] is not other:
+                kept_priority = self._priorities[key] = (other, priority(other))
+            if kept_priority[1] >= mine:
                 out.setdefault(other.nominated_node, []).append(other)
         if not itself:
             self._answers[mine] = out
         return out
 
     def amounts(self, pods: list[Pod]) -> dict[str, int]:
-        """What these nominated pods (a list of for_pod's answer) request together, one pod each under
-        pods: what placing them on their node counts there. Read only; kept with for_pod's answers."""
-        kept = self._amounts.get(id(pods))
-        if kept is not None and kept[0] is pods:
-            return kept[1]
-        out: dict[str, int] = {}
+        """What these nominated pods request together, one pod each under pods: what placing them on
+        their node counts there (read only)."""
+        takes = []
         for p in pods:
-            for k, v in {**p.requests, PODS: 1}.items():
+            kept = self._takes.get(p.key)
+            if kept is None or kept[0] is not p:
+                kept = self._takes[p.key] = (p, {**p.requests, PODS: 1})
+            takes.append(kept[1])
+        if len(takes) == 1:
+            return takes[0]
+        out: dict[str, int] = {}
+        for take in takes:
+            for k, v in take.items():
                 out[k] = out.get(k, 0) + v
-        self._amounts[id(pods)] = (pods, out)
         return out
 
     def _every(self) -> list[tuple[str, Pod]]:
@@ -139,4 +150,7 @@ class Nominator(StateExtension):
         if self._sorted is None:
             self._sorted = sorted({**self._waiting, **self._held}.items())
             self._uids = {p.uid for _, p in self._sorted if p.uid}
+            keys = {k for k, _ in self._sorted}  # what is kept by pod, for these only
+            self._priorities = {k: v for k, v in self._priorities.items() if k in keys}
+            self._takes = {k: v for k, v in self._takes.items() if k in keys}
         return self._sorted

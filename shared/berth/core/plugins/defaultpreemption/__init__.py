@@ -282,7 +282,9 @@ class DefaultPreemption:
         filters); each node's verdict is its own, so the outcome is the same as one after another."""
         nodes = self.state.nodes
         potential_mask = statuses.rejected(fwk.Code.UNSCHEDULABLE)
-        potential = sorted(name for slot, name in enumerate(nodes.names) if name is not None and potential_mask[slot])
+        slots = np.flatnonzero(potential_mask[: len(nodes.names)])
+        slots = slots[np.argsort(nodes.name_rank()[slots], kind="stable")]  # node-name order
+        potential = [name for s in slots.tolist() if (name := nodes.names[s]) is not None]
         if not potential:
             return [], {}
         wanted = self.candidate_count(len(potential))
@@ -566,28 +568,24 @@ def select(candidates: list[Candidate], now: datetime, priority: Callable[[Pod],
     if len(candidates) == 1:
         return candidates[0]
 
-    def top(c: Candidate) -> int:
-        return priority(c.victims[0]) if c.victims else -(2**31)
+    def keys(c: Candidate) -> tuple[int, int, int, int, float]:
+        """Per criterion, smaller first: PDB violations, the highest victim priority, the sum of the
+        victims' priorities (shifted), their number, and the latest earliest start among the
+        highest-priority victims (negated)."""
+        prios = [priority(p) for p in c.victims]
+        top = prios[0] if prios else -(2**31)
+        earliest = min(
+            (start_of(p, now).timestamp() for p, q in zip(c.victims, prios, strict=True) if q == top), default=0.0
+        )
+        return c.pdb_violations, top, sum(q + _SHIFT for q in prios), len(prios), -earliest
 
-    def earliest_top(c: Candidate) -> float:
-        t = top(c)
-        return min(start_of(p, now).timestamp() for p in c.victims if priority(p) == t)
-
-    criteria: list[Callable[[Candidate], Any]] = [
-        lambda c: c.pdb_violations,
-        top,
-        lambda c: sum(priority(p) + _SHIFT for p in c.victims),
-        lambda c: len(c.victims),
-        lambda c: -earliest_top(c),  # the latest earliest start wins
-    ]
-    left = candidates
-    for criterion in criteria:
-        keys = [criterion(c) for c in left]
-        best = min(keys)
-        left = [c for c, k in zip(left, keys, strict=True) if k == best]
+    left = [(keys(c), c) for c in candidates]
+    for i in range(5):
+        best = min(k[i] for k, _ in left)
+        left = [(k, c) for k, c in left if k[i] == best]
         if len(left) == 1:
-            return left[0]
-    return min(left, key=lambda c: c.node)
+            return left[0][1]
+    return min((c for _, c in left), key=lambda c: c.node)
 
 
 def new(args: DefaultPreemptionArgs | None, handle: ClusterState) -> DefaultPreemption:
