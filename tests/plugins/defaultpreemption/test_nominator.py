@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from berth.core.api.core.model import Pod
 from berth.core.api.kinds import convert
 from berth.core.framework.cycle import Cycle
+from berth.core.plugins.defaultpreemption import candidate_keys
 from tests.builders import NOW
 from tests.plugins.defaultpreemption.helpers import HIGH, LOW, MID, Harness, knode, kpod, priority_class
 
@@ -157,6 +158,7 @@ def _decisions(fast: bool, nodes: list[Any], placed: list[Any], waiting: list[An
         # every preemption dry run done afresh
         h.scheduler._fit_alone = lambda cycle: None  # type: ignore[method-assign]
         h.plugin._kept = lambda cycle, room, pdbs: None  # type: ignore[method-assign]
+        h.plugin._keys = lambda now: lambda c: candidate_keys(c, now, h.state.priority)  # type: ignore[method-assign]
     for i, (cpu, zone, tainted) in enumerate(nodes):
         raw = knode(f"node{i}/z{zone}", {"cpu": cpu, "memory": "4Gi"})
         if tainted:

@@ -53,6 +53,7 @@ PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 _SHIFT = 2**31  # pickOneNodeForPreemption sums priorities shifted to be non-negative
 KEPT = 8  # Verdicts kept, for as many (priority, wants) of preemptors, the least recently used dropped
 TOUCHES = 4096  # past this many node touches since, Verdicts start again
+KEYS_KEPT = 65536  # candidates whose keys are kept, at most
 
 
 class PreemptionStore(StateExtension):
@@ -205,6 +206,8 @@ class DefaultPreemption:
         self.store = PreemptionStore()
         self.offset: Callable[[Pod, int], int] = offset_of
         self._verdicts: dict[tuple[int, tuple[tuple[str, int], ...]], Verdicts] = {}  # see _kept
+        self._kept_keys: dict[int, tuple[Candidate, Keys]] = {}  # see _keys
+        self._keys_at: tuple[datetime, int] | None = None
 
     def extension(self) -> PreemptionStore:
         return self.store
@@ -236,7 +239,7 @@ class DefaultPreemption:
                 counts[NOT_HELPFUL] = counts.get(NOT_HELPFUL, 0) + others
             message = f"preemption: {fwk.fit_error(len(nodes), counts)}"
             return fwk.PostFilterResult(fwk.Status(fwk.Code.UNSCHEDULABLE, message, NAME), nominated_node="")
-        best = select(candidates, cycle.now, self.state.priority)
+        best = select(candidates, self._keys(cycle.now))
         return fwk.PostFilterResult(
             fwk.Status(fwk.Code.SUCCESS, "", NAME), nominated_node=best.node, victims=tuple(p.key for p in best.victims)
         )
@@ -334,12 +337,14 @@ class DefaultPreemption:
                 continue
             added = None if amounts is None else amounts.get(node)
             if added is not None:  # the node fit alone reads them: their requests are taken too
-                for col, (name, _) in zip(free, wants, strict=True):
-                    col[slot] -= added.get(name, 0)
                 taken[slot] = added
                 continue
             judged[slot] = False  # the dry run proper
             nominated.add(slot)
+        if taken:
+            slots = np.fromiter(taken, dtype=np.int64, count=len(taken))
+            for col, (name, _) in zip(free, wants, strict=True):
+                col[slots] -= np.fromiter((a.get(name, 0) for a in taken.values()), dtype=np.int64, count=len(taken))
         safe = dry_run.removal_safe(cycle)
         return Room(judged, wants, free, fit.reason, safe, statuses, fit.name, frozenset(nominated), taken)
 
@@ -442,6 +447,23 @@ class DefaultPreemption:
                 chosen.sort(key=key)
             out[node] = Candidate(node, tuple(chosen), violations[node])
         return out
+
+    def _keys(self, now: datetime) -> Callable[[Candidate], Keys]:
+        """candidate_keys, kept per candidate for this `now` and these PriorityClasses: Verdicts give
+        the next preemptor the same candidates."""
+        if self._keys_at != (now, self.state.priority_changes):
+            self._kept_keys, self._keys_at = {}, (now, self.state.priority_changes)
+        kept, priority = self._kept_keys, self.state.priority
+
+        def keys(c: Candidate) -> Keys:
+            got = kept.get(id(c))
+            if got is None or got[0] is not c:  # the candidate is held, so its id is not reused
+                if len(kept) >= KEYS_KEPT:
+                    kept.clear()
+                got = kept[id(c)] = (c, candidate_keys(c, now, priority))
+            return got[1]
+
+        return keys
 
     def _kept(self, cycle: fwk.Cycle, room: Room | None, pdbs: list[PodDisruptionBudget]) -> Verdicts | None:
         """The verdicts by amounts kept for pods of this priority and these wants, up to date with the
@@ -563,22 +585,25 @@ def violates_pdb(pods: list[Pod], pdbs: list[PodDisruptionBudget]) -> list[bool]
     return out
 
 
-def select(candidates: list[Candidate], now: datetime, priority: Callable[[Pod], int]) -> Candidate:
+# pickOneNodeForPreemption's criteria for a candidate, each smaller first
+Keys = tuple[int, int, int, int, float]
+
+
+def candidate_keys(c: Candidate, now: datetime, priority: Callable[[Pod], int]) -> Keys:
+    """PDB violations, the highest victim priority, the sum of the victims' priorities (shifted),
+    their number, and the latest earliest start among the highest-priority victims (negated)."""
+    prios = [priority(p) for p in c.victims]
+    top = prios[0] if prios else -(2**31)
+    earliest = min(
+        (start_of(p, now).timestamp() for p, q in zip(c.victims, prios, strict=True) if q == top), default=0.0
+    )
+    return c.pdb_violations, top, sum(q + _SHIFT for q in prios), len(prios), -earliest
+
+
+def select(candidates: list[Candidate], keys: Callable[[Candidate], Keys]) -> Candidate:
     """kube's pickOneNodeForPreemption; ties after the start-time criterion go to the node name."""
     if len(candidates) == 1:
         return candidates[0]
-
-    def keys(c: Candidate) -> tuple[int, int, int, int, float]:
-        """Per criterion, smaller first: PDB violations, the highest victim priority, the sum of the
-        victims' priorities (shifted), their number, and the latest earliest start among the
-        highest-priority victims (negated)."""
-        prios = [priority(p) for p in c.victims]
-        top = prios[0] if prios else -(2**31)
-        earliest = min(
-            (start_of(p, now).timestamp() for p, q in zip(c.victims, prios, strict=True) if q == top), default=0.0
-        )
-        return c.pdb_violations, top, sum(q + _SHIFT for q in prios), len(prios), -earliest
-
     left = [(keys(c), c) for c in candidates]
     for i in range(5):
         best = min(k[i] for k, _ in left)
@@ -592,4 +617,4 @@ def new(args: DefaultPreemptionArgs | None, handle: ClusterState) -> DefaultPree
     return DefaultPreemption(args or DefaultPreemptionArgs(), handle)
 
 
-__all__ = ["NAME", "Args", "DefaultPreemption", "new"]
+__all__ = ["NAME", "Args", "DefaultPreemption", "candidate_keys", "new"]
