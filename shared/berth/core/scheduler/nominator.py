@@ -82,7 +82,7 @@ class Nominator(StateExtension):
     def clear_lower(self, node: str, priority: int) -> list[str]:
         """kube's getLowerPriorityNominatedPods and clearNominatedNodeName: the pods nominated to the
         node with a priority below the preemptor's lose their nomination; returns them, sorted."""
-        lower = [k for k, p in self._every() if p.nominated_node == node and self.state.priority(p) < priority]
+        lower = [k for k, p in self._every() if p.nominated_node == node and self._priority(k, p) < priority]
         for key in lower:
             self.clear(key)
         return lower
@@ -102,8 +102,7 @@ class Nominator(StateExtension):
         answer is kept for the next pod of the same priority while nothing changes."""
         if not self._waiting and not self._held:
             return {}
-        priority = self.state.priority
-        mine = priority(pod)
+        mine = self.state.priority(pod)
         every = self._every()
         itself = pod.key in self._waiting or pod.key in self._held or (pod.uid and pod.uid in self._uids)
         if not itself:
@@ -113,16 +112,11 @@ class Nominator(StateExtension):
             kept = self._answers.get(mine)
             if kept is not None:
                 return kept
-        if self._priorities_at != self.state.priority_changes:
-            self._priorities, self._priorities_at = {}, self.state.priority_changes
         out: dict[str, list[Pod]] = {}
         for key, other in every:
             if key == pod.key or (pod.uid and other.uid == pod.uid):
                 continue
-            kept_priority = self._priorities.get(key)
-            if kept_priority is None or kept_priority[0] is not other:
-                kept_priority = self._priorities[key] = (other, priority(other))
-            if kept_priority[1] >= mine:
+            if self._priority(key, other) >= mine:
                 out.setdefault(other.nominated_node, []).append(other)
         if not itself:
             self._answers[mine] = out
@@ -144,6 +138,15 @@ class Nominator(StateExtension):
             for k, v in take.items():
                 out[k] = out.get(k, 0) + v
         return out
+
+    def _priority(self, key: str, pod: Pod) -> int:
+        """A nominated pod's priority as the state resolves it, kept per pod while no PriorityClass changes."""
+        if self._priorities_at != self.state.priority_changes:
+            self._priorities, self._priorities_at = {}, self.state.priority_changes
+        kept = self._priorities.get(key)
+        if kept is None or kept[0] is not pod:
+            kept = self._priorities[key] = (pod, self.state.priority(pod))
+        return kept[1]
 
     def _every(self) -> list[tuple[str, Pod]]:
         """The waiting and held nominations (a held one over the pod's own), in namespace/name order."""

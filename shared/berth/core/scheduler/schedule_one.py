@@ -258,7 +258,7 @@ class Scheduler:
             if slot is None or (found.outside is not None and found.outside[slot]):
                 continue  # kube evaluates only the nodes a PreFilter's node set names
             what: _Failing | None = None
-            if fit is not None and all(self.state.usage_of(p.key) is None for p in pods):
+            if fit is not None and self._uncounted(pods):
                 fast.append((slot, pods))
             else:
                 trial = self._trial(cycle, pods, node)
@@ -314,12 +314,15 @@ class Scheduler:
         None where it does not hold."""
         if self._fit_alone(cycle) is None:
             return None
-        usage_of = self.state.usage_of
         return {
             node: self.nominator.amounts(pods)
             for node, pods in self.nominator.for_pod(cycle.pod).items()
-            if all(usage_of(p.key) is None for p in pods)
+            if self._uncounted(pods)
         }
+
+    def _uncounted(self, pods: list[Pod]) -> bool:
+        """None of these nominated pods is counted on a node yet: placing them adds their requests."""
+        return all(self.state.usage_of(p.key) is None for p in pods)
 
     def _by_amounts(
         self, cycle: Cycle, found: _Filtered, fit: NodeFit, fast: list[tuple[int, list[Pod]]]

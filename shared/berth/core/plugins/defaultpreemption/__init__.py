@@ -160,7 +160,6 @@ class Verdicts:
     `now` where it ranked pods with and without a start time; nothing else of the preemptor."""
 
     def __init__(self, state: ClusterState) -> None:
-        self.state = state
         self.change, self.generation, self.priorities = state.changes, state.generation, state.priority_changes
         self._by_node: dict[str, tuple[Candidate | Rejected, dict[str, int] | None, datetime | None]] = {}
 

@@ -155,7 +155,7 @@ class NodeResourcesFit:
             cycle.pod,
             nodes.valid[slots],
             lambda n: nodes.allocatable(n)[slots],
-            lambda n: nodes.requested(n)[slots] + extra[n] if n in extra else nodes.requested(n)[slots],
+            lambda n: nodes.requested(n)[slots] + extra.get(n, 0),
         )
 
     def _short(
