@@ -17,7 +17,7 @@ carries that model; `WatchEvent` is the other direction, an object as a dict on 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Union
+from typing import Any, Generic, TypeVar, Union
 
 import msgspec
 
@@ -148,32 +148,24 @@ def _typed_only(only: frozenset[tuple[str, str]], times: bool) -> msgspec.json.D
     return decoder
 
 
-class _HeadLine(msgspec.Struct):
-    """The envelope with only the object's kind and names: enough to pass over a kind not asked for."""
+H = TypeVar("H", Head, TimedHead)
+
+
+class _HeadLine(msgspec.Struct, Generic[H]):
+    """The envelope with only the object's kind and names (Head), or with its times too (TimedHead):
+    enough to pass over a kind not asked for."""
 
     ts: str | None = None
     position: int | None = None
     type: str | None = None
-    object: Head | msgspec.UnsetType | None = msgspec.UNSET
+    object: H | msgspec.UnsetType | None = msgspec.UNSET
     time: str | None = None
     event: str | None = None
-    resource: Head | msgspec.UnsetType | None = msgspec.UNSET
+    resource: H | msgspec.UnsetType | None = msgspec.UNSET
 
 
-class _TimedHeadLine(msgspec.Struct):
-    """_HeadLine with the object's times."""
-
-    ts: str | None = None
-    position: int | None = None
-    type: str | None = None
-    object: TimedHead | msgspec.UnsetType | None = msgspec.UNSET
-    time: str | None = None
-    event: str | None = None
-    resource: TimedHead | msgspec.UnsetType | None = msgspec.UNSET
-
-
-_head_line = msgspec.json.Decoder(_HeadLine)
-_timed_head_line = msgspec.json.Decoder(_TimedHeadLine)
+_head_line = msgspec.json.Decoder(_HeadLine[Head])
+_timed_head_line = msgspec.json.Decoder(_HeadLine[TimedHead])
 _timed_head = msgspec.json.Decoder(TimedHead)
 _line = msgspec.json.Decoder(_Line)
 _head = msgspec.json.Decoder(Head)
