@@ -18,7 +18,6 @@ import numpy as np
 from berth.core.api.core.model import Pod, Toleration
 from berth.core.api.core.resources import show, show_bytes
 from berth.core.api.meta.quantity import ceil_units
-from berth.core.cache.state import Reservation
 from berth.core.framework.cycle import Cycle
 from berth.core.framework.interface import Change, ExplainsFilter, ExplainsNodeSet, Why
 from berth.core.framework.status import Code, PreFilterResult, unsatisfied
@@ -171,13 +170,8 @@ def _with_nominated(
     state = scheduler.state
     node = state.nodes.names[slot] or ""
     shown = [f"{p.key} (priority {state.priority(p)})" for p in pods]
-    for p in pods:
-        state.reserve(Reservation(p, node))
-    try:
+    with scheduler.placed(pods, node):
         found = _filters(scheduler, pod, now, np.array([slot]))
-    finally:
-        for p in pods:
-            state.release(p.key)
     lead = Detail(
         f"the node passes the filters alone; it fails with the pods nominated to it counted as placed there "
         f"(pods of at least this pod's priority {state.priority(pod)}): {', '.join(shown)}",

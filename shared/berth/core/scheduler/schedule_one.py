@@ -11,7 +11,8 @@ when it is built); it never names one.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -233,12 +234,18 @@ class Scheduler:
     def _trial(self, cycle: Cycle, pods: list[Pod], node: str) -> _Filtered:
         """PreFilter and Filter again with the nominated pods placed on the node (kube's
         addGENominatedPods: AddPod for the plugins whose PreFilter did not skip), then undone."""
-        for p in pods:
-            self.state.reserve(Reservation(p, node))
-        try:
+        with self.placed(pods, node):
             # a trial state, undone at once: its answers are not worth keeping
             again = Cycle(cycle.pod, self.state, cycle.now, skip_filter=cycle.skip_filter)
             return self._filter_once(again, None, keep=False)
+
+    @contextmanager
+    def placed(self, pods: list[Pod], node: str) -> Iterator[None]:
+        """Nominated pods placed on their node (reserved) for the block, then released."""
+        for p in pods:
+            self.state.reserve(Reservation(p, node))
+        try:
+            yield
         finally:
             for p in pods:
                 self.state.release(p.key)
