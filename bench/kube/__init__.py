@@ -67,6 +67,7 @@ def run(argv: list[str] | None = None) -> list[Result]:
     except MissingBinaries as err:
         print(f"== kube: skipped ({err}) ==")
         return []
+    berthside.compile_berth()
     results = []
     for n in (int(x) for x in args.nodes.split(",")):
         for name in args.workloads.split(","):
@@ -102,6 +103,7 @@ def show_kube(r: kubeside.KubeRun) -> None:
     cpu = ", ".join(f"{k.removeprefix('kube-')} {v:.2f}" for k, v in r.cpu.items())
     out = f"{r.bound} bound, {r.unschedulable} unschedulable" + (f", {r.victims} victims" if r.victims else "")
     late = (" TIMED OUT" if r.timed_out else "") + (f" (watch resumed {r.rewatches}x)" if r.rewatches else "")
+    late += f" (creates retried {r.retried}x)" if r.retried else ""
     print(
         f"  {r.label:<36} {r.wall:8.2f} s  {rate(r.settled, r.wall):>16}  (created in {r.created_in:.2f} s)"
         f"  CPU s: {cpu}  load {r.load[0]:.1f}->{r.load[1]:.1f}  {out}{late}",

@@ -23,6 +23,8 @@ from tests.e2e.controlplane import ControlPlane, start_control_plane
 from bench.kube.workloads import NS, Obj, Workload
 
 IN_FLIGHT = 64  # concurrent requests while creating
+CREATE_DEADLINE = 30.0  # seconds for one try of a create: one here takes milliseconds
+CREATE_TRIES = 4
 # scheduler_perf's own client settings for the scheduler (util.go): the default 50 queries/s would cap binding
 CLIENT = {"qps": 5000, "burst": 5000}
 PROCESSES = ("kube-apiserver", "etcd", "kube-scheduler", "kube-controller-manager")
@@ -57,6 +59,7 @@ class KubeRun:
     victims: int = 0
     timed_out: bool = False
     rewatches: int = 0  # times the watch on the pods was resumed
+    retried: int = 0  # creates of the timed pods tried again (a try past CREATE_DEADLINE, or dropped)
     cpu: dict[str, float] = field(default_factory=dict)  # process -> CPU-seconds while timed
     load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average at start and end
     setup: list[Obj] = field(default_factory=list)  # the cluster before the pods, as listed (kind set)
@@ -89,6 +92,7 @@ class Api:
     def __init__(self, plane: ControlPlane, session: aiohttp.ClientSession) -> None:
         self.server = plane.server
         self.session = session
+        self.retried = 0
 
     async def request(self, method: str, path: str, body: Any = None, **query: str) -> Any:
         async with self.session.request(method, self.server + path, json=body, params=query or None) as resp:
@@ -103,13 +107,36 @@ class Api:
             if resp.status >= 300 and resp.status != 404:
                 raise RuntimeError(f"DELETE {path}: {resp.status} {(await resp.read())[:300]!r}")
 
+    async def create(self, path: str, obj: Obj) -> Obj:
+        """POST with a deadline per try, tried again when it passes or the connection drops (a setup
+        once stalled here for ten minutes); a try that went through before its answer was lost makes
+        the next one 409 AlreadyExists, and the object is read back."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with asyncio.timeout(CREATE_DEADLINE):
+                    async with self.session.post(self.server + path, json=obj) as resp:
+                        data = await resp.read()
+            except (TimeoutError, aiohttp.ClientError) as e:
+                if attempt == CREATE_TRIES:
+                    raise RuntimeError(f"POST {path}: {e!r}, {CREATE_TRIES} tries") from e
+                self.retried += 1
+                continue
+            if resp.status == 409 and attempt > 1:
+                made: Obj = await self.request("GET", f"{path}/{obj['metadata']['name']}")
+                return made
+            if resp.status >= 300:
+                raise RuntimeError(f"POST {path}: {resp.status} {data[:300]!r}")
+            made = json.loads(data)
+            return made
+
     async def create_all(self, items: Iterable[tuple[str, Obj]]) -> list[Obj]:
         gate = asyncio.Semaphore(IN_FLIGHT)
 
         async def one(path: str, obj: Obj) -> Obj:
             async with gate:
-                made: Obj = await self.request("POST", path, obj)
-                return made
+                return await self.create(path, obj)
 
         return list(await asyncio.gather(*(one(p, o) for p, o in items)))
 
@@ -232,7 +259,7 @@ async def measure(plane: ControlPlane, workload: Workload, run: KubeRun, timeout
         cpu0, run.load = _cpu(plane), (os.getloadavg()[0], 0.0)
         t0 = time.perf_counter()
         run.created = await api.create_all((pods, p) for p in workload.pending)
-        run.created_in = time.perf_counter() - t0
+        run.created_in, run.retried = time.perf_counter() - t0, api.retried
         waiting = asyncio.create_task(done.wait())
         await asyncio.wait({waiting, watcher}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         cpu1 = _cpu(plane)

@@ -14,7 +14,7 @@ import pytest
 
 from berth.adapters.bus.kafka import KafkaBus
 from berth.adapters.bus.memory import MemoryBus
-from berth.adapters.runtime.connect import rebuild
+from berth.adapters.runtime.bootstrap import rebuild
 from berth.adapters.runtime.worker import StreamHandler, run
 from berth.core.api.watch import Event
 from berth.core.errors import InputError

@@ -35,21 +35,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 import msgspec
-from redis.asyncio import Redis
 
 from berth.adapters.runtime.collector import COLLECTOR
-from berth.adapters.runtime.connect import rebuild
-from berth.adapters.store.redisindex import RedisIndex, Snapshot
 from berth.core.api.meta.normalise import parse_time
-from berth.core.api.watch import Event
+from berth.core.api.watch import Event, decode_message
+from berth.core.errors import InputError
 from berth.core.pipeline.relist import Unpacked, relisted, unpack_objects
 from berth.core.ports import INDEX_WATERMARKS, Bus
+
+if TYPE_CHECKING:  # the embedded replay starts from no Redis: it never imports the client (0.1 s)
+    from redis.asyncio import Redis
+
+    from berth.adapters.store.redisindex import RedisIndex, Snapshot
 
 log = logging.getLogger("berth.bootstrap")
 REDIS = "redis"
@@ -134,6 +137,22 @@ class Early(NamedTuple, Generic[E]):
     partitions: list[int]
     start: Start[E] | None  # None: not built (Redis holds no state for those partitions)
     saved: Saved | None
+
+
+async def rebuild(
+    bus: Bus, topic: str, group: str, handle: Callable[[Event], Any], start: Mapping[int, int] | None = None
+) -> int:
+    """Replay what the group already committed (from `start` per partition, else the beginning),
+    to rebuild in-memory state without emitting. Returns how many events were replayed."""
+    count = 0
+    for msg in await bus.history(topic, group, start):
+        try:
+            ev = decode_message(msg)
+            handle(ev)
+        except InputError:
+            continue  # it went to the dead-letter topic the first time (as it does again if handled again)
+        count += 1
+    return count
 
 
 async def read_objects(index: RedisIndex, partitions: int, engine: E | None = None) -> Objects[E]:

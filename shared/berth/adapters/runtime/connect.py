@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from aiokafka.errors import KafkaError
@@ -15,9 +14,6 @@ from redis.exceptions import RedisError
 from berth.adapters.bus.kafka import KafkaBus
 from berth.adapters.store.redis import RedisStore
 from berth.adapters.store.redisindex import RedisIndex
-from berth.core.api.watch import Event, decode_message
-from berth.core.errors import InputError
-from berth.core.ports import Bus
 from berth.settings import Settings
 
 READY_LAG = 1000  # a service is ready once fewer messages than this are left to consume
@@ -86,19 +82,3 @@ def topics_of(settings: Settings) -> dict[str, int]:
     """Every topic berth uses, with its partition count."""
     t = settings.topics
     return {t.cluster_events: t.partitions, t.decisions: t.partitions, t.buffer_status: t.partitions, t.dead_letter: 1}
-
-
-async def rebuild(
-    bus: Bus, topic: str, group: str, handle: Callable[[Event], Any], start: Mapping[int, int] | None = None
-) -> int:
-    """Replay what the group already committed (from `start` per partition, else the beginning),
-    to rebuild in-memory state without emitting. Returns how many events were replayed."""
-    count = 0
-    for msg in await bus.history(topic, group, start):
-        try:
-            ev = decode_message(msg)
-            handle(ev)
-        except InputError:
-            continue  # it went to the dead-letter topic the first time (as it does again if handled again)
-        count += 1
-    return count

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from berth.adapters.runtime.collector import COLLECTOR
-from berth.adapters.runtime.connect import unreachable
 from berth.adapters.runtime.metrics import Metrics
 from berth.core.api.watch import Event, UnreadableObject, decode_message
 from berth.core.errors import InputError
@@ -109,6 +108,8 @@ def failed(msg: Message, e: Exception) -> None:
     """A handler raised something else than bad input: one line with the message's place and the
     traceback, before the error ends the service. A broker or Redis gone is left to the service's
     own one line (berth_cli.main), without a traceback."""
+    from berth.adapters.runtime.connect import unreachable  # the clients: not imported before a failure
+
     if unreachable(e) is None:
         trace = "".join(traceback.format_exception(e))
         place = {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset}

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from redis.asyncio import Redis
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 INDEXER = "indexer"
 SCORER = "scorer"
