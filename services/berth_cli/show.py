@@ -16,6 +16,7 @@ from rich.text import Text
 
 from berth.core.plugins.registry import plugin_of
 from berth.core.scheduler.results import Decision, NodeResult
+from berth_cli import boxtable
 
 OUTPUTS = ("json", "yaml", "table", "wide")
 NODES_SHOWN = 5  # node names listed per group of rejected nodes in -o wide; the rest are counted
@@ -72,13 +73,12 @@ def _scores(r: NodeResult) -> str:
 
 
 def render_table(decisions: list[Decision], wide: bool = False, top: int = BEST_SHOWN) -> None:
-    table = Table(title=f"berth evaluate: {len(decisions)} pending pod(s)", title_justify="left")
+    title = f"berth evaluate: {len(decisions)} pending pod(s)"
     columns = ["pod", "status", "node", "volumes", "best nodes (total)", "message"]
     if wide:
         columns[4] = "best nodes (total: plugin scores)"
         columns += ["nominated", "victims", "rejected nodes (plugin: reason)"]
-    for col in columns:
-        table.add_column(col, overflow="fold")
+    rows = []
     for d in decisions:
         if wide:
             best = "\n".join(f"{n} ({r.total or 0}: {_scores(r) or 'all 0'})" for n, r in _best(d, top))
@@ -89,8 +89,17 @@ def render_table(decisions: list[Decision], wide: bool = False, top: int = BEST_
             nominated = d.nominated_node if isinstance(d.nominated_node, str) else ""
             victims = "\n".join(d.victims) if isinstance(d.victims, list) else ""
             row += [nominated or "-", victims or "-", _rejected(d)]
-        table.add_row(*(Text(c) for c in row))
+        rows.append(row)
     console = Console()
     if not console.is_terminal:
         console = Console(width=220 if wide else 160)
+        drawn = boxtable.draw(console, title, columns, rows)  # rich's bytes, without its per-cell cost
+        if drawn is not None:
+            console.file.write(drawn)
+            return
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(c) for c in row))
     console.print(table)
