@@ -46,6 +46,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma-separated, of {', '.join(WORKLOADS)}")
     p.add_argument("--configs", default=",".join(CONFIGS), help="kube runs: default, all-nodes or both")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds kube gets per run (default 900)")
+    p.add_argument("--repeat", type=int, default=3, help="runs of each berth command, the median kept (default 3)")
+    p.add_argument(
+        "--settle", type=float, default=30.0, help="seconds at most to wait for idle CPUs before berth (default 30)"
+    )
     p.add_argument("--keep", metavar="DIR", help="keep the logs, snapshots and berth's outputs here")
     args = p.parse_args(argv)
     for name in args.workloads.split(","):
@@ -85,8 +89,10 @@ def one(assets: Path, name: str, n: int, args: argparse.Namespace) -> Result:
     folder = Path(args.keep or tempfile.mkdtemp(prefix="berth-bench-kube-")) / f"{name}-{n}"
     folder.mkdir(parents=True, exist_ok=True)
     first = result.kube[0]
+    waited = berthside.quiet(limit=args.settle)
+    print(f"  (berth after {waited:.0f} s for the CPUs to be idle; each command run {args.repeat}x, the median)")
     for side in (berthside.replay, berthside.evaluate):
-        result.berth.append(side(folder, first.setup, first.created))
+        result.berth.append(side(folder, first.setup, first.created, args.repeat))
         show_berth(result.berth[-1])
     ratios(result)
     if not args.keep:

@@ -63,9 +63,15 @@ def compile_berth() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", *SOURCES], check=True)
 
 
-def timed(cmd: list[str], out: Path) -> tuple[float, float]:
-    """Wall and CPU seconds of a command (its stdout to `out`, stderr beside it); a failure raises with
-    the end of its stderr."""
+def timed(cmd: list[str], out: Path, repeats: int) -> tuple[float, float]:
+    """Wall and CPU seconds of a command (its stdout to `out`, stderr beside it), the run with the median
+    wall clock of `repeats`: one run of a second or two is at the mercy of whatever else holds the two
+    cores at that moment. A failure raises with the end of its stderr."""
+    runs = sorted(_once(cmd, out) for _ in range(repeats))
+    return runs[len(runs) // 2]
+
+
+def _once(cmd: list[str], out: Path) -> tuple[float, float]:
     err = out.with_suffix(".err")
     with out.open("wb") as sink, err.open("wb") as errors:
         t = time.perf_counter()
@@ -76,6 +82,26 @@ def timed(cmd: list[str], out: Path) -> tuple[float, float]:
     if code != 0:
         raise RuntimeError(f"{' '.join(cmd)}: exit {code}: {err.read_text(errors='replace').strip()[-1000:]}")
     return wall, usage.ru_utime + usage.ru_stime
+
+
+def quiet(idle: float = 0.9, limit: float = 30.0) -> float:
+    """Wait until the CPUs were at least `idle` idle over a second, at most `limit` seconds: berth is
+    timed after the control plane stopped, not while the machine still settles. Returns the seconds
+    waited."""
+    t = time.perf_counter()
+    while time.perf_counter() - t < limit:
+        before = _cpu_times()
+        time.sleep(1.0)
+        after = _cpu_times()
+        total = sum(after) - sum(before)
+        if total and (after[3] + after[4] - before[3] - before[4]) / total >= idle:
+            break
+    return time.perf_counter() - t
+
+
+def _cpu_times() -> list[int]:
+    """The machine's CPU time in jiffies: user, nice, system, idle, iowait, ... (/proc/stat)."""
+    return [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
 
 
 def write_log(path: Path, objects: list[Obj]) -> None:
@@ -100,16 +126,18 @@ def with_kind(pods: list[Obj]) -> list[Obj]:
     return [{"apiVersion": "v1", "kind": "Pod", **p} for p in pods]
 
 
-def replay(folder: Path, setup: list[Obj], pods: list[Obj]) -> BerthRun:
+def replay(folder: Path, setup: list[Obj], pods: list[Obj], repeats: int) -> BerthRun:
     config = _config(folder)
     run = BerthRun("berth replay", len(pods))
     write_log(folder / "base.jsonl", setup)
     write_log(folder / "log.jsonl", [*setup, *with_kind(pods)])
     common = ["--config", str(config), "--no-progress", "--rejects", str(folder / "rejects.jsonl")]
-    run.base_wall, run.base_cpu = timed([BERTH, "replay", str(folder / "base.jsonl"), *common], folder / "base.out")
+    run.base_wall, run.base_cpu = timed(
+        [BERTH, "replay", str(folder / "base.jsonl"), *common], folder / "base.out", repeats
+    )
     decisions = folder / "decisions.jsonl"
     cmd = [BERTH, "replay", str(folder / "log.jsonl"), "--decisions", str(decisions), *common]
-    run.wall, run.cpu = timed(cmd, folder / "replay.out")
+    run.wall, run.cpu = timed(cmd, folder / "replay.out", repeats)
     placed, nominated = set(), set()
     for line in decisions.read_text().splitlines():
         d = json.loads(line)
@@ -124,7 +152,7 @@ def replay(folder: Path, setup: list[Obj], pods: list[Obj]) -> BerthRun:
     return run
 
 
-def evaluate(folder: Path, setup: list[Obj], pods: list[Obj]) -> BerthRun:
+def evaluate(folder: Path, setup: list[Obj], pods: list[Obj], repeats: int) -> BerthRun:
     """`-o wide`: a row per pod with its nomination and victims (`-o json` lists every node's scores
     for every pod: a gigabyte at 5,000 nodes and 1,000 pods)."""
     config = _config(folder)
@@ -133,10 +161,10 @@ def evaluate(folder: Path, setup: list[Obj], pods: list[Obj]) -> BerthRun:
     write_snapshot(folder / "snapshot.json", [*setup, *with_kind(pods)])
     common = ["--config", str(config), "-o", "wide"]
     run.base_wall, run.base_cpu = timed(
-        [BERTH, "evaluate", "--snapshot", str(folder / "base.json"), *common], folder / "base-eval.out"
+        [BERTH, "evaluate", "--snapshot", str(folder / "base.json"), *common], folder / "base-eval.out", repeats
     )
     out = folder / "evaluate.out"
-    run.wall, run.cpu = timed([BERTH, "evaluate", "--snapshot", str(folder / "snapshot.json"), *common], out)
+    run.wall, run.cpu = timed([BERTH, "evaluate", "--snapshot", str(folder / "snapshot.json"), *common], out, repeats)
     for line in out.read_text().splitlines():
         cells = [c.strip() for c in line.split("│")]
         if len(cells) > 8 and cells[2] in STATUSES:
