@@ -73,6 +73,9 @@ def wrap(text: str, width: int) -> list[str]:
     """A cell's lines `width` wide: rich's fold wrapping, left-justified."""
     out = []
     for line in text.split("\n"):
+        if len(line) <= width:  # every word fits: rich breaks nowhere
+            out.append(line.ljust(width))
+            continue
         bounds = [0, *divide_line(line, width, fold=True), len(line)]
         for start, end in pairwise(bounds):
             piece = line[start:end]
