@@ -7,9 +7,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from berth.core.config.kubeschedulerconfig import parse_config
 from berth_cli.main import main
@@ -390,3 +393,43 @@ def test_compare_lists_the_pods_each_config_places_differently(capsys: pytest.Ca
 def test_compare_needs_the_snapshot_as_a_file(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "evaluate", "--snapshot", "-", "--compare", "examples/most-free.yaml")
     assert code == 2 and "--compare reads the snapshot once per config: give it as a file" in err
+
+
+def _rejected_oracle(d: Any) -> str:
+    """-o wide's rejected nodes as show._rejected first grouped them: every node, by its reasons."""
+    from berth_cli.show import NODES_SHOWN, named
+
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, r in d.nodes.items():
+        if not r.feasible:
+            groups.setdefault(tuple(r.reasons), []).append(name)
+    lines = []
+    for reasons, names in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
+        more = f" +{len(names) - NODES_SHOWN} more" if len(names) > NODES_SHOWN else ""
+        lines.append(f"{len(names)} node(s) ({', '.join(names[:NODES_SHOWN])}{more}):")
+        lines += [f"  {named(reason)}" for reason in reasons] or ["  (no reason given)"]
+    return "\n".join(lines)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 7), max_size=60), st.randoms(use_true_random=False))
+def test_rejected_groups_are_every_node_grouped(picks: list[int], rnd: Any) -> None:
+    """Results shared among nodes or equal but distinct, feasible ones among them, in any order."""
+    from berth.core.scheduler.results import Decision, NodeResult
+    from berth_cli.show import _rejected
+
+    shared = [NodeResult(False, ["Insufficient cpu"]), NodeResult(False, []), NodeResult(False, ["a", "b"])]
+    made = {
+        0: lambda: shared[0],
+        1: lambda: shared[1],
+        2: lambda: shared[2],
+        3: lambda: NodeResult(False, ["Insufficient cpu"]),  # equal to a shared one, not the same object
+        4: lambda: NodeResult(False, ["a", "b"]),
+        5: lambda: NodeResult(False, ["Too many pods"]),
+        6: lambda: NodeResult(True, [], {"x": 1}, 1),
+        7: lambda: NodeResult(False, ["b", "a"]),
+    }
+    names = [f"n-{i:02}" for i in range(len(picks))]
+    rnd.shuffle(names)
+    d = Decision("ns/p", "Unschedulable", None, "-", nodes={n: made[k]() for n, k in zip(names, picks, strict=True)})
+    assert _rejected(d) == _rejected_oracle(d)

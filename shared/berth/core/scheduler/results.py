@@ -20,6 +20,8 @@ from berth.core.framework.types import Mask
 if TYPE_CHECKING:
     from berth.core.cache.nodes import NodeTable
 
+CODE_BITS = 63  # failures a slot's code holds (an int64); past that, one slot at a time
+
 
 class Provision(msgspec.Struct, frozen=True, omit_defaults=True, rename="camel"):
     storage_class: str
@@ -107,24 +109,24 @@ def node_results(
     columns = [v[chosen].tolist() for v in scores.values()]
     rows = list(zip(*columns, strict=True)) if columns else [()] * len(chosen)
     feasible_rows = iter(zip(rows, total[chosen].tolist(), strict=True))
-    rejection = _rejections(failures)
+    rejections = iter(_rejected_at(failures, slots[~feasible[slots]]))
     out: dict[str, NodeResult] = {}
     for s, fits in zip(slots.tolist(), ok, strict=True):
         if fits:
             row, node_total = next(feasible_rows)
             out[names[s] or ""] = NodeResult(True, [], dict(zip(keys, row, strict=True)), node_total)
         else:
-            out[names[s] or ""] = rejection(s)
+            out[names[s] or ""] = next(rejections)
     return out
 
 
 def rejected_results(nodes: NodeTable, failures: list[Failure], filtered: Mask) -> dict[str, NodeResult]:
     """Only the rejected nodes of node_results (the nodes the filters did not pass), in node-name
     order: what a table of the rejections needs, without a result per feasible node."""
-    names = nodes.names
     slots = np.flatnonzero(nodes.valid & ~filtered)
-    rejection = _rejections(failures)
-    return {names[s] or "": rejection(s) for s in slots[np.argsort(nodes.name_rank()[slots])].tolist()}
+    slots = slots[np.argsort(nodes.name_rank()[slots])]
+    names = nodes.names
+    return dict(zip([names[s] or "" for s in slots.tolist()], _rejected_at(failures, slots), strict=True))
 
 
 def _rejections(failures: list[Failure]) -> Callable[[int], NodeResult]:
@@ -140,6 +142,25 @@ def _rejections(failures: list[Failure]) -> Callable[[int], NodeResult]:
         return got
 
     return result
+
+
+def _rejected_at(failures: list[Failure], slots: np.ndarray) -> list[NodeResult]:
+    """_rejections' results for these slots, each slot's set of failures taken as the bits of one
+    number (one numpy pass per failure, not a Python step per slot and failure)."""
+    if len(failures) > CODE_BITS:
+        rejection = _rejections(failures)
+        return [rejection(s) for s in slots.tolist()]
+    code = np.zeros(len(slots), dtype=np.int64)
+    for bit, f in enumerate(failures):
+        code |= f.mask[slots].astype(np.int64) << bit
+    codes, inverse = np.unique(code, return_inverse=True)
+    shared: dict[tuple[str, ...], NodeResult] = {}
+    made = np.empty(len(codes), dtype=object)
+    for i, c in enumerate(codes.tolist()):
+        why = tuple(f.reason for bit, f in enumerate(failures) if c >> bit & 1)
+        made[i] = shared.setdefault(why, NodeResult(False, list(why)))
+    found: list[NodeResult] = made[inverse].tolist()
+    return found
 
 
 def _reasons(failures: list[Failure]) -> dict[int, tuple[str, ...]]:
