@@ -1,5 +1,5 @@
 """`berth evaluate`'s table, drawn without rich's renderables: the bytes rich prints to a file or a
-pipe, at a fraction of the cost (1,000 pods in 9 columns: rich takes about 1.3 s, nearly all of it
+pipe, at a fraction of the cost (1,000 pods in 9 columns: rich takes about a second, nearly all of it
 styling and re-measuring each cell's segments).
 
 The layout is rich's own: its rules for measuring columns, narrowing them to the console and
