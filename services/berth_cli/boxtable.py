@@ -92,10 +92,11 @@ def draw(console: Console, title: str, headers: Sequence[str], rows: Sequence[Se
         return None
     box = HEAVY_HEAD.substitute(console.options, safe=console.safe_box)
     columns = [[h, *(row[i] for row in rows)] for i, h in enumerate(headers)]
-    sizes = widths(columns, console.width - (len(headers) + 1))
+    edges = len(headers) + 1  # the box's vertical lines
+    sizes = widths(columns, console.width - edges)
     if any(w <= PAD for w in sizes):
         return None
-    out = [line + "\n" for line in wrap(title, sum(sizes) + len(headers) + 1)]
+    out = [line + "\n" for line in wrap(title, sum(sizes) + edges)]
     out.append(box.get_top(sizes) + "\n")
     lined = [(box.head_left, box.head_vertical, box.head_right)]
     lined += [(box.mid_left, box.mid_vertical, box.mid_right)] * (len(rows) - 1)
