@@ -22,6 +22,7 @@ from berth.core.pipeline.buffers import BufferEngine
 from berth.core.plugins.helper.podindex import PodIndex
 from berth.core.plugins.loadawarescheduling.store import NodeMetricStore
 from berth.core.plugins.tainttoleration import PreferTaints
+from berth.core.scheduler.nominator import Nominator
 
 from .builders import buffer, pod_template
 
@@ -274,6 +275,9 @@ def _extension(ext: Any, state: ClusterState) -> Any:
     if isinstance(ext, PodIndex):  # a term whose pods count on no slot (their node left) may stay filed
         held = {a: {g: None for g in at if ext._groups.get(g)} for a, at in ext._group_at.items()}
         return _canon({**vars(ext), "_group_at": held, "_owner": None, "_size": None})
+    if isinstance(ext, Nominator):  # the nominations, and in the order filters read them; not its caches
+        held = {k: getattr(ext, k) for k in ("_waiting", "_held", "_cleared")}
+        return _canon(held), [(k, _canon(msgspec.to_builtins(p))) for k, p in ext._every()]
     # NonZeroRequested's _nodes (the view's node table) and PodIndex's _size are taken on first use
     return _canon({k: v for k, v in vars(ext).items() if k not in ("_owner", "_nodes", "_size")})
 
