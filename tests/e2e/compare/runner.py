@@ -189,8 +189,14 @@ def wait_claim_bound(kube: Kube, claim: str) -> str:
 
 
 def provision(kube: Kube, claim: str, classes: Mapping[str, Mapping[str, Any]]) -> bool:
-    """The provisioner's part: a claim kube-scheduler chose a node for (selected-node) gets a PV there."""
-    pvc = kube.api.get(kube.path("persistentvolumeclaims", claim))
+    """The provisioner's part: a claim kube-scheduler chose a node for (selected-node) gets a PV there.
+    A claim that does not exist (a scenario's pod may name one) has nothing to provision."""
+    try:
+        pvc = kube.api.get(kube.path("persistentvolumeclaims", claim))
+    except ApiError as err:
+        if err.status == 404:
+            return False
+        raise
     node = pvc["metadata"].get("annotations", {}).get(SELECTED_NODE)
     sc = classes.get(pvc["spec"].get("storageClassName", ""))
     if not node or pvc["spec"].get("volumeName") or sc is None or sc.get("provisioner") == NO_PROVISIONER:
