@@ -19,6 +19,7 @@ def test_no_environment_gives_the_defaults() -> None:
         ({"BERTH_GC_THAW_EVERY": "250000"}, "service", "gc_thaw_every", 250_000),
         ({"BERTH_REDIS_TLS": "yes"}, "redis", "tls", True),
         ({"BERTH_KAFKA_SESSION_TIMEOUT_MS": "6000"}, "kafka", "session_timeout_ms", 6000),
+        ({"BERTH_REDIS_RIDE_OUT_SECONDS": "8"}, "redis", "ride_out_seconds", 8),
         ({"BERTH_KAFKA_FETCH_MAX_WAIT_MS": "40"}, "kafka", "fetch_max_wait_ms", 40),
         ({"BERTH_KAFKA_HEARTBEAT_INTERVAL_MS": "2000"}, "kafka", "heartbeat_interval_ms", 2000),
         (
@@ -39,6 +40,8 @@ def test_values_are_read_as_their_type(env: dict[str, str], group: str, attr: st
         ({"BERTH_GC_THAW_EVERY": "10"}, "BERTH_GC_THAW_EVERY: must be 1000 or more, got 10"),
         ({"BERTH_GC_THAW_EVERY": "often"}, "BERTH_GC_THAW_EVERY: want an integer, got 'often'"),
         ({"BERTH_TOP_NODES": "-1"}, "BERTH_TOP_NODES: must be 0 or more, got -1"),
+        ({"BERTH_REDIS_RIDE_OUT_SECONDS": "0"}, "BERTH_REDIS_RIDE_OUT_SECONDS: must be 1-600, got 0"),
+        ({"BERTH_REDIS_RIDE_OUT_SECONDS": "601"}, "BERTH_REDIS_RIDE_OUT_SECONDS: must be 1-600, got 601"),
         ({"BERTH_KAFKA_FETCH_MAX_WAIT_MS": "0"}, "BERTH_KAFKA_FETCH_MAX_WAIT_MS: must be 1-10000, got 0"),
         ({"BERTH_KAFKA_SESSION_TIMEOUT_MS": "3000"}, "BERTH_KAFKA_SESSION_TIMEOUT_MS: must be 6000-1800000, got 3000"),
         (

@@ -160,6 +160,8 @@ class RedisSettings:
     ca_file: str = ""
     prefix: str = "berth:"
     cluster: bool = False  # a Redis Cluster: every key gets the prefix as its hash tag (one slot)
+    # a running service's client retries a lost connection with backoff this long before it ends
+    ride_out_seconds: int = 25
 
     @property
     def key_prefix(self) -> str:
@@ -173,6 +175,8 @@ class RedisSettings:
         out = []
         if self.cluster and self.url.startswith("unix://"):
             out.append("BERTH_REDIS_CLUSTER: a cluster is reached over TCP, not unix://")
+        if not 1 <= self.ride_out_seconds <= 600:  # past ~2,000 s redis-py's backoff overflows
+            out.append(f"BERTH_REDIS_RIDE_OUT_SECONDS: must be 1-600, got {self.ride_out_seconds}")
         if not self.url.startswith(("redis://", "rediss://", "unix://")):
             out.append(f"BERTH_REDIS_URL: want redis://, rediss:// or unix://, got {self.url!r}")
         if "@" in self.url.split("//", 1)[-1].split("/", 1)[0] and ":" in self.url.split("//", 1)[-1].split("@", 1)[0]:

@@ -18,7 +18,7 @@ from berth.adapters.files.eventlog import read_events
 from tests.integration.services import collect, decode, isolated_env, service
 from tests.integration.test_equivalence import embedded
 from tests.integration.test_indexer_restart import SAMPLE, WATERMARK, redis_dump, watermark_reaches
-from tests.integration.test_redis_restart import _plain, held_to_undisturbed, supervised
+from tests.integration.test_redis_restart import RIDE_OUT, _plain, held_to_undisturbed, supervised
 from tests.integration.test_streaming import publish
 from tests.servers import Server, restart_redis_empty, start_redis, stop_only
 
@@ -45,7 +45,7 @@ def split(dump: dict[str, object]) -> tuple[dict[str, object], dict[str, object]
     return index, scorer
 
 
-@pytest.mark.parametrize("away", [2, 40], ids=["noticed while running", "noticed at restart"])
+@pytest.mark.parametrize("away", [2, 18], ids=["noticed while running", "noticed at restart"])
 def test_redis_restarted_empty_mid_stream(broker: Server, redis_server: Server, tmp_path: Path, away: int) -> None:
     want, _ = embedded(SAMPLE)
     total = sum(1 for _ in read_events(SAMPLE))
@@ -63,7 +63,7 @@ def test_redis_restarted_empty_mid_stream(broker: Server, redis_server: Server, 
 
     redis = start_redis()  # no persistence
     try:
-        env = isolated_env(broker, redis)
+        env = isolated_env(broker, redis, BERTH_REDIS_RIDE_OUT_SECONDS=str(RIDE_OUT))
         chunks = [range(i, min(i + 40, total)) for i in range(0, total, 40)]
 
         def paced() -> None:
@@ -106,7 +106,7 @@ def test_redis_restarted_empty_mid_stream(broker: Server, redis_server: Server, 
 
     assert int(str(at_loss.get(WATERMARK, 0))) < total  # Redis lost its data mid-stream
     assert running == {"indexer": True, "scorer": True}, runs  # recovered, not crash-looping
-    if away < 20:
+    if away < RIDE_OUT:
         assert runs["indexer"][0] == [] and runs["scorer"][0] == [], runs  # noticed while running
     for name, (exits, logs) in runs.items():
         for log in logs:

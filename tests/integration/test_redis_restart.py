@@ -25,6 +25,7 @@ from tests.integration.test_streaming import publish
 from tests.servers import Server, restart_redis, start_redis, stop_only
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
+RIDE_OUT = 8  # BERTH_REDIS_RIDE_OUT_SECONDS here: an outage past it ends the services
 
 
 class Supervised:
@@ -72,10 +73,10 @@ def supervised(name: str, env: dict[str, str], *args: str, log_dir: Path) -> Ite
         s.stop()
 
 
-@pytest.mark.parametrize("away", [4, 40], ids=["ridden out", "exit and restart"])
+@pytest.mark.parametrize("away", [4, 18], ids=["ridden out", "exit and restart"])
 def test_redis_restarted_mid_stream(broker: Server, redis_server: Server, tmp_path: Path, away: int) -> None:
-    """Away for 4 s, the services' Redis clients ride it out; for 40 s, longer than their backoff
-    (about 20 s), the services end with one line and are restarted until Redis is back."""
+    """Away for 4 s, the services' Redis clients ride it out; for 18 s, longer than their ride-out
+    (RIDE_OUT), the services end with one line and are restarted until Redis is back."""
     want, _ = embedded(SAMPLE)
     total = sum(1 for _ in read_events(SAMPLE))
     pods = {d["pod"] for d in want}
@@ -88,7 +89,7 @@ def test_redis_restarted_mid_stream(broker: Server, redis_server: Server, tmp_pa
 
     redis = start_redis(persist=True)
     try:
-        env = isolated_env(broker, redis)
+        env = isolated_env(broker, redis, BERTH_REDIS_RIDE_OUT_SECONDS=str(RIDE_OUT))
         chunks = [range(i, min(i + 40, total)) for i in range(0, total, 40)]
 
         def paced() -> None:
@@ -125,7 +126,7 @@ def test_redis_restarted_mid_stream(broker: Server, redis_server: Server, tmp_pa
     finally:
         redis.stop()
 
-    if away > 20:
+    if away > RIDE_OUT:
         assert runs["scorer"][0] and runs["indexer"][0], runs  # each ended at least once
     for name, (exits, logs) in runs.items():
         for log in logs:
@@ -155,7 +156,7 @@ def held_to_undisturbed(
     if cut is None:
         assert decided == want  # no decision missing
         return decided, False
-    assert away > 20  # only a restarted scorer decides at its start
+    assert away > RIDE_OUT  # only a restarted scorer decides at its start
     assert decided[:cut] == want[:cut]
     assert {d["pod"] for d in decided} == {d["pod"] for d in want}
     return decided, True

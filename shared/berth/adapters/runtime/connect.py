@@ -34,11 +34,17 @@ def kafka_bus(settings: Settings, service: str) -> KafkaBus:
     )
 
 
-def patient() -> dict[str, Any]:
+def patient(seconds: int) -> dict[str, Any]:
     """A running service's Redis client rides out a Redis restart or failover: a command that fails
-    to connect, or loses its connection, is retried with backoff for about 20 s before the error
-    ends the service (its commands are idempotent, so a retried one that had gone through is harmless)."""
-    return {"retry": Retry(ExponentialBackoff(cap=2.0, base=0.1), retries=15)}
+    to connect, or loses its connection, is retried with backoff (0.2 s doubling to 2 s) until the
+    waits add up to `seconds` (BERTH_REDIS_RIDE_OUT_SECONDS), then the error ends the service. Its
+    commands are idempotent, so a retried one that had gone through is harmless."""
+    backoff = ExponentialBackoff(cap=2.0, base=0.1)
+    retries, waited = 0, 0.0
+    while waited < seconds:
+        retries += 1
+        waited += backoff.compute(retries)
+    return {"retry": Retry(backoff, retries=retries)}
 
 
 def redis_store(settings: Settings) -> RedisStore:
@@ -53,7 +59,7 @@ def redis_client(settings: Settings, patiently: bool = True) -> Redis:
     """A client of the Redis the settings name: a RedisCluster with BERTH_REDIS_CLUSTER (it offers
     the same commands; berth's keys share one hash tag there, see RedisSettings.key_prefix)."""
     r = settings.redis
-    more = patient() if patiently else {}
+    more = patient(r.ride_out_seconds) if patiently else {}
     if r.cluster:
         client: Any = RedisCluster.from_url(r.url, **r.client_kwargs(), **more)
         return cast(Redis, client)
