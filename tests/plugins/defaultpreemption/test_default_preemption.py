@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from berth.core.framework.cycle import Cycle
 from berth.core.framework.interface import PostFilterResult
 from berth.core.framework.status import Code, Failure, Status
-from berth.core.plugins.defaultpreemption import NAME, Candidate
+from berth.core.plugins.defaultpreemption import NAME, Candidate, Keys, select
 from tests.builders import NOW, csi_node, pv, pvc, volume_attachment
 from tests.plugins.defaultpreemption.helpers import (
     HIGH,
@@ -644,6 +644,29 @@ def test_select_best_candidate(
     got = h.plugin.post_filter(h.cycle(pod), h.every_node(), h.scheduler.dry_runner)
     assert got.status == Status(Code.SUCCESS, "", NAME)
     assert got.nominated_node in want
+
+
+def _criterion_by_criterion(candidates: list[Candidate], keys: dict[str, Keys]) -> Candidate:
+    """pickOneNodeForPreemption as kube writes it: keep the candidates best on each criterion in turn,
+    then the first node name."""
+    left = list(candidates)
+    for i in range(5):
+        best = min(keys[c.node][i] for c in left)
+        left = [c for c in left if keys[c.node][i] == best]
+    return min(left, key=lambda c: c.node)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from([f"node{i}" for i in range(12)]),
+        st.tuples(*[st.integers(0, 2)] * 4, st.sampled_from([-2.5, -1.0, 0.0])),
+        min_size=1,
+    )
+)
+def test_select_is_the_criteria_in_turn(keys: dict[str, Keys]) -> None:
+    candidates = [Candidate(node, (), k[0]) for node, k in keys.items()]
+    assert select(candidates, lambda c: keys[c.node]) is _criterion_by_criterion(candidates, keys)
 
 
 TERMINATING = {"deletionTimestamp": "2026-11-01T11:00:00Z"}

@@ -159,8 +159,8 @@ def _decisions(fast: bool, nodes: list[Any], placed: list[Any], waiting: list[An
         h.scheduler._fit_alone = lambda cycle: None  # type: ignore[method-assign]
         h.plugin._kept = lambda cycle, room, pdbs: None  # type: ignore[method-assign]
         h.plugin._keys = lambda now: lambda c: candidate_keys(c, now, h.state.priority)  # type: ignore[method-assign]
-    for i, (cpu, zone, tainted) in enumerate(nodes):
-        raw = knode(f"node{i}/z{zone}", {"cpu": cpu, "memory": "4Gi"})
+    for i, (cpu, zone, tainted, memory) in enumerate(nodes):
+        raw = knode(f"node{i}/z{zone}", {"cpu": cpu, "memory": memory})
         if tainted:
             raw["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}
         h.add(raw)
@@ -189,7 +189,12 @@ PENDING_SHAPES = ["", "", "tolerates", "selector", "port", "anti"]
 @settings(max_examples=150, deadline=None)
 @given(
     nodes=st.lists(
-        st.tuples(st.sampled_from(["1", "2"]), st.integers(0, 1), st.sampled_from([False, False, True])),
+        st.tuples(
+            st.sampled_from(["1", "2"]),
+            st.integers(0, 1),
+            st.sampled_from([False, False, True]),
+            st.sampled_from(["4Gi", "4Gi", "250Mi"]),  # short of memory too: two node-fit failures
+        ),
         min_size=1,
         max_size=5,
     ),
@@ -206,14 +211,16 @@ PENDING_SHAPES = ["", "", "tolerates", "selector", "port", "anti"]
     ),
 )
 # a host port taken by a nominated pod on a node with room: NodePorts reads pods
-@example(nodes=[("2", 0, False)], placed=[], waiting=[(0, HIGH, "port")], pending=[(LOW, HALF, "port")])
+@example(nodes=[("2", 0, False, "4Gi")], placed=[], waiting=[(0, HIGH, "port")], pending=[(LOW, HALF, "port")])
 # a pod placed between two preemptors alike, on a node the first one's dry run judged: judged again
 @example(
-    nodes=[("1", 0, False), ("1", 0, False)],
+    nodes=[("1", 0, False, "4Gi"), ("1", 0, False, "4Gi")],
     placed=[(0, LOW, ""), (1, LOW, "")],
     waiting=[],
     pending=[(HIGH, FULL, ""), (MID, SMALL, ""), (HIGH, FULL, "")],
 )
+# with the nominated pod placed, the node is short of both cpu and memory
+@example(nodes=[("1", 0, False, "250Mi")], placed=[(0, LOW, "")], waiting=[(0, HIGH, "")], pending=[(LOW, SMALL, "")])
 def test_nominated_pods_by_amounts_decide_as_placing_them(
     nodes: list[Any], placed: list[Any], waiting: list[Any], pending: list[Any]
 ) -> None:

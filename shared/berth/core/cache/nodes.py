@@ -47,6 +47,7 @@ class NodeTable:
         self._masks: dict[Hashable, Mask] = {}
         self._slot_lists: dict[NodeSelector | None, npt.NDArray[np.int64]] = {}  # selector_slots' answers
         self._rank: Ints | None = None
+        self._by_name: tuple[Ints, Ints, list[str]] | None = None  # (rank, slots, their names): by_name
         self.label_version = 0
 
     # ---- nodes -------------------------------------------------------------
@@ -320,6 +321,16 @@ class NodeTable:
             rank[np.array(order, dtype=np.int64)] = np.arange(len(names), dtype=np.int64)
             self._rank = rank
         return self._rank
+
+    def by_name(self) -> tuple[Ints, list[str]]:
+        """The nodes' slots in node-name order and their names; cached with name_rank."""
+        rank = self.name_rank()
+        if self._by_name is None or self._by_name[0] is not rank:
+            names = self.names
+            slots = np.flatnonzero(self.valid[: len(names)])
+            slots = slots[np.argsort(rank[slots])]
+            self._by_name = (rank, slots, [names[s] or "" for s in slots.tolist()])
+        return self._by_name[1], self._by_name[2]
 
     def selector_slots(self, sel: NodeSelector | None) -> npt.NDArray[np.int64]:
         """Slot numbers a NodeSelector matches (read-only; one answer per selector until labels

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -497,6 +497,13 @@ class ClusterState:
     def usage_of(self, pod_key: str) -> tuple[str, Mapping[str, int]] | None:
         """The node a pod's requests are counted on and the amounts (lift takes exactly these off)."""
         return self._usage.get(pod_key)
+
+    def counted(self, pod_keys: Collection[str]) -> set[str]:
+        """Those of these pods whose requests are counted on a node (usage_of is not None)."""
+        usage = self._usage
+        if usage.keys().isdisjoint(pod_keys):  # walks the smaller
+            return set()
+        return {key for key in pod_keys if key in usage}
 
     def put_back(self, pod: Pod) -> None:
         """Undo lift."""

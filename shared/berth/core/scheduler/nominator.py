@@ -5,18 +5,141 @@ addGENominatedPods, RunFilterPluginsWithNominatedPods), their priority as the st
 A ClusterState extension: it follows the pods applied to the state; `hold` adds a nomination made
 in a run (berth evaluate) that the state never hears of; `clear` is kube's clearing of a pod's
 status.nominatedNodeName (kept until an update of the pod names another node).
+
+What a pod's filters see (`view`) is kept per priority, and a nomination of a pod that sorts after
+every other (pods decided in name order: a burst of preemptors) is added to what is kept rather
+than starting it again, so that the k-th preemptor does not walk the k-1 before it.
 """
 
 from __future__ import annotations
 
+import bisect
+from collections import Counter
 from typing import Any
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 
 from berth.core.api.core.model import Pod
 from berth.core.api.core.resources import PODS
 from berth.core.cache.extension import StateExtension
 from berth.core.cache.state import ClusterState
+
+# each node's row, and per resource an amount per row
+Columns = tuple[dict[str, int], dict[str, npt.NDArray[np.int64]]]
+
+
+class Nominated:
+    """A view's answer: by node, the nominated pods a pod's filters see there, in namespace/name order
+    (nodes in the order of their first pod); with, made when first read and kept with the answer,
+    each node's amounts (Nominator.amounts) and the pods' keys. Read only: a nomination added makes
+    a new one (`plus`)."""
+
+    __slots__ = ("_amounts", "_columns", "_keys", "by_node")
+
+    def __init__(
+        self,
+        by_node: dict[str, list[Pod]],
+        amounts: dict[str, dict[str, int]] | None = None,
+        keys: frozenset[str] | None = None,
+        columns: Columns | None = None,
+    ) -> None:
+        self.by_node = by_node
+        self._amounts = amounts
+        self._keys = keys
+        self._columns = columns
+
+    def amounts(self, nominator: Nominator) -> dict[str, dict[str, int]]:
+        """By node, what its nominated pods request together (one pod each under pods)."""
+        if self._amounts is None:
+            self._amounts = {node: nominator.amounts(pods) for node, pods in self.by_node.items()}
+        return self._amounts
+
+    def columns(self, nominator: Nominator) -> Columns:
+        """The amounts as columns: each node's row, and per resource named in any, an amount per row."""
+        if self._columns is None:
+            amounts = self.amounts(nominator)
+            rows = {node: i for i, node in enumerate(amounts)}
+            names = sorted({name for a in amounts.values() for name in a})
+            self._columns = (
+                rows,
+                {
+                    name: np.fromiter((a.get(name, 0) for a in amounts.values()), dtype=np.int64, count=len(amounts))
+                    for name in names
+                },
+            )
+        return self._columns
+
+    def keys(self) -> frozenset[str]:
+        if self._keys is None:
+            self._keys = frozenset(p.key for pods in self.by_node.values() for p in pods)
+        return self._keys
+
+    def plus(self, pod: Pod, nominator: Nominator) -> Nominated:
+        """With one more nominated pod, after every other in namespace/name order."""
+        node = pod.nominated_node
+        by_node = dict(self.by_node)
+        pods = by_node[node] = [*by_node.get(node, ()), pod]
+        amounts = columns = None
+        if self._amounts is not None:
+            amounts = dict(self._amounts)
+            added = amounts[node] = nominator.amounts(pods)
+            if self._columns is not None:
+                columns = _with_row(self._columns, node, added)
+        keys = None if self._keys is None else self._keys | {pod.key}
+        return Nominated(by_node, amounts, keys, columns)
+
+    def minus(self, pod: Pod, nominator: Nominator) -> Nominated | None:
+        """Without this nominated pod; None where that moves its node in the order (it was the first
+        of several there): the caller works it out again."""
+        node = pod.nominated_node
+        pods = self.by_node.get(node)
+        if not pods or all(p.key != pod.key for p in pods):
+            return self
+        if pods[0].key == pod.key and len(pods) > 1:
+            return None
+        by_node = dict(self.by_node)
+        left = [p for p in pods if p.key != pod.key]
+        if left:
+            by_node[node] = left
+        else:
+            del by_node[node]
+        amounts = columns = None
+        if self._amounts is not None:
+            amounts = dict(self._amounts)
+            added = amounts[node] = nominator.amounts(left) if left else {}
+            if not left:
+                del amounts[node]
+            if self._columns is not None:  # a node left keeps its row, at zero
+                columns = _with_row(self._columns, node, added)
+        keys = None if self._keys is None else self._keys - {pod.key}
+        return Nominated(by_node, amounts, keys, columns)
+
+
+def _with_row(columns: Columns, node: str, amounts: dict[str, int]) -> Columns:
+    """The columns with the node's row set to these amounts (a new row last if it had none)."""
+    rows, by_name = columns
+    n = len(next(iter(by_name.values()))) if by_name else len(rows)
+    row = rows.get(node)
+    if row is None:
+        rows, row = {**rows, node: n}, n
+        n += 1
+    out = {}
+    for name in by_name.keys() | amounts.keys():
+        column = by_name.get(name)
+        if column is None:
+            column = np.zeros(n, dtype=np.int64)
+        elif len(column) < n:
+            column = np.append(column, 0)
+        else:
+            column = column.copy()
+        column[row] = amounts.get(name, 0)
+        out[name] = column
+    return rows, out
+
+
+NONE = Nominated({}, {}, frozenset())
 
 
 class Nominator(StateExtension):
@@ -26,9 +149,9 @@ class Nominator(StateExtension):
         self._held: dict[str, Pod] = {}  # nominations made in this run
         self._cleared: dict[str, str] = {}  # pod -> the node whose nomination this run cleared
         self._sorted: list[tuple[str, Pod]] | None = []  # both, in namespace/name order (None: sort again)
-        self._uids: set[str] = set()  # theirs
-        # for_pod's answers by the pod's priority, for _sorted and the PriorityClasses as they were then
-        self._answers: dict[int, dict[str, list[Pod]]] = {}
+        self._uids: dict[str, int] = {}  # theirs, with how many have each
+        # view's answers by the pod's priority, for _sorted and the PriorityClasses as they were then
+        self._answers: dict[int, Nominated] = {}
         self._answered_at: tuple[list[tuple[str, Pod]] | None, int] = (None, -1)
         # by nominated pod: its priority (for the PriorityClasses of _priorities_at) and what it takes
         self._priorities: dict[str, tuple[Pod, int]] = {}
@@ -51,9 +174,21 @@ class Nominator(StateExtension):
 
     def hold(self, pod: Pod, node: str) -> None:
         """A nomination made in this run, kept until forget."""
-        self._held[pod.key] = msgspec.structs.replace(pod, nominated_node=node)
-        self._sorted = None
-        self._cleared.pop(pod.key, None)
+        key = pod.key
+        held = self._held[key] = msgspec.structs.replace(pod, nominated_node=node)
+        self._cleared.pop(key, None)
+        every = self._sorted
+        if every is None or key in self._waiting or (every and every[-1][0] >= key) or pod.uid in self._uids:
+            self._sorted = None
+            return
+        every.append((key, held))  # after every other: the kept answers take it as one more
+        if held.uid:
+            self._uids[held.uid] = 1
+        if self._answers_current(every):
+            mine = self._priority(key, held)
+            for priority, answer in self._answers.items():
+                if mine >= priority:
+                    self._answers[priority] = answer.plus(held, self)
 
     def held(self) -> dict[str, str]:
         """The nominations made in this run: pod -> node."""
@@ -65,19 +200,52 @@ class Nominator(StateExtension):
 
     def forget(self, pod_key: str) -> None:
         """The pod is nominated no more here: bound, gone, or its victims are gone and it is retried."""
-        self._held.pop(pod_key, None)
-        self._waiting.pop(pod_key, None)
-        self._sorted = None
+        self._remove(pod_key)
 
     def clear(self, pod_key: str) -> None:
         """kube clears the pod's status.nominatedNodeName (a PostFilter that found no node, a
         higher-priority preemption on its node): no nomination, and the pod's own object no longer
         counts as nominated there."""
-        held, waiting = self._held.pop(pod_key, None), self._waiting.pop(pod_key, None)
-        self._sorted = None
-        pod = held or waiting
+        pod = self._remove(pod_key)
         if pod is not None and pod.nominated_node:
             self._cleared[pod_key] = pod.nominated_node
+
+    def _remove(self, key: str) -> Pod | None:
+        """The pod's nominations gone (this run's over its own); returns the one filters saw. The
+        kept answers go without it where that leaves the others' order as it was."""
+        held, waiting = self._held.pop(key, None), self._waiting.pop(key, None)
+        pod = held or waiting
+        every = self._sorted
+        if pod is None or every is None:
+            return pod
+        i = bisect.bisect_left(every, key, key=lambda e: e[0])
+        if i == len(every) or every[i][0] != key or (pod.uid and self._uids.get(pod.uid, 0) > 1):
+            self._sorted = None
+            return pod
+        del every[i]
+        if pod.uid:
+            del self._uids[pod.uid]
+        if self._answers_current(every):
+            mine = self._priority(key, pod)
+            for priority, answer in list(self._answers.items()):
+                if mine >= priority:
+                    less = answer.minus(pod, self)
+                    if less is None:
+                        del self._answers[priority]
+                    else:
+                        self._answers[priority] = less
+        self._priorities.pop(key, None)
+        self._takes.pop(key, None)
+        return pod
+
+    def _answers_current(self, every: list[tuple[str, Pod]]) -> bool:
+        """Whether the kept answers are those of `every` (changed in place since) and the PriorityClasses
+        now; if not, none is kept."""
+        at, changes = self._answered_at
+        if at is every and changes == self.state.priority_changes:
+            return True
+        self._answers = {}
+        return False
 
     def clear_lower(self, node: str, priority: int) -> list[str]:
         """kube's getLowerPriorityNominatedPods and clearNominatedNodeName: the pods nominated to the
@@ -98,29 +266,40 @@ class Nominator(StateExtension):
 
     def for_pod(self, pod: Pod) -> dict[str, list[Pod]]:
         """By node, the nominated pods a filter of this pod sees there: priority at least the pod's,
-        not the pod itself (kube's addGENominatedPods), in namespace/name order. Read only: the
-        answer is kept for the next pod of the same priority while nothing changes."""
+        not the pod itself (kube's addGENominatedPods), in namespace/name order. Read only."""
+        return self.view(pod).by_node
+
+    def view(self, pod: Pod) -> Nominated:
+        """for_pod's answer with its amounts and keys; kept for the next pod of the same priority
+        while nothing changes but nominations added after every other."""
         if not self._waiting and not self._held:
-            return {}
+            return NONE
         mine = self.state.priority(pod)
         every = self._every()
-        itself = pod.key in self._waiting or pod.key in self._held or (pod.uid and pod.uid in self._uids)
-        if not itself:
-            at, changes = self._answered_at
-            if at is not every or changes != self.state.priority_changes:  # identity: the list is kept
-                self._answers, self._answered_at = {}, (every, self.state.priority_changes)
+        own = self._held.get(pod.key) or self._waiting.get(pod.key)
+        shared = bool(pod.uid) and self._uids.get(pod.uid, 0) > (1 if own is not None and own.uid == pod.uid else 0)
+        if not shared:  # the pod's own nomination at most: the answer for its priority without it
+            if not self._answers_current(every):
+                self._answered_at = (every, self.state.priority_changes)
             kept = self._answers.get(mine)
-            if kept is not None:
+            if kept is None:
+                kept = self._answers[mine] = self._seen_by(mine, every, "", "")
+            if own is None or self._priority(pod.key, own) < mine:
                 return kept
-        out: dict[str, list[Pod]] = {}
-        for key, other in every:
-            if key == pod.key or (pod.uid and other.uid == pod.uid):
+            less = kept.minus(own, self)
+            if less is not None:
+                return less
+        return self._seen_by(mine, every, pod.key, pod.uid)
+
+    def _seen_by(self, mine: int, every: list[tuple[str, Pod]], key: str, uid: str) -> Nominated:
+        """The nominations of priority at least `mine`, but the pod of this key or uid."""
+        by_node: dict[str, list[Pod]] = {}
+        for k, other in every:
+            if k == key or (uid and other.uid == uid):
                 continue
-            if self._priority(key, other) >= mine:
-                out.setdefault(other.nominated_node, []).append(other)
-        if not itself:
-            self._answers[mine] = out
-        return out
+            if self._priority(k, other) >= mine:
+                by_node.setdefault(other.nominated_node, []).append(other)
+        return Nominated(by_node)
 
     def amounts(self, pods: list[Pod]) -> dict[str, int]:
         """What these nominated pods request together, one pod each under pods: what placing them on
@@ -152,7 +331,7 @@ class Nominator(StateExtension):
         """The waiting and held nominations (a held one over the pod's own), in namespace/name order."""
         if self._sorted is None:
             self._sorted = sorted({**self._waiting, **self._held}.items())
-            self._uids = {p.uid for _, p in self._sorted if p.uid}
+            self._uids = dict(Counter(p.uid for _, p in self._sorted if p.uid))
             keys = {k for k, _ in self._sorted}  # what is kept by pod, for these only
             self._priorities = {k: v for k, v in self._priorities.items() if k in keys}
             self._takes = {k: v for k, v in self._takes.items() if k in keys}

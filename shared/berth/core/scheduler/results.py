@@ -8,6 +8,7 @@ the records' evolution rules (docs/records.md).
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import compress
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -99,9 +100,9 @@ def node_results(
     (in filter order), not only its first failing plugin's (that one is in the Outcome's statuses).
     Feasible nodes past percentageOfNodesToScore (filtered but not in feasible: not looked at) are
     not listed."""
-    names = nodes.names
-    slots = np.flatnonzero(nodes.valid & ~(filtered & ~feasible))
-    slots = slots[np.argsort(nodes.name_rank()[slots])]
+    every, every_name = nodes.by_name()
+    listed = ~(filtered & ~feasible)[every]
+    slots = every[listed]
     ok = feasible[slots].tolist()
     chosen = slots[feasible[slots]]
     # the feasible nodes' scores as rows, gathered in one numpy call per plugin, in name order
@@ -111,22 +112,21 @@ def node_results(
     feasible_rows = iter(zip(rows, total[chosen].tolist(), strict=True))
     rejections = iter(_rejected_at(failures, slots[~feasible[slots]]))
     out: dict[str, NodeResult] = {}
-    for s, fits in zip(slots.tolist(), ok, strict=True):
+    for name, fits in zip(compress(every_name, listed.tolist()), ok, strict=True):
         if fits:
             row, node_total = next(feasible_rows)
-            out[names[s] or ""] = NodeResult(True, [], dict(zip(keys, row, strict=True)), node_total)
+            out[name] = NodeResult(True, [], dict(zip(keys, row, strict=True)), node_total)
         else:
-            out[names[s] or ""] = next(rejections)
+            out[name] = next(rejections)
     return out
 
 
 def rejected_results(nodes: NodeTable, failures: list[Failure], filtered: Mask) -> dict[str, NodeResult]:
     """Only the rejected nodes of node_results (the nodes the filters did not pass), in node-name
     order: what a table of the rejections needs, without a result per feasible node."""
-    slots = np.flatnonzero(nodes.valid & ~filtered)
-    slots = slots[np.argsort(nodes.name_rank()[slots])]
-    names = nodes.names
-    return dict(zip([names[s] or "" for s in slots.tolist()], _rejected_at(failures, slots), strict=True))
+    every, names = nodes.by_name()
+    rejected = ~filtered[every]
+    return dict(zip(compress(names, rejected.tolist()), _rejected_at(failures, every[rejected]), strict=True))
 
 
 def _rejections(failures: list[Failure]) -> Callable[[int], NodeResult]:

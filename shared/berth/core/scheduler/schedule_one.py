@@ -11,7 +11,7 @@ when it is built); it never names one.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -48,9 +48,9 @@ from berth.core.framework.status import (
     unsatisfied,
     with_post_filter,
 )
-from berth.core.framework.types import Mask
+from berth.core.framework.types import Mask, Slots
 from berth.core.scheduler import results
-from berth.core.scheduler.nominator import Nominator
+from berth.core.scheduler.nominator import Nominated, Nominator
 from berth.core.scheduler.results import Decision
 from berth.core.scheduler.sampling import first_feasible, num_feasible_nodes_to_find
 
@@ -208,7 +208,8 @@ class Scheduler:
         found = self._filter_once(cycle, top_nodes)
         if found.stop is not None:
             return found
-        nominated = self.nominator.for_pod(cycle.pod)
+        view = self.nominator.view(cycle.pod)
+        nominated = view.by_node
         if nominated_node:
             slot = self.state.nodes.slot.get(nominated_node)
             if slot is not None and found.passed is not None and found.passed[slot]:
@@ -224,7 +225,7 @@ class Scheduler:
             nominated = {node: nominated[node] for node in picked}
         if not nominated:
             return found
-        return self._with_nominated(cycle, found, nominated)
+        return self._with_nominated(cycle, found, nominated, view)
 
     def _passes_with(self, cycle: Cycle, pods: list[Pod], slot: int) -> bool:
         """Whether the node passes the filters with these nominated pods placed on it."""
@@ -250,23 +251,29 @@ class Scheduler:
             for p in pods:
                 self.state.release(p.key)
 
-    def _with_nominated(self, cycle: Cycle, found: _Filtered, nominated: dict[str, list[Pod]]) -> _Filtered:
+    def _with_nominated(
+        self, cycle: Cycle, found: _Filtered, nominated: dict[str, list[Pod]], view: Nominated
+    ) -> _Filtered:
         """kube's RunFilterPluginsWithNominatedPods: a node where pods of at least this pod's priority
         are nominated must pass with them placed there (whose failure is the node's status) as well
         as without them. Each such node is tried with its own nominated pods only; the nodes that fail
         the same way share their failures (one mask, not one per node)."""
         nodes = self.state.nodes
-        n = len(found.feasible)
         fit = self._fit_alone(cycle)
+        counted = self.state.counted(view.keys()) if fit is not None else set()
+        if fit is not None and not counted and found.outside is None:
+            grouped = self._all_by_amounts(cycle, found, fit, nominated, view)
+            if grouped is not None:
+                return _replaced(found, grouped)
         tried: list[tuple[int, _Failing | None]] = []  # (slot, what fails there; None: by amounts)
-        fast: list[tuple[int, list[Pod]]] = []
+        fast: list[tuple[int, str]] = []
         for node, pods in nominated.items():
             slot = nodes.slot.get(node)
             if slot is None or (found.outside is not None and found.outside[slot]):
                 continue  # kube evaluates only the nodes a PreFilter's node set names
             what: _Failing | None = None
-            if fit is not None and self._uncounted(pods):
-                fast.append((slot, pods))
+            if fit is not None and (not counted or counted.isdisjoint(p.key for p in pods)):
+                fast.append((slot, node))
             else:
                 trial = self._trial(cycle, pods, node)
                 if trial.stop is not None:
@@ -280,31 +287,36 @@ class Scheduler:
                 else:
                     what = ()
             tried.append((slot, what))
-        by_amounts = iter(self._by_amounts(cycle, found, fit, fast) if fit is not None and fast else ())
+        by_amounts = iter(self._by_amounts(cycle, found, fit, fast, view) if fit is not None and fast else ())
         failing: dict[_Failing, list[int]] = {}  # what fails with the nominated pods -> the slots
         for slot, tried_what in tried:
             what = next(by_amounts) if tried_what is None else tried_what
             if what:
                 failing.setdefault(what, []).append(slot)
-        if not failing:
-            return found
-        replaced = np.zeros(n, dtype=bool)
-        extra: list[tuple[str, list[Failure]]] = []
-        for what, slots in failing.items():
-            here = np.zeros(n, dtype=bool)
-            here[slots] = True
-            replaced |= here
-            extra.extend((plugin, [Failure(here, reason, code) for reason, code in hits]) for plugin, hits in what)
-        out = _Filtered(found.feasible & ~replaced, outside=found.outside, with_nodes=found.with_nodes)
-        out.passed = found.passed & ~replaced if found.passed is not None else None
-        for name, by_plugin in found.by_plugin:
-            kept = [Failure(f.mask & ~replaced, f.reason, f.code) for f in by_plugin]
-            kept = [f for f in kept if f.mask.any()]
-            if kept:
-                out.by_plugin.append((name, kept))
-        out.by_plugin.extend(extra)
-        out.failures = [f for _, by_plugin in out.by_plugin for f in by_plugin]
-        return out
+        return _replaced(found, failing)
+
+    def _all_by_amounts(
+        self, cycle: Cycle, found: _Filtered, fit: NodeFit, nominated: dict[str, list[Pod]], view: Nominated
+    ) -> dict[_Failing, Slots] | None:
+        """_with_nominated's groups when every node is tried by amounts and only the node fit fails
+        there (no other filter): by each set of node-fit failures, in the order of its first node,
+        its slots; None where that does not hold."""
+        slot_of = self.state.nodes.slot
+        names = [node for node in nominated if node in slot_of]
+        slots = np.fromiter((slot_of[node] for node in names), dtype=np.int64, count=len(names))
+        failures, elsewhere, _ = self._fit_with(cycle, found, fit, slots, names, view)
+        if elsewhere.any() or len(failures) > 62:
+            return None
+        codes = np.zeros(len(slots), dtype=np.int64)
+        for bit, f in enumerate(failures):
+            codes[f.mask] |= 1 << bit
+        distinct, first = np.unique(codes, return_index=True)
+        out: dict[_Failing, Slots] = {}
+        for code in distinct[np.argsort(first)].tolist():
+            if code:
+                hits = tuple((f.reason, f.code) for bit, f in enumerate(failures) if code >> bit & 1)
+                out[((fit.name, hits),)] = slots[codes == code]
+        return out if len(out) == len(set(out)) else None
 
     def _fit_alone(self, cycle: Cycle) -> NodeFit | None:
         """The node fit, when it is the only PreFilter or Filter this cycle runs that reads the pods on
@@ -318,48 +330,54 @@ class Scheduler:
     def nominated_amounts(self, cycle: Cycle) -> dict[str, dict[str, int]] | None:
         """Where _fit_alone holds for the cycle: by node, what the nominated pods the pod sees there
         request (one pod each under pods), for the nodes where none of them is counted anywhere yet;
-        None where it does not hold."""
+        None where it does not hold. Read only."""
         if self._fit_alone(cycle) is None:
             return None
-        return {
-            node: self.nominator.amounts(pods)
-            for node, pods in self.nominator.for_pod(cycle.pod).items()
-            if self._uncounted(pods)
-        }
-
-    def _uncounted(self, pods: list[Pod]) -> bool:
-        """None of these nominated pods is counted on a node yet: placing them adds their requests."""
-        return all(self.state.usage_of(p.key) is None for p in pods)
+        view = self.nominator.view(cycle.pod)
+        amounts = view.amounts(self.nominator)
+        counted = self.state.counted(view.keys())
+        if not counted:
+            return amounts
+        return {node: a for node, a in amounts.items() if counted.isdisjoint(p.key for p in view.by_node[node])}
 
     def _by_amounts(
-        self, cycle: Cycle, found: _Filtered, fit: NodeFit, fast: list[tuple[int, list[Pod]]]
+        self, cycle: Cycle, found: _Filtered, fit: NodeFit, fast: list[tuple[int, str]], view: Nominated
     ) -> list[_Failing]:
-        """_trial by arithmetic where _fit_alone holds, for each (slot, its nominated pods): what fails
-        there with the pods placed, in filter order, is every other filter's failures without them
-        and the node fit's with their requests (and one pod each) added, all slots at once."""
+        """_trial by arithmetic where _fit_alone holds, for each (slot, its node) with nominated pods:
+        what fails there with the pods placed, in filter order, is every other filter's failures
+        without them and the node fit's with their requests (and one pod each) added, all slots at once."""
         slots = np.fromiter((s for s, _ in fast), dtype=np.int64, count=len(fast))
-        added = [self.nominator.amounts(pods) for _, pods in fast]
-        extra = {
-            name: np.fromiter((a.get(name, 0) for a in added), dtype=np.int64, count=len(added))
-            for name in {k for a in added for k in a}
-        }
-        fit_failing = [(f.reason, f.code, f.mask.tolist()) for f in fit.filter_with(cycle, slots, extra)]
+        fit_failing, elsewhere, others = self._fit_with(cycle, found, fit, slots, [node for _, node in fast], view)
+        alone: dict[tuple[tuple[str, Code], ...], _Failing] = {}
+        out: list[_Failing] = []
+        for slot, other, hits in zip(slots.tolist(), elsewhere.tolist(), _hits(fit_failing, len(slots)), strict=True):
+            if not other:
+                what = alone.get(hits)
+                if what is None:
+                    what = alone[hits] = ((fit.name, hits),) if hits else ()
+                out.append(what)
+                continue
+            failing = dict(_failing_at(others, slot))
+            if hits:
+                failing[fit.name] = hits
+            out.append(tuple((name, failing[name]) for name in self._filter_names if name in failing))
+        return out
+
+    def _fit_with(
+        self, cycle: Cycle, found: _Filtered, fit: NodeFit, slots: Slots, names: list[str], view: Nominated
+    ) -> tuple[list[Failure], Mask, list[tuple[str, list[Failure]]]]:
+        """On these slots (of these nodes): the node fit's failures with the nominated pods' amounts
+        added (masks over the slots), where another filter fails too, and the other filters' failures."""
+        rows, columns = view.columns(self.nominator)
+        at = np.fromiter((rows[node] for node in names), dtype=np.int64, count=len(names))
+        extra = {name: column[at] for name, column in columns.items()}
+        failures = fit.filter_with(cycle, slots, extra)
         others = [(name, fs) for name, fs in found.by_plugin if name and name != fit.name]
-        elsewhere = np.zeros(len(slots), dtype=bool)  # another filter fails there too
+        elsewhere = np.zeros(len(slots), dtype=bool)
         for _, fs in others:
             for f in fs:
                 elsewhere |= f.mask[slots]
-        out: list[_Failing] = []
-        for i, (slot, other) in enumerate(zip(slots.tolist(), elsewhere.tolist(), strict=True)):
-            fit_hits = tuple((reason, code) for reason, code, mask in fit_failing if mask[i])
-            if not other:
-                out.append(((fit.name, fit_hits),) if fit_hits else ())
-                continue
-            failing = dict(_failing_at(others, slot))
-            if fit_hits:
-                failing[fit.name] = fit_hits
-            out.append(tuple((name, failing[name]) for name in self._filter_names if name in failing))
-        return out
+        return failures, elsewhere, others
 
     def _filter_once(self, cycle: Cycle, top_nodes: int | None, keep: bool = True) -> _Filtered:
         """PreFilter, then Filter on every node at once (keep: with the kept answers, if any). The
@@ -693,6 +711,48 @@ class Scheduler:
 
 # what fails on a node: (plugin, ((reason, code), ...)) for each failing plugin, in filter order
 _Failing = tuple[tuple[str, tuple[tuple[str, Code], ...]], ...]
+
+
+def _replaced(found: _Filtered, failing: Mapping[_Failing, Sequence[int] | Slots]) -> _Filtered:
+    """What the filters found, with the nodes that fail with their nominated pods placed rejected,
+    that failure in place of theirs (by what fails there: the slots)."""
+    if not failing:
+        return found
+    n = len(found.feasible)
+    replaced = np.zeros(n, dtype=bool)
+    extra: list[tuple[str, list[Failure]]] = []
+    for what, slots in failing.items():
+        here = np.zeros(n, dtype=bool)
+        here[slots] = True
+        replaced |= here
+        extra.extend((plugin, [Failure(here, reason, code) for reason, code in hits]) for plugin, hits in what)
+    out = _Filtered(found.feasible & ~replaced, outside=found.outside, with_nodes=found.with_nodes)
+    out.passed = found.passed & ~replaced if found.passed is not None else None
+    for name, by_plugin in found.by_plugin:
+        kept = [Failure(f.mask & ~replaced, f.reason, f.code) for f in by_plugin]
+        kept = [f for f in kept if f.mask.any()]
+        if kept:
+            out.by_plugin.append((name, kept))
+    out.by_plugin.extend(extra)
+    out.failures = [f for _, by_plugin in out.by_plugin for f in by_plugin]
+    return out
+
+
+def _hits(failures: list[Failure], n: int) -> list[tuple[tuple[str, Code], ...]]:
+    """Per slot of n, the (reason, code) of the failures whose mask holds it, in their order; the
+    same tuple for slots that fail alike. Each slot's failures are read as the bits of one number
+    (a node fit's: one or two per resource), past 62 of them slot by slot."""
+    if len(failures) > 62:
+        masks = [f.mask.tolist() for f in failures]
+        return [tuple((f.reason, f.code) for f, mask in zip(failures, masks, strict=True) if mask[i]) for i in range(n)]
+    codes = np.zeros(n, dtype=np.int64)
+    for bit, f in enumerate(failures):
+        codes[f.mask] |= 1 << bit
+    hits = {
+        code: tuple((f.reason, f.code) for bit, f in enumerate(failures) if code >> bit & 1)
+        for code in np.unique(codes).tolist()
+    }
+    return [hits[code] for code in codes.tolist()]
 
 
 def _failing_at(by_plugin: list[tuple[str, list[Failure]]], slot: int) -> _Failing:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -282,11 +283,8 @@ class DefaultPreemption:
         (non-violating first) and the status of every dry-run node that is not one. The nodes are
         taken as many at a time as candidates are still wanted (numCandidates at a time with node-local
         filters); each node's verdict is its own, so the outcome is the same as one after another."""
-        nodes = self.state.nodes
-        potential_mask = statuses.rejected(fwk.Code.UNSCHEDULABLE)
-        slots = np.flatnonzero(potential_mask[: len(nodes.names)])
-        slots = slots[np.argsort(nodes.name_rank()[slots], kind="stable")]  # node-name order
-        potential = [name for s in slots.tolist() if (name := nodes.names[s]) is not None]
+        slots, names = self.state.nodes.by_name()
+        potential = list(compress(names, statuses.rejected(fwk.Code.UNSCHEDULABLE)[slots].tolist()))
         if not potential:
             return [], {}
         wanted = self.candidate_count(len(potential))
@@ -603,13 +601,7 @@ def select(candidates: list[Candidate], keys: Callable[[Candidate], Keys]) -> Ca
     """kube's pickOneNodeForPreemption; ties after the start-time criterion go to the node name."""
     if len(candidates) == 1:
         return candidates[0]
-    left = [(keys(c), c) for c in candidates]
-    for i in range(5):
-        best = min(k[i] for k, _ in left)
-        left = [(k, c) for k, c in left if k[i] == best]
-        if len(left) == 1:
-            return left[0][1]
-    return min((c for _, c in left), key=lambda c: c.node)
+    return min(candidates, key=lambda c: (*keys(c), c.node))  # criterion by criterion: one lexical order
 
 
 def new(args: DefaultPreemptionArgs | None, handle: ClusterState) -> DefaultPreemption:
