@@ -108,8 +108,10 @@ class Nominated:
         amounts = columns = None
         if self._amounts is not None:
             amounts = dict(self._amounts)
-            added = amounts[node] = nominator.amounts(left) if left else {}
-            if not left:
+            added = nominator.amounts(left)
+            if left:
+                amounts[node] = added
+            else:
                 del amounts[node]
             if self._columns is not None:  # a node left keeps its row, at zero
                 columns = _with_row(self._columns, node, added)
@@ -120,13 +122,13 @@ class Nominated:
 def _with_row(columns: Columns, node: str, amounts: dict[str, int]) -> Columns:
     """The columns with the node's row set to these amounts (a new row last if it had none)."""
     rows, by_name = columns
-    n = len(next(iter(by_name.values()))) if by_name else len(rows)
+    n = len(rows)  # every column's length: a row is never dropped
     row = rows.get(node)
     if row is None:
         rows, row = {**rows, node: n}, n
         n += 1
     out = {}
-    for name in by_name.keys() | amounts.keys():
+    for name in sorted(by_name.keys() | amounts.keys()):
         column = by_name.get(name)
         if column is None:
             column = np.zeros(n, dtype=np.int64)
