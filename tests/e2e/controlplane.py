@@ -577,12 +577,25 @@ def _kubectl() -> str:
 def start_control_plane(
     assets: Path, scheduler_config: Mapping[str, Any] | None = None, scheduler_flags: Sequence[str] = ()
 ) -> ControlPlane:
-    """Start one (a few seconds); stop() it. On a failed start every process started is stopped again."""
-    plane = ControlPlane(assets, Path(tempfile.mkdtemp(prefix="berth-kube-")), scheduler_config, tuple(scheduler_flags))
-    try:
-        plane.start()
-    except BaseException:
-        plane.keep_workdir = True  # the logs, for a look
-        plane.stop()
-        raise
-    return plane
+    """Start one (a few seconds); stop() it. On a failed start every process started is stopped again.
+    A port taken between free_port and the process binding it (a client's ephemeral port: they share
+    the range) starts it again on other ports, up to three times in all."""
+    tries = 3
+    while True:
+        tries -= 1
+        workdir = Path(tempfile.mkdtemp(prefix="berth-kube-"))
+        plane = ControlPlane(assets, workdir, scheduler_config, tuple(scheduler_flags))
+        try:
+            plane.start()
+        except StartupError as e:
+            again = tries > 0 and "address already in use" in str(e)
+            plane.keep_workdir = not again  # the logs, for a look
+            plane.stop()
+            if again:
+                continue
+            raise
+        except BaseException:
+            plane.keep_workdir = True
+            plane.stop()
+            raise
+        return plane
