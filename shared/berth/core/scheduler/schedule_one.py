@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from berth.core.api.core.model import Pod
 from berth.core.cache.state import Reservation
@@ -307,16 +308,14 @@ class Scheduler:
         failures, elsewhere, _ = self._fit_with(cycle, found, fit, slots, names, view)
         if elsewhere.any() or len(failures) > 62:
             return None
-        codes = np.zeros(len(slots), dtype=np.int64)
-        for bit, f in enumerate(failures):
-            codes[f.mask] |= 1 << bit
+        codes = _codes(failures, len(slots))
         distinct, first = np.unique(codes, return_index=True)
+        failing = [code for code in distinct[np.argsort(first)].tolist() if code]
         out: dict[_Failing, Slots] = {}
-        for code in distinct[np.argsort(first)].tolist():
-            if code:
-                hits = tuple((f.reason, f.code) for bit, f in enumerate(failures) if code >> bit & 1)
-                out[((fit.name, hits),)] = slots[codes == code]
-        return out if len(out) == len(set(out)) else None
+        for code in failing:
+            hits = tuple((f.reason, f.code) for bit, f in enumerate(failures) if code >> bit & 1)
+            out[((fit.name, hits),)] = slots[codes == code]
+        return out if len(out) == len(failing) else None  # two sets of failures alike: one by one
 
     def _fit_alone(self, cycle: Cycle) -> NodeFit | None:
         """The node fit, when it is the only PreFilter or Filter this cycle runs that reads the pods on
@@ -738,6 +737,14 @@ def _replaced(found: _Filtered, failing: Mapping[_Failing, Sequence[int] | Slots
     return out
 
 
+def _codes(failures: list[Failure], n: int) -> npt.NDArray[np.int64]:
+    """Each of n slots' failures (at most 62) as the bits of one number, bit i for failures[i]."""
+    codes = np.zeros(n, dtype=np.int64)
+    for bit, f in enumerate(failures):
+        codes[f.mask] |= 1 << bit
+    return codes
+
+
 def _hits(failures: list[Failure], n: int) -> list[tuple[tuple[str, Code], ...]]:
     """Per slot of n, the (reason, code) of the failures whose mask holds it, in their order; the
     same tuple for slots that fail alike. Each slot's failures are read as the bits of one number
@@ -745,9 +752,7 @@ def _hits(failures: list[Failure], n: int) -> list[tuple[tuple[str, Code], ...]]
     if len(failures) > 62:
         masks = [f.mask.tolist() for f in failures]
         return [tuple((f.reason, f.code) for f, mask in zip(failures, masks, strict=True) if mask[i]) for i in range(n)]
-    codes = np.zeros(n, dtype=np.int64)
-    for bit, f in enumerate(failures):
-        codes[f.mask] |= 1 << bit
+    codes = _codes(failures, n)
     hits = {
         code: tuple((f.reason, f.code) for bit, f in enumerate(failures) if code >> bit & 1)
         for code in np.unique(codes).tolist()
