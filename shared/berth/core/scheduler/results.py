@@ -126,6 +126,8 @@ def rejected_results(nodes: NodeTable, failures: list[Failure], filtered: Mask) 
     order: what a table of the rejections needs, without a result per feasible node."""
     every, names = nodes.by_name()
     rejected = ~filtered[every]
+    if not rejected.any():
+        return {}
     return dict(zip(compress(names, rejected.tolist()), _rejected_at(failures, every[rejected]), strict=True))
 
 
