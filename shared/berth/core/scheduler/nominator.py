@@ -79,16 +79,8 @@ class Nominated:
     def plus(self, pod: Pod, nominator: Nominator) -> Nominated:
         """With one more nominated pod, after every other in namespace/name order."""
         node = pod.nominated_node
-        by_node = dict(self.by_node)
-        pods = by_node[node] = [*by_node.get(node, ()), pod]
-        amounts = columns = None
-        if self._amounts is not None:
-            amounts = dict(self._amounts)
-            added = amounts[node] = nominator.amounts(pods)
-            if self._columns is not None:
-                columns = _with_row(self._columns, node, added)
         keys = None if self._keys is None else self._keys | {pod.key}
-        return Nominated(by_node, amounts, keys, columns)
+        return self._with_node(node, [*self.by_node.get(node, ()), pod], keys, nominator)
 
     def minus(self, pod: Pod, nominator: Nominator) -> Nominated | None:
         """Without this nominated pod; None where that moves its node in the order (it was the first
@@ -99,23 +91,27 @@ class Nominated:
             return self
         if pods[0].key == pod.key and len(pods) > 1:
             return None
+        keys = None if self._keys is None else self._keys - {pod.key}
+        return self._with_node(node, [p for p in pods if p.key != pod.key], keys, nominator)
+
+    def _with_node(self, node: str, pods: list[Pod], keys: frozenset[str] | None, nominator: Nominator) -> Nominated:
+        """A copy with the node's nominated pods these (none: the node leaves; a new node comes last),
+        what is made of them brought up to date."""
         by_node = dict(self.by_node)
-        left = [p for p in pods if p.key != pod.key]
-        if left:
-            by_node[node] = left
+        if pods:
+            by_node[node] = pods
         else:
             del by_node[node]
-        amounts = columns = None
-        if self._amounts is not None:
-            amounts = dict(self._amounts)
-            added = nominator.amounts(left)
-            if left:
-                amounts[node] = added
-            else:
-                del amounts[node]
-            if self._columns is not None:  # a node left keeps its row, at zero
-                columns = _with_row(self._columns, node, added)
-        keys = None if self._keys is None else self._keys - {pod.key}
+        if self._amounts is None:
+            return Nominated(by_node, None, keys)
+        amounts = dict(self._amounts)
+        added = nominator.amounts(pods)
+        if pods:
+            amounts[node] = added
+        else:
+            del amounts[node]
+        # a node that leaves keeps its row, at zero
+        columns = None if self._columns is None else _with_row(self._columns, node, added)
         return Nominated(by_node, amounts, keys, columns)
 
 

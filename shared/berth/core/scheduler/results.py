@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from berth.core.api.core.model import PersistentVolumeClaim, Pod
 from berth.core.framework.status import Failure
@@ -152,10 +153,7 @@ def _rejected_at(failures: list[Failure], slots: np.ndarray) -> list[NodeResult]
     if len(failures) > CODE_BITS:
         rejection = _rejections(failures)
         return [rejection(s) for s in slots.tolist()]
-    code = np.zeros(len(slots), dtype=np.int64)
-    for bit, f in enumerate(failures):
-        code |= f.mask[slots].astype(np.int64) << bit
-    codes, inverse = np.unique(code, return_inverse=True)
+    codes, inverse = np.unique(failure_codes([f.mask[slots] for f in failures], len(slots)), return_inverse=True)
     shared: dict[tuple[str, ...], NodeResult] = {}
     made = np.empty(len(codes), dtype=object)
     for i, c in enumerate(codes.tolist()):
@@ -163,6 +161,15 @@ def _rejected_at(failures: list[Failure], slots: np.ndarray) -> list[NodeResult]
         made[i] = shared.setdefault(why, NodeResult(False, list(why)))
     found: list[NodeResult] = made[inverse].tolist()
     return found
+
+
+def failure_codes(masks: list[Mask], n: int) -> npt.NDArray[np.int64]:
+    """Each of n slots' failures (at most CODE_BITS masks over the n) as the bits of one number, bit i
+    for masks[i]."""
+    code = np.zeros(n, dtype=np.int64)
+    for bit, mask in enumerate(masks):
+        code |= mask.astype(np.int64) << bit
+    return code
 
 
 def _reasons(failures: list[Failure]) -> dict[int, tuple[str, ...]]:

@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
-import numpy.typing as npt
 
 from berth.core.api.core.model import Pod
 from berth.core.cache.state import Reservation
@@ -273,7 +272,7 @@ class Scheduler:
             if slot is None or (found.outside is not None and found.outside[slot]):
                 continue  # kube evaluates only the nodes a PreFilter's node set names
             what: _Failing | None = None
-            if fit is not None and (not counted or counted.isdisjoint(p.key for p in pods)):
+            if fit is not None and _none_counted(pods, counted):
                 fast.append((slot, node))
             else:
                 trial = self._trial(cycle, pods, node)
@@ -306,15 +305,14 @@ class Scheduler:
         names = [node for node in nominated if node in slot_of]
         slots = np.fromiter((slot_of[node] for node in names), dtype=np.int64, count=len(names))
         failures, elsewhere, _ = self._fit_with(cycle, found, fit, slots, names, view)
-        if elsewhere.any() or len(failures) > 62:
+        if elsewhere.any() or len(failures) > results.CODE_BITS:
             return None
-        codes = _codes(failures, len(slots))
+        codes = results.failure_codes([f.mask for f in failures], len(slots))
         distinct, first = np.unique(codes, return_index=True)
         failing = [code for code in distinct[np.argsort(first)].tolist() if code]
         out: dict[_Failing, Slots] = {}
         for code in failing:
-            hits = tuple((f.reason, f.code) for bit, f in enumerate(failures) if code >> bit & 1)
-            out[((fit.name, hits),)] = slots[codes == code]
+            out[((fit.name, _hits_of(failures, code)),)] = slots[codes == code]
         return out if len(out) == len(failing) else None  # two sets of failures alike: one by one
 
     def _fit_alone(self, cycle: Cycle) -> NodeFit | None:
@@ -337,7 +335,7 @@ class Scheduler:
         counted = self.state.counted(view.keys())
         if not counted:
             return amounts
-        return {node: a for node, a in amounts.items() if counted.isdisjoint(p.key for p in view.by_node[node])}
+        return {node: a for node, a in amounts.items() if _none_counted(view.by_node[node], counted)}
 
     def _by_amounts(
         self, cycle: Cycle, found: _Filtered, fit: NodeFit, fast: list[tuple[int, str]], view: Nominated
@@ -737,26 +735,26 @@ def _replaced(found: _Filtered, failing: Mapping[_Failing, Sequence[int] | Slots
     return out
 
 
-def _codes(failures: list[Failure], n: int) -> npt.NDArray[np.int64]:
-    """Each of n slots' failures (at most 62) as the bits of one number, bit i for failures[i]."""
-    codes = np.zeros(n, dtype=np.int64)
-    for bit, f in enumerate(failures):
-        codes[f.mask] |= 1 << bit
-    return codes
+def _none_counted(pods: list[Pod], counted: set[str]) -> bool:
+    """None of these nominated pods is counted on a node yet (`counted`: ClusterState.counted of
+    them or more): placing them adds their requests."""
+    return not counted or counted.isdisjoint(p.key for p in pods)
+
+
+def _hits_of(failures: list[Failure], code: int) -> tuple[tuple[str, Code], ...]:
+    """The (reason, code) of the failures whose bits the code holds (results.failure_codes), in order."""
+    return tuple((f.reason, f.code) for bit, f in enumerate(failures) if code >> bit & 1)
 
 
 def _hits(failures: list[Failure], n: int) -> list[tuple[tuple[str, Code], ...]]:
     """Per slot of n, the (reason, code) of the failures whose mask holds it, in their order; the
     same tuple for slots that fail alike. Each slot's failures are read as the bits of one number
-    (a node fit's: one or two per resource), past 62 of them slot by slot."""
-    if len(failures) > 62:
+    (a node fit's: one or two per resource), past results.CODE_BITS of them slot by slot."""
+    if len(failures) > results.CODE_BITS:
         masks = [f.mask.tolist() for f in failures]
         return [tuple((f.reason, f.code) for f, mask in zip(failures, masks, strict=True) if mask[i]) for i in range(n)]
-    codes = _codes(failures, n)
-    hits = {
-        code: tuple((f.reason, f.code) for bit, f in enumerate(failures) if code >> bit & 1)
-        for code in np.unique(codes).tolist()
-    }
+    codes = results.failure_codes([f.mask for f in failures], n)
+    hits = {code: _hits_of(failures, code) for code in np.unique(codes).tolist()}
     return [hits[code] for code in codes.tolist()]
 
 
