@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from berth.adapters.files.snapshot import load_objects, parse_documents, read_text
+from berth.adapters.files.snapshot import load_snapshot, parse_documents, read_text
 from berth.core.api.meta.normalise import TimeRangeError, parse_time
 from berth.core.cache.snapshot import build_state
 from berth.core.cache.state import ClusterState
@@ -114,7 +114,7 @@ def load_config(path: str | None, strict: bool = False, warn: bool = True) -> Sc
 def load_state(path: str, state: ClusterState | None = None) -> ClusterState:
     source = "<stdin>" if path == "-" else path
     try:
-        state, warnings = build_state(load_objects(path), state)
+        state, warnings = build_state(load_snapshot(path), state)
     except InputError as e:
         if e.obj == source:
             raise

@@ -16,8 +16,10 @@ from typing import Any
 import msgspec
 import yaml
 
+from berth.adapters.files.typedjson import read_typed
 from berth.core.api.kinds import describe
 from berth.core.api.watch import MAX_LINE_BYTES
+from berth.core.cache.snapshot import Decoded
 from berth.core.errors import InputError
 
 MAX_OBJECT_BYTES = MAX_LINE_BYTES  # one object: the API server's own request-body limit
@@ -188,12 +190,23 @@ _NO_KEY = object()
 def read_text(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
+    return _text(_read_bytes(path), path)
+
+
+def _read_bytes(path: str) -> bytes:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_bytes()
     except OSError as e:
         raise InputError(path, "", e.strerror or str(e)) from None
+
+
+def _text(data: bytes, path: str) -> str:
+    """The file's text, its line ends as a file opened as text reads them."""
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(path, "", "not UTF-8 text") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def parse_documents(text: str, source: str) -> list[Any]:
@@ -245,10 +258,27 @@ def flatten(doc: Any, source: str) -> Iterator[Mapping[str, Any]]:
     yield doc
 
 
+def load_snapshot(path: str) -> list[Mapping[str, Any] | Decoded]:
+    """The objects of a snapshot file ('-' is stdin) for build_state: those of a JSON file decoded
+    straight into their models where that reads them as load_objects would (typedjson); else the
+    raw objects of load_objects."""
+    if path == "-":
+        return list(objects_in(sys.stdin.read(), "<stdin>"))
+    data = _read_bytes(path)
+    typed = read_typed(data, MAX_OBJECT_BYTES)
+    if typed is not None:
+        return typed
+    return list(objects_in(_text(data, path), path))
+
+
 def load_objects(path: str) -> list[Mapping[str, Any]]:
     """All raw objects in a snapshot file ('-' is stdin)."""
     source = "<stdin>" if path == "-" else path
-    text = read_text(path)
+    return objects_in(read_text(path), source)
+
+
+def objects_in(text: str, source: str) -> list[Mapping[str, Any]]:
+    """All raw objects in a snapshot's text."""
     out: list[Mapping[str, Any]] = []
     for doc in parse_documents(text, source):
         out.extend(flatten(doc, source))

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from berth.core.api.kinds import KINDS, convert_as, kind_key
 from berth.core.cache.state import ClusterState
 
 
-def build_state(raws: Iterable[Mapping[str, Any]], state: ClusterState | None = None) -> tuple[ClusterState, list[str]]:
+class Decoded(NamedTuple):
+    """An object already read into its kind's model (a JSON snapshot decoded straight from bytes)."""
+
+    model: Any
+
+
+def build_state(
+    raws: Iterable[Mapping[str, Any] | Decoded], state: ClusterState | None = None
+) -> tuple[ClusterState, list[str]]:
     """Apply every object in order; returns the state and one warning per unknown kind.
 
     Raises InputError (naming the object and field) on the first malformed object.
@@ -17,6 +25,9 @@ def build_state(raws: Iterable[Mapping[str, Any]], state: ClusterState | None = 
     state = state or ClusterState()
     unknown: dict[str, int] = {}
     for raw in raws:
+        if isinstance(raw, Decoded):
+            state.apply(raw.model)
+            continue
         key = kind_key(raw)
         kind = KINDS.get(key)
         if kind is None:
