@@ -304,26 +304,19 @@ def test_wide_names_plugins_scores_and_victims(capsys: pytest.CaptureFixture[str
 
 
 def test_wide_shows_nomination_and_victims() -> None:
-    from berth.core.scheduler.results import Decision, NodeResult
+    from berth.core.scheduler.results import Decision, RejectedGroup
     from berth_cli.show import render_table
 
-    d = Decision(
-        "ns/p",
-        "Unschedulable",
-        None,
-        "0/2 nodes are available",
-        nodes={
-            "a": NodeResult(False, ["Insufficient cpu"]),
-            "b": NodeResult(False, ["node(s) had untolerated taint(s)", "Too many pods"]),
-        },
-        nominated_node="a",
-        victims=["ns/low-1"],
-    )
+    d = Decision("ns/p", "Unschedulable", None, "0/2 nodes are available", nominated_node="a", victims=["ns/low-1"])
+    groups = [
+        RejectedGroup(("Insufficient cpu",), 1, ["a"]),
+        RejectedGroup(("node(s) had untolerated taint(s)", "Too many pods"), 1, ["b"]),
+    ]
     buf = io.StringIO()
     import contextlib
 
     with contextlib.redirect_stdout(buf):
-        render_table([d], wide=True)
+        render_table([d], [groups], wide=True)
     text = buf.getvalue()
     assert "ns/low-1" in text and "NodeResourcesFit: Insufficient cpu" in text
     assert "TaintToleration: node(s) had untolerated taint(s)" in text
@@ -395,14 +388,10 @@ def test_compare_needs_the_snapshot_as_a_file(capsys: pytest.CaptureFixture[str]
     assert code == 2 and "--compare reads the snapshot once per config: give it as a file" in err
 
 
-def _rejected_oracle(d: Any) -> str:
-    """-o wide's rejected nodes as show._rejected first grouped them: every node, by its reasons."""
+def _rejected_oracle(groups: dict[tuple[str, ...], list[str]]) -> str:
+    """-o wide's rejected nodes as show._rejected first wrote them, from every node's reasons."""
     from berth_cli.show import NODES_SHOWN, named
 
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for name, r in d.nodes.items():
-        if not r.feasible:
-            groups.setdefault(tuple(r.reasons), []).append(name)
     lines = []
     for reasons, names in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
         more = f" +{len(names) - NODES_SHOWN} more" if len(names) > NODES_SHOWN else ""
@@ -412,24 +401,17 @@ def _rejected_oracle(d: Any) -> str:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(0, 7), max_size=60), st.randoms(use_true_random=False))
-def test_rejected_groups_are_every_node_grouped(picks: list[int], rnd: Any) -> None:
-    """Results shared among nodes or equal but distinct, feasible ones among them, in any order."""
-    from berth.core.scheduler.results import Decision, NodeResult
-    from berth_cli.show import _rejected
+@given(st.lists(st.integers(0, 4), max_size=60), st.randoms(use_true_random=False))
+def test_rejected_groups_are_written_as_every_node_grouped(picks: list[int], rnd: Any) -> None:
+    """Groups in any order, of any size, with reasons or none: most nodes first, then by reasons."""
+    from berth.core.scheduler.results import RejectedGroup
+    from berth_cli.show import NODES_SHOWN, _rejected
 
-    shared = [NodeResult(False, ["Insufficient cpu"]), NodeResult(False, []), NodeResult(False, ["a", "b"])]
-    made = {
-        0: lambda: shared[0],
-        1: lambda: shared[1],
-        2: lambda: shared[2],
-        3: lambda: NodeResult(False, ["Insufficient cpu"]),  # equal to a shared one, not the same object
-        4: lambda: NodeResult(False, ["a", "b"]),
-        5: lambda: NodeResult(False, ["Too many pods"]),
-        6: lambda: NodeResult(True, [], {"x": 1}, 1),
-        7: lambda: NodeResult(False, ["b", "a"]),
-    }
+    reasons = [("Insufficient cpu",), (), ("a", "b"), ("Too many pods",), ("b", "a")]
     names = [f"n-{i:02}" for i in range(len(picks))]
-    rnd.shuffle(names)
-    d = Decision("ns/p", "Unschedulable", None, "-", nodes={n: made[k]() for n, k in zip(names, picks, strict=True)})
-    assert _rejected(d) == _rejected_oracle(d)
+    by_reasons: dict[tuple[str, ...], list[str]] = {}
+    for name, k in zip(sorted(names), picks, strict=True):
+        by_reasons.setdefault(reasons[k], []).append(name)
+    groups = [RejectedGroup(why, len(got), got[:NODES_SHOWN]) for why, got in by_reasons.items()]
+    rnd.shuffle(groups)
+    assert _rejected(groups) == _rejected_oracle(by_reasons)

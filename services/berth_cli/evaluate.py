@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,7 +15,7 @@ from berth.core.cache.state import ClusterState
 from berth.core.errors import InputError
 from berth.core.pipeline.metrics import distinct
 from berth.core.plugins.loadawarescheduling.store import NodeMetricStore
-from berth.core.scheduler.results import Decision
+from berth.core.scheduler.results import Decision, RejectedGroup
 from berth.core.scheduler.schedule_one import Scheduler
 from berth_cli.common import (
     STRICT_HELP,
@@ -28,7 +28,7 @@ from berth_cli.common import (
     print_json,
     rfc3339,
 )
-from berth_cli.show import BEST_SHOWN, OUTPUTS, print_yaml, render_table
+from berth_cli.show import BEST_SHOWN, NODES_SHOWN, OUTPUTS, print_yaml, render_table
 
 
 def add_parser(sub: Any) -> None:
@@ -116,6 +116,7 @@ class Run:
     decisions: list[Decision]
     skipped: list[dict[str, str]]  # pods of schedulers the config has no profile for
     gated: list[dict[str, str]]  # pods a PreEnqueue plugin holds back (scheduling gates)
+    rejected: list[list[RejectedGroup]] = field(default_factory=list)  # a table's: each decision's rejected nodes
 
     def placements(self) -> dict[str, tuple[str, list[str]] | None]:
         """pod -> (node, PVs) where it was placed, None where it was not."""
@@ -132,7 +133,8 @@ def decide(args: argparse.Namespace, config_path: str | None, now: datetime) -> 
     table = args.output in ("table", "wide")
     top = BEST_SHOWN if table else None
     schedulers = {
-        p.scheduler_name: Scheduler(p.build(state), top_nodes=top, rejected_nodes=table) for p in config.profiles
+        p.scheduler_name: Scheduler(p.build(state), top_nodes=top, rejected_groups=NODES_SHOWN if table else 0)
+        for p in config.profiles
     }
     bar = _bar()
     try:
@@ -176,7 +178,9 @@ def decide(args: argparse.Namespace, config_path: str | None, now: datetime) -> 
             if held.rejects:
                 run.gated.append({"pod": pod.key, "plugin": held.plugin, "message": held.message})
             else:
-                run.decisions += scheduler.run([pod], now)
+                for outcome in scheduler.run_outcomes([pod], now):
+                    run.decisions.append(outcome.decision)
+                    run.rejected.append(outcome.rejected_groups or [])
     return run
 
 
@@ -205,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
             out["compare"] = {"runs": labels, "differ": diff}
         print_json(out) if args.output == "json" else print_yaml(out)
     else:
-        render_table(first.decisions, wide=args.output == "wide")
+        render_table(first.decisions, first.rejected, wide=args.output == "wide")
         for s in first.skipped:
             print(f"skipped {s['pod']}: schedulerName {s['schedulerName']} has no profile in the config")
         for g in first.gated:

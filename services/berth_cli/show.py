@@ -5,7 +5,6 @@ Only the showing: the decisions are the scheduler's, unchanged."""
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from typing import Any
 
 import msgspec
@@ -15,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from berth.core.plugins.registry import plugin_of
-from berth.core.scheduler.results import Decision, NodeResult
+from berth.core.scheduler.results import Decision, NodeResult, RejectedGroup
 from berth_cli import boxtable
 
 OUTPUTS = ("json", "yaml", "table", "wide")
@@ -52,51 +51,31 @@ def _volumes(d: Decision) -> str:
     )
 
 
-def _rejected(d: Decision) -> str:
+def _rejected(groups: list[RejectedGroup]) -> str:
     """Rejected nodes grouped by their reasons, each reason naming its plugin."""
-    groups: dict[tuple[str, ...], tuple[int, list[tuple[int, str]]]] = {}
-    for r, count, first in _rejected_alike(d.nodes):
-        had, names = groups.get(tuple(r.reasons), (0, []))
-        groups[tuple(r.reasons)] = (had + count, sorted(names + first)[:NODES_SHOWN])
     lines = []
-    for reasons, (count, first) in sorted(groups.items(), key=lambda g: (-g[1][0], g[0])):
-        shown = ", ".join(name for _, name in first) + (f" +{count - NODES_SHOWN} more" if count > NODES_SHOWN else "")
-        lines.append(f"{count} node(s) ({shown}):")
-        lines += [f"  {named(reason)}" for reason in reasons] or ["  (no reason given)"]
+    for g in sorted(groups, key=lambda g: (-g.size, g.reasons)):
+        shown = ", ".join(g.first[:NODES_SHOWN]) + (f" +{g.size - NODES_SHOWN} more" if g.size > NODES_SHOWN else "")
+        lines.append(f"{g.size} node(s) ({shown}):")
+        lines += [f"  {named(reason)}" for reason in g.reasons] or ["  (no reason given)"]
     return "\n".join(lines)
-
-
-def _rejected_alike(nodes: dict[str, NodeResult]) -> list[tuple[NodeResult, int, list[tuple[int, str]]]]:
-    """The distinct rejected results, each with how many nodes have it and its first NODES_SHOWN nodes
-    (with their places). The scheduler shares one result among the nodes rejected alike: 5,000 nodes
-    are counted in C, and the walk for names stops once every rejected result has its first few."""
-    counts = Counter(map(id, nodes.values()))
-    distinct = dict(zip(map(id, nodes.values()), nodes.values(), strict=True))
-    first: dict[int, list[tuple[int, str]]] = {k: [] for k, r in distinct.items() if not r.feasible}
-    left = len(first)
-    for place, (name, r) in enumerate(nodes.items()):
-        if not left:
-            break
-        got = first.get(id(r))
-        if got is not None and len(got) < NODES_SHOWN:
-            got.append((place, name))
-            if len(got) == min(NODES_SHOWN, counts[id(r)]):
-                left -= 1
-    return [(distinct[k], counts[k], names) for k, names in first.items()]
 
 
 def _scores(r: NodeResult) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted((r.scores or {}).items(), key=lambda kv: (-kv[1], kv[0])) if v)
 
 
-def render_table(decisions: list[Decision], wide: bool = False, top: int = BEST_SHOWN) -> None:
+def render_table(
+    decisions: list[Decision], rejected: list[list[RejectedGroup]], wide: bool = False, top: int = BEST_SHOWN
+) -> None:
+    """rejected: each decision's rejected nodes by their reasons (Scheduler's rejected_groups)."""
     title = f"berth evaluate: {len(decisions)} pending pod(s)"
     columns = ["pod", "status", "node", "volumes", "best nodes (total)", "message"]
     if wide:
         columns[4] = "best nodes (total: plugin scores)"
         columns += ["nominated", "victims", "rejected nodes (plugin: reason)"]
     rows = []
-    for d in decisions:
+    for d, groups in zip(decisions, rejected, strict=True):
         if wide:
             best = "\n".join(f"{n} ({r.total or 0}: {_scores(r) or 'all 0'})" for n, r in _best(d, top))
         else:
@@ -105,7 +84,7 @@ def render_table(decisions: list[Decision], wide: bool = False, top: int = BEST_
         if wide:
             nominated = d.nominated_node if isinstance(d.nominated_node, str) else ""
             victims = "\n".join(d.victims) if isinstance(d.victims, list) else ""
-            row += [nominated or "-", victims or "-", _rejected(d)]
+            row += [nominated or "-", victims or "-", _rejected(groups)]
         rows.append(row)
     console = Console()
     if not console.is_terminal:

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from berth.core.api.kinds import convert
 from berth.core.cache.state import ClusterState, Reservation
 from berth.core.config.kubeschedulerconfig import parse_config
+from berth.core.scheduler import results
 from berth.core.scheduler.schedule_one import Scheduler
 from tests.builders import NOW, cluster, node, pod, pv, pvc, storage_class
 from tests.plugins.volumebinding.vb_helpers import bindings, decide, reasons
@@ -262,26 +263,33 @@ def test_top_nodes_equal_the_full_listings_best(specs: list[tuple[str, bool]], t
     st.lists(st.tuples(st.sampled_from(["1", "2", "4", "8"]), st.booleans()), min_size=1, max_size=12),
     st.integers(0, 6),
 )
-def test_rejected_nodes_are_listed_with_the_top_ones_as_the_full_listing_has_them(
+def test_rejected_groups_are_the_full_listings_rejected_nodes_by_reasons(
     specs: list[tuple[str, bool]], top: int
 ) -> None:
-    """rejected_nodes (what evaluate's table shows): every rejected node, with the full listing's
-    result and in its order, then the top feasible ones."""
+    """rejected_groups (what evaluate's table shows): the full listing's rejected nodes grouped by
+    their reasons, each with its count and first names in name order; the top feasible ones listed."""
     nodes = [node(f"n{i:02d}", cpu=cpu, unschedulable=off) for i, (cpu, off) in enumerate(specs)]
     state = cluster(*nodes, pod("p", cpu="3"))
     full = Scheduler(parse_config(None).build(state)).decide(state.pods["default/p"], NOW).decision
-    listing = Scheduler(parse_config(None).build(state), top_nodes=top, rejected_nodes=True)
-    d = listing.decide(state.pods["default/p"], NOW).decision
-    rejected = [(n, r) for n, r in full.nodes.items() if not r.feasible]
-    assert [(n, r) for n, r in d.nodes.items() if not r.feasible] == rejected
+    listing = Scheduler(parse_config(None).build(state), top_nodes=top, rejected_groups=2)
+    outcome = listing.decide(state.pods["default/p"], NOW)
+    by_reasons: dict[tuple[str, ...], list[str]] = {}
+    for name, r in full.nodes.items():
+        if not r.feasible:
+            by_reasons.setdefault(tuple(r.reasons), []).append(name)
+    want = sorted((why, len(names), names[:2]) for why, names in by_reasons.items())
+    assert sorted(outcome.rejected_groups or []) == want
     best = sorted(((n, r) for n, r in full.nodes.items() if r.feasible), key=lambda x: (-(x[1].total or 0), x[0]))
-    assert [(n, r) for n, r in d.nodes.items() if r.feasible] == best[:top]
+    d = outcome.decision
+    assert list(d.nodes.items()) == best[:top]
     assert (d.node, d.message) == (full.node, full.message)
 
 
-def test_a_prefilter_rejection_lists_every_node_with_rejected_nodes() -> None:
-    state = cluster(node("n1"), node("n2"), pod("p", ("missing",)))
-    d = Scheduler(parse_config(None).build(state), top_nodes=3, rejected_nodes=True).decide(
+def test_a_prefilter_rejection_groups_every_node() -> None:
+    state = cluster(node("n3"), node("n1"), node("n2"), pod("p", ("missing",)))
+    outcome = Scheduler(parse_config(None).build(state), top_nodes=3, rejected_groups=2).decide(
         state.pods["default/p"], NOW
     )
-    assert set(d.decision.nodes) == {"n1", "n2"}
+    assert outcome.decision.nodes == {}
+    reason = 'persistentvolumeclaim "missing" not found'
+    assert outcome.rejected_groups == [results.RejectedGroup((reason,), 3, ["n1", "n2"])]

@@ -59,3 +59,52 @@ def test_past_63_failures_each_slot_is_walked() -> None:
     ]
     check(failures, np.arange(50, dtype=np.int64))
     check(failures[: results.CODE_BITS], np.arange(50, dtype=np.int64))  # the last one the codes hold
+
+
+class _Table:
+    """What rejected_groups reads of a NodeTable: the slots and their names in name order."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.order = sorted(range(len(names)), key=lambda s: names[s])
+        self.names = names
+
+    def by_name(self) -> tuple[np.ndarray, list[str]]:
+        return np.array(self.order, dtype=np.int64), [self.names[s] for s in self.order]
+
+
+def grouped(failures: list[Failure], filtered: np.ndarray, names: list[str], shown: int) -> list[tuple[object, ...]]:
+    """The plain oracle: each rejected node's reasons by the per-slot walk, grouped in name order."""
+    oracle = results._rejections(failures)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for s in sorted(range(len(names)), key=lambda s: names[s]):
+        if not filtered[s]:
+            groups.setdefault(tuple(oracle(s).reasons), []).append(names[s])
+    return sorted((why, len(got), got[:shown]) for why, got in groups.items())
+
+
+@settings(max_examples=300, deadline=None)
+@given(cases(), st.integers(1, 6), st.randoms(use_true_random=False))
+def test_rejected_groups_are_the_rejected_nodes_by_reasons(
+    case: tuple[list[Failure], np.ndarray], shown: int, rnd: object
+) -> None:
+    failures, slots = case
+    n = len(failures[0].mask) if failures else 40
+    filtered = np.ones(n, dtype=bool)
+    filtered[slots[slots < n]] = False  # the drawn slots rejected, whatever their failures
+    for f in failures:
+        filtered &= ~f.mask
+    names = [f"n-{i:02}" for i in range(n)]
+    rnd.shuffle(names)  # type: ignore[attr-defined]
+    got = results.rejected_groups(_Table(names), failures, filtered, shown)  # type: ignore[arg-type]
+    assert sorted(got) == grouped(failures, filtered, names, shown)
+
+
+def test_rejected_groups_past_63_failures() -> None:
+    rng = np.random.default_rng(36)
+    failures = [
+        Failure(rng.random(50) < 0.3, REASONS[i % len(REASONS)] + f" {i % 3}") for i in range(results.CODE_BITS + 2)
+    ]
+    filtered = ~np.logical_or.reduce([f.mask for f in failures])
+    names = [f"n{i:02}" for i in range(50)][::-1]
+    got = results.rejected_groups(_Table(names), failures, filtered, 3)  # type: ignore[arg-type]
+    assert sorted(got) == grouped(failures, filtered, names, 3) and len(got) > 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import compress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 import numpy as np
@@ -122,14 +122,40 @@ def node_results(
     return out
 
 
-def rejected_results(nodes: NodeTable, failures: list[Failure], filtered: Mask) -> dict[str, NodeResult]:
-    """Only the rejected nodes of node_results (the nodes the filters did not pass), in node-name
-    order: what a table of the rejections needs, without a result per feasible node."""
+class RejectedGroup(NamedTuple):
+    """Nodes the filters rejected for the same reasons (what a table of the rejections shows): how
+    many, and the first few in name order."""
+
+    reasons: tuple[str, ...]
+    size: int
+    first: list[str]
+
+
+def rejected_groups(nodes: NodeTable, failures: list[Failure], filtered: Mask, shown: int) -> list[RejectedGroup]:
+    """The rejected nodes of node_results grouped by their reasons, each group with its first `shown`
+    node names, without a result per node: the groups by the failure codes in numpy, the names of
+    the first few alone looked up."""
     every, names = nodes.by_name()
-    rejected = ~filtered[every]
-    if not rejected.any():
-        return {}
-    return dict(zip(compress(names, rejected.tolist()), _rejected_at(failures, every[rejected]), strict=True))
+    at = np.flatnonzero(~filtered[every])  # the rejected nodes' places in name order
+    if not len(at):
+        return []
+    if len(failures) > CODE_BITS:
+        found = _rejected_at(failures, every[at])
+        codes, inverse = np.unique(np.fromiter(map(id, found), dtype=np.int64, count=len(at)), return_inverse=True)
+        whys = [tuple(found[i].reasons) for i in np.unique(inverse, return_index=True)[1].tolist()]
+    else:
+        codes, inverse = np.unique(failure_codes([f.mask[every[at]] for f in failures], len(at)), return_inverse=True)
+        whys = [tuple(f.reason for bit, f in enumerate(failures) if c >> bit & 1) for c in codes.tolist()]
+    # codes with the same reasons (two failures giving one reason) are one group
+    group_of: dict[tuple[str, ...], int] = {}
+    merged = np.array([group_of.setdefault(why, len(group_of)) for why in whys], dtype=np.int64)[inverse]
+    order = np.argsort(merged, kind="stable")  # each group's places together, in name order
+    counts = np.bincount(merged, minlength=len(group_of))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    return [
+        RejectedGroup(why, count, [names[p] for p in at[order[start : start + min(shown, count)]].tolist()])
+        for why, count, start in zip(group_of, counts.tolist(), starts.tolist(), strict=True)
+    ]
 
 
 def _rejections(failures: list[Failure]) -> Callable[[int], NodeResult]:

@@ -69,6 +69,7 @@ class Outcome:
     reasons: dict[str, int] = field(
         default_factory=dict
     )  # when nothing fits: nodes per reason, as the message counts them
+    rejected_groups: list[results.RejectedGroup] | None = None  # Scheduler.rejected_groups's
 
 
 @dataclass
@@ -125,17 +126,18 @@ class _DryRun:
 
 class Scheduler:
     def __init__(
-        self, profile: Profile, top_nodes: int | None = None, incremental: bool = True, rejected_nodes: bool = False
+        self, profile: Profile, top_nodes: int | None = None, incremental: bool = True, rejected_groups: int = 0
     ) -> None:
         """top_nodes: None lists every node in a decision; N lists only the N best feasible ones.
-        rejected_nodes: with top_nodes, list every rejected node too, with its reasons (what a table of
-        the rejections shows, without building a result for each feasible node).
+        rejected_groups: with top_nodes, the outcome groups the rejected nodes by their reasons, each
+        group with its count and its first this many node names (what a table of the rejections
+        shows, without a result per node).
         incremental: keep node-local plugins' answers per pod signature and compute again only the nodes
         changed since (berth.core.framework.runtime.incremental); False runs every plugin on every node each cycle."""
         self.profile = profile
         self.state = profile.state
         self.top_nodes = top_nodes
-        self.rejected_nodes = rejected_nodes
+        self.rejected_groups = rejected_groups
         self.answers = Answers() if incremental else None
         # the plugins whose answers may be kept (a Protocol check is slow: made once)
         self._local_filters = {id(p) for p in profile.filters if isinstance(p, NodeLocalFilter)}
@@ -443,12 +445,16 @@ class Scheduler:
         nodes = self.state.nodes
         message = fit_error(len(nodes), {}, pre_filter=status.message)
         statuses = NodeToStatus(nodes, everywhere=NodeStatus(plugin, status.code, (status.message,)))
+        groups = None
+        if top_nodes is not None and self.rejected_groups:
+            groups = [results.RejectedGroup((status.message,), len(nodes), nodes.by_name()[1][: self.rejected_groups])]
         return Outcome(
-            results.rejected_everywhere(pod, message, status.message, nodes, top_nodes is None or self.rejected_nodes),
+            results.rejected_everywhere(pod, message, status.message, nodes, top_nodes is None),
             None,
             frozenset({plugin}) if rejected_by is None else rejected_by,
             pre_filter_rejected=True,
             statuses=statuses,
+            rejected_groups=groups,
         )
 
     def dry_run(self, cycle: Cycle, read: Collection[str] | None = None) -> tuple[Mask, NodeToStatus]:
@@ -477,7 +483,9 @@ class Scheduler:
         found = self.find_nodes_that_fit(cycle, top_nodes, first)
         if found.stop is not None:
             if found.stop.pre_filter_rejected:
-                return self._preempt(cycle, found.stop)
+                outcome = self._preempt(cycle, found.stop)
+                outcome.rejected_groups = found.stop.rejected_groups
+                return outcome
             return found.stop
         if found.chosen is not None:
             return self._place(cycle, found.chosen, {first: results.NodeResult(True, [])}, NodeToStatus(nodes), {})
@@ -494,10 +502,11 @@ class Scheduler:
         total = self._weighted_total(scores, len(nodes.valid))
         ranked = np.flatnonzero(feasible)
         key = self._rank_key(ranked, total)
+        groups = None
         if top_nodes is not None:
             listed = results.top_results(nodes, scores, total, ranked, key, top_nodes)
-            if self.rejected_nodes:
-                listed = results.rejected_results(nodes, found.failures, found.feasible) | listed
+            if self.rejected_groups:
+                groups = results.rejected_groups(nodes, found.failures, found.feasible, self.rejected_groups)
         else:
             listed = results.node_results(nodes, found.failures, feasible, scores, total, found.feasible)
         if on is not None:
@@ -506,17 +515,18 @@ class Scheduler:
                 known = listed.get(on)
                 why = "not known" if slot is None else "; ".join(known.reasons if known else []) or "not feasible"
                 message = f"{pod.key} does not fit on node {on}: {why}"
-                return Outcome(
-                    results.unschedulable(pod, message, listed), None, rejected, statuses=statuses, codes=codes
-                )
+                decision = results.unschedulable(pod, message, listed)
+                return Outcome(decision, None, rejected, statuses=statuses, codes=codes, rejected_groups=groups)
+            outcome = self._place(cycle, slot, listed, statuses, codes)
         elif not any_feasible:
             counts = statuses.reason_counts()
             decision = results.unschedulable(pod, fit_error(len(nodes), counts), listed)
             unfit = Outcome(decision, None, rejected, statuses=statuses, codes=codes, reasons=counts)
-            return self._preempt(cycle, unfit)
+            outcome = self._preempt(cycle, unfit)
         else:
-            slot = self.select_host(ranked, key)
-        return self._place(cycle, slot, listed, statuses, codes)
+            outcome = self._place(cycle, self.select_host(ranked, key), listed, statuses, codes)
+        outcome.rejected_groups = groups
+        return outcome
 
     def _place(
         self,
@@ -665,15 +675,19 @@ class Scheduler:
         """Decide pods one after another; each Scheduled decision is reserved before the next. A
         preemption is taken as done (kube's nominator): its victims are gone and the pod is
         nominated to its node, where the later pods of no higher priority see it placed."""
-        decisions = []
+        return [outcome.decision for outcome in self.run_outcomes(pods, now)]
+
+    def run_outcomes(self, pods: list[Pod], now: datetime) -> list[Outcome]:
+        """run, with each pod's whole outcome."""
+        outcomes = []
         for pod in pods:
             outcome = self.decide(pod, now)
             if outcome.reservation is not None:
                 self.state.reserve(outcome.reservation)
             else:
                 self.nominate(pod, outcome)
-            decisions.append(outcome.decision)
-        return decisions
+            outcomes.append(outcome)
+        return outcomes
 
     def queue(self, pods: list[Pod]) -> list[Pod]:
         """kube's PrioritySort: higher priority first, then the given order (pending_pods: oldest
