@@ -152,8 +152,12 @@ def _extras(shape: str, labels: dict[str, str], req: dict[str, str] = HALF) -> d
     return {}
 
 
-def _decisions(fast: bool, nodes: list[Any], placed: list[Any], waiting: list[Any], pending: list[Any]) -> list[bytes]:
+def _decisions(
+    fast: bool, nodes: list[Any], placed: list[Any], waiting: list[Any], pending: list[Any], columns: bool = True
+) -> list[bytes]:
     h = Harness(filters=KUBE_FILTERS)
+    if not columns:
+        h.scheduler.nominated_columns = lambda cycle: None  # type: ignore[method-assign]
     if not fast:  # the oracle: every node with nominated pods tried by placing them (kube's addGENominatedPods),
         # every preemption dry run done afresh
         h.scheduler._fit_alone = lambda cycle: None  # type: ignore[method-assign]
@@ -230,3 +234,5 @@ def test_nominated_pods_by_amounts_decide_as_placing_them(
     # nominated pods placed on the node, every filter run again and every dry run done afresh
     fast = _decisions(True, nodes, placed, waiting, pending)
     assert fast == _decisions(False, nodes, placed, waiting, pending)
+    # the nominated amounts taken node by node (where some nominated pod is counted already), not as columns
+    assert fast == _decisions(True, nodes, placed, waiting, pending, columns=False)

@@ -50,7 +50,7 @@ from berth.core.framework.status import (
 )
 from berth.core.framework.types import Mask, Slots
 from berth.core.scheduler import results
-from berth.core.scheduler.nominator import Nominated, Nominator
+from berth.core.scheduler.nominator import Columns, Nominated, Nominator
 from berth.core.scheduler.results import Decision
 from berth.core.scheduler.sampling import first_feasible, num_feasible_nodes_to_find
 
@@ -116,6 +116,9 @@ class _DryRun:
 
     def nominated_amounts(self, cycle: Cycle) -> dict[str, dict[str, int]] | None:
         return self.scheduler.nominated_amounts(cycle)
+
+    def nominated_columns(self, cycle: Cycle) -> Columns | None:
+        return self.scheduler.nominated_columns(cycle)
 
     def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
         # a reader without removal_safe is taken as unsafe
@@ -338,6 +341,16 @@ class Scheduler:
         if not counted:
             return amounts
         return {node: a for node, a in amounts.items() if _none_counted(view.by_node[node], counted)}
+
+    def nominated_columns(self, cycle: Cycle) -> Columns | None:
+        """nominated_amounts as the view's columns, where none of its pods is counted anywhere yet
+        (then it holds every node with nominated pods the pod sees); else None. Read only."""
+        if self._fit_alone(cycle) is None:
+            return None
+        view = self.nominator.view(cycle.pod)
+        if self.state.counted(view.keys()):
+            return None
+        return view.columns(self.nominator)
 
     def _by_amounts(
         self, cycle: Cycle, found: _Filtered, fit: NodeFit, fast: list[tuple[int, str]], view: Nominated

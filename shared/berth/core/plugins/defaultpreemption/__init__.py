@@ -328,20 +328,32 @@ class DefaultPreemption:
         nominated = set()
         taken: dict[int, dict[str, int]] = {}
         amounts = dry_run.nominated_amounts(cycle)
-        for node in dry_run.nominated(cycle.pod):
-            slot = nodes.slot.get(node)
-            if slot is None:
-                continue
-            added = None if amounts is None else amounts.get(node)
-            if added is not None:  # the node fit alone reads them: their requests are taken too
-                taken[slot] = added
-                continue
-            judged[slot] = False  # the dry run proper
-            nominated.add(slot)
-        if taken:
-            slots = np.fromiter(taken, dtype=np.int64, count=len(taken))
+        columns = None if amounts is None else dry_run.nominated_columns(cycle)
+        slot_of = nodes.slot.get
+        if amounts is not None and columns is not None:  # every node's nominated pods taken by amounts
+            taken = {slot: added for node, added in amounts.items() if (slot := slot_of(node)) is not None}
+            rows, by_name = columns
+            at = np.fromiter((slot_of(node, -1) for node in rows), dtype=np.int64, count=len(rows))
+            known = at >= 0
             for col, (name, _) in zip(free, wants, strict=True):
-                col[slots] -= np.fromiter((a.get(name, 0) for a in taken.values()), dtype=np.int64, count=len(taken))
+                if name in by_name:
+                    col[at[known]] -= by_name[name][known]
+        else:
+            for node in dry_run.nominated(cycle.pod):
+                slot = slot_of(node)
+                if slot is None:
+                    continue
+                added = None if amounts is None else amounts.get(node)
+                if added is not None:  # the node fit alone reads them: their requests are taken too
+                    taken[slot] = added
+                    continue
+                judged[slot] = False  # the dry run proper
+                nominated.add(slot)
+            if taken:
+                slots = np.fromiter(taken, dtype=np.int64, count=len(taken))
+                for col, (name, _) in zip(free, wants, strict=True):
+                    got = np.fromiter((a.get(name, 0) for a in taken.values()), dtype=np.int64, count=len(taken))
+                    col[slots] -= got
         safe = dry_run.removal_safe(cycle)
         return Room(judged, wants, free, fit.reason, safe, statuses, fit.name, frozenset(nominated), taken)
 
