@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from berth.adapters.kube.client import KubeClient, patch_buffer_status
 from berth.adapters.runtime.bootstrap import Start
-from berth.adapters.runtime.metrics import Metrics
 from berth.adapters.runtime.worker import StreamHandler
 from berth.core.api.watch import Event
 from berth.core.pipeline.buffers import BufferEngine
 from berth.core.pipeline.records import encode_record
 from berth.core.ports import BUFFER_STATUS, Bus
+
+if TYPE_CHECKING:
+    from berth.adapters.runtime.metrics import Metrics  # prometheus_client: not for an embedded replay
 
 StatusWriter = Callable[[str, dict[str, Any]], Awaitable[None]]
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from berth.adapters.runtime.bootstrap import REDIS, Start
-from berth.adapters.runtime.metrics import Metrics
 from berth.adapters.runtime.worker import StreamHandler
 from berth.adapters.store.epoch import epoch_lost
 from berth.core.api.core.resources import PODS
@@ -24,6 +23,9 @@ from berth.core.pipeline.records import DecisionRecord, encode_record
 from berth.core.pipeline.scorer import ScorerEngine
 from berth.core.ports import DECISIONS, Bus, Message, ReservationStore
 from berth_scorer.binder import Binder, BindError
+
+if TYPE_CHECKING:
+    from berth.adapters.runtime.metrics import Metrics  # prometheus_client: not for an embedded replay
 
 log = logging.getLogger("berth.scorer")
 

@@ -16,14 +16,16 @@ import logging
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from berth.adapters.runtime.collector import COLLECTOR
-from berth.adapters.runtime.metrics import Metrics
 from berth.core.api.watch import Event, UnreadableObject, decode_message
 from berth.core.errors import InputError
 from berth.core.pipeline.records import RejectRecord, encode_record
 from berth.core.ports import DEAD_LETTER, Bus, Message
+
+if TYPE_CHECKING:
+    from berth.adapters.runtime.metrics import Metrics  # prometheus_client: the services', not an embedded replay's
 
 log = logging.getLogger("berth.worker")
 
