@@ -139,13 +139,13 @@ def rejected_groups(nodes: NodeTable, failures: list[Failure], filtered: Mask, s
     at = np.flatnonzero(~filtered[every])  # the rejected nodes' places in name order
     if not len(at):
         return []
-    if len(failures) > CODE_BITS:
-        found = _rejected_at(failures, every[at])
-        codes, inverse = np.unique(np.fromiter(map(id, found), dtype=np.int64, count=len(at)), return_inverse=True)
-        whys = [tuple(found[i].reasons) for i in np.unique(inverse, return_index=True)[1].tolist()]
+    if len(failures) > CODE_BITS:  # past one number's bits: each place's reasons, slot by slot
+        reasons = _reasons(failures)
+        whys = [reasons.get(s, ()) for s in every[at].tolist()]
+        inverse = np.arange(len(at))
     else:
         codes, inverse = np.unique(failure_codes([f.mask[every[at]] for f in failures], len(at)), return_inverse=True)
-        whys = [tuple(f.reason for bit, f in enumerate(failures) if c >> bit & 1) for c in codes.tolist()]
+        whys = [_reasons_of(failures, c) for c in codes.tolist()]
     # codes with the same reasons (two failures giving one reason) are one group
     group_of: dict[tuple[str, ...], int] = {}
     merged = np.array([group_of.setdefault(why, len(group_of)) for why in whys], dtype=np.int64)[inverse]
@@ -183,7 +183,7 @@ def _rejected_at(failures: list[Failure], slots: np.ndarray) -> list[NodeResult]
     shared: dict[tuple[str, ...], NodeResult] = {}
     made = np.empty(len(codes), dtype=object)
     for i, c in enumerate(codes.tolist()):
-        why = tuple(f.reason for bit, f in enumerate(failures) if c >> bit & 1)
+        why = _reasons_of(failures, c)
         made[i] = shared.setdefault(why, NodeResult(False, list(why)))
     found: list[NodeResult] = made[inverse].tolist()
     return found
@@ -196,6 +196,11 @@ def failure_codes(masks: list[Mask], n: int) -> npt.NDArray[np.int64]:
     for bit, mask in enumerate(masks):
         code |= mask.astype(np.int64) << bit
     return code
+
+
+def _reasons_of(failures: list[Failure], code: int) -> tuple[str, ...]:
+    """The reasons of the failures whose bits the code holds (failure_codes), in their order."""
+    return tuple(f.reason for bit, f in enumerate(failures) if code >> bit & 1)
 
 
 def _reasons(failures: list[Failure]) -> dict[int, tuple[str, ...]]:
