@@ -101,10 +101,12 @@ class DryRun(Protocol):
         pods (nodes left out: decide them by the dry run proper); else None."""
         ...
 
-    def nominated_columns(self, cycle: Cycle) -> tuple[Mapping[str, int], Mapping[str, npt.NDArray[Any]]] | None:
-        """nominated_amounts as columns where it holds every node the pod sees nominated pods on: each
-        node's row (a node whose nominated pods have gone may keep its row, at zero) and per resource
-        named in any an amount per row; else None."""
+    def nominated_columns(
+        self, cycle: Cycle
+    ) -> tuple[dict[str, dict[str, int]], Mapping[str, int], Mapping[str, npt.NDArray[Any]]] | None:
+        """Where nominated_amounts holds every node the pod sees nominated pods on: those amounts, and
+        the same as columns, each node's row (a node whose nominated pods have gone may keep its row,
+        at zero) and per resource named in any an amount per row; else None."""
         ...
 
     def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool: ...

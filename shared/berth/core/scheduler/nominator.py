@@ -28,6 +28,8 @@ from berth.core.cache.state import ClusterState
 
 # each node's row, and per resource an amount per row
 Columns = tuple[dict[str, int], dict[str, npt.NDArray[np.int64]]]
+# by node, what its nominated pods request; and the same as Columns
+AmountsAndColumns = tuple[dict[str, dict[str, int]], dict[str, int], dict[str, npt.NDArray[np.int64]]]
 
 
 class Nominated:

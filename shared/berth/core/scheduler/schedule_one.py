@@ -50,7 +50,7 @@ from berth.core.framework.status import (
 )
 from berth.core.framework.types import Mask, Slots
 from berth.core.scheduler import results
-from berth.core.scheduler.nominator import Columns, Nominated, Nominator
+from berth.core.scheduler.nominator import AmountsAndColumns, Nominated, Nominator
 from berth.core.scheduler.results import Decision
 from berth.core.scheduler.sampling import first_feasible, num_feasible_nodes_to_find
 
@@ -117,7 +117,7 @@ class _DryRun:
     def nominated_amounts(self, cycle: Cycle) -> dict[str, dict[str, int]] | None:
         return self.scheduler.nominated_amounts(cycle)
 
-    def nominated_columns(self, cycle: Cycle) -> Columns | None:
+    def nominated_columns(self, cycle: Cycle) -> AmountsAndColumns | None:
         return self.scheduler.nominated_columns(cycle)
 
     def removal_safe(self, cycle: Cycle, leaving: Sequence[Pod] | None = None) -> bool:
@@ -342,15 +342,17 @@ class Scheduler:
             return amounts
         return {node: a for node, a in amounts.items() if _none_counted(view.by_node[node], counted)}
 
-    def nominated_columns(self, cycle: Cycle) -> Columns | None:
-        """nominated_amounts as the view's columns, where none of its pods is counted anywhere yet
-        (then it holds every node with nominated pods the pod sees); else None. Read only."""
+    def nominated_columns(self, cycle: Cycle) -> AmountsAndColumns | None:
+        """Where none of the view's pods is counted anywhere yet (then nominated_amounts holds every
+        node with nominated pods the pod sees): those amounts, and the view's columns of them; else
+        None. Read only."""
         if self._fit_alone(cycle) is None:
             return None
         view = self.nominator.view(cycle.pod)
         if self.state.counted(view.keys()):
             return None
-        return view.columns(self.nominator)
+        rows, by_name = view.columns(self.nominator)
+        return view.amounts(self.nominator), rows, by_name
 
     def _by_amounts(
         self, cycle: Cycle, found: _Filtered, fit: NodeFit, fast: list[tuple[int, str]], view: Nominated

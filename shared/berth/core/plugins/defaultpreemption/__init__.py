@@ -327,18 +327,18 @@ class DefaultPreemption:
         judged = statuses.only(fit.name)
         nominated = set()
         taken: dict[int, dict[str, int]] = {}
-        amounts = dry_run.nominated_amounts(cycle)
-        columns = None if amounts is None else dry_run.nominated_columns(cycle)
+        whole = dry_run.nominated_columns(cycle)
         slot_of = nodes.slot.get
-        if amounts is not None and columns is not None:  # every node's nominated pods taken by amounts
-            taken = {slot: added for node, added in amounts.items() if (slot := slot_of(node)) is not None}
-            rows, by_name = columns
+        if whole is not None:  # every node's nominated pods taken by amounts, as columns
+            every, rows, by_name = whole
+            taken = {slot: added for node, added in every.items() if (slot := slot_of(node)) is not None}
             at = np.fromiter((slot_of(node, -1) for node in rows), dtype=np.int64, count=len(rows))
             known = at >= 0
             for col, (name, _) in zip(free, wants, strict=True):
                 if name in by_name:
                     col[at[known]] -= by_name[name][known]
         else:
+            amounts = dry_run.nominated_amounts(cycle)
             for node in dry_run.nominated(cycle.pod):
                 slot = slot_of(node)
                 if slot is None:
