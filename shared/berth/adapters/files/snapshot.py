@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import yaml
 
-from berth.adapters.files.typedjson import read_typed
+from berth.adapters.files.typedjson import read_typed, within_by_length
 from berth.core.api.kinds import describe
 from berth.core.api.watch import MAX_LINE_BYTES
 from berth.core.cache.snapshot import Decoded
@@ -258,17 +258,17 @@ def flatten(doc: Any, source: str) -> Iterator[Mapping[str, Any]]:
     yield doc
 
 
-def load_snapshot(path: str) -> list[Mapping[str, Any] | Decoded]:
+def load_snapshot(path: str) -> Sequence[Mapping[str, Any] | Decoded]:
     """The objects of a snapshot file ('-' is stdin) for build_state: those of a JSON file decoded
     straight into their models where that reads them as load_objects would (typedjson); else the
     raw objects of load_objects."""
     if path == "-":
-        return list(objects_in(sys.stdin.read(), "<stdin>"))
+        return objects_in(sys.stdin.read(), "<stdin>")
     data = _read_bytes(path)
     typed = read_typed(data, MAX_OBJECT_BYTES)
     if typed is not None:
         return typed
-    return list(objects_in(_text(data, path), path))
+    return objects_in(_text(data, path), path)
 
 
 def load_objects(path: str) -> list[Mapping[str, Any]]:
@@ -293,14 +293,13 @@ def objects_in(text: str, source: str) -> list[Mapping[str, Any]]:
 
 
 def within(obj: Any, limit: int, aliases: bool) -> bool:
-    """Whether json_size(obj) is at most limit. It counts at most 8 bytes for each byte of the compact
-    JSON (a one-digit number and its comma: 8 for 2), so an object whose encoding is that much under
-    the limit is within it without the walk; not tried where YAML aliases may repeat a part many times
-    (the walk stops at the limit, an encoding would not)."""
+    """Whether json_size(obj) is at most limit: by the length of its compact JSON where that says
+    (within_by_length), else by the walk; not by the length where YAML aliases may repeat a part many
+    times (the walk stops at the limit, an encoding would not)."""
     if aliases:
         return json_size(obj, limit) <= limit
     try:
-        if 8 * len(msgspec.json.encode(obj)) + 8 <= limit:
+        if within_by_length(len(msgspec.json.encode(obj)), limit):
             return True
     except (msgspec.EncodeError, TypeError, OverflowError, RecursionError):
         pass  # what YAML alone makes (dates, non-string keys): the walk says
