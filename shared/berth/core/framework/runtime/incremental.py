@@ -31,6 +31,7 @@ REDO_SHARE = 0.25  # past this share of the slots to compute again, the plugin's
 # than the bookkeeping (measured: NodeResourcesFit and LoadAwareScheduling break even at 10,000-20,000
 # slots with 26 slots touched per cycle; 1.6x faster at 50,000). Scores win at 5,000 already.
 FILTER_MIN_SLOTS = 16_384
+FEW_TOUCHED = 64  # touches up to this many are read as a list of slots, more as a mask
 
 
 @dataclass
@@ -131,6 +132,15 @@ class Answers:
         touched = state.touched_since(kept.change, n) if kept.generation == state.generation else None
         if touched is None:
             return None
+        if moving is None and len(touched) <= FEW_TOUCHED and not _any_read(kept.stale, feasible):
+            # the usual cycle: no slot read is stale but the touched ones, found without passes over every slot
+            slots = sorted(set(touched))
+            if feasible is not None:
+                left = [s for s in slots if not feasible[s]]
+                if left:
+                    kept.stale[left] = True
+                    slots = [s for s in slots if feasible[s]]
+            return None if len(slots) > self.redo_share * n else np.array(slots, dtype=np.intp)
         stale = kept.stale.copy()
         stale[np.fromiter(touched, dtype=np.intp, count=len(touched))] = True
         if moving is not None:
@@ -179,6 +189,11 @@ class Answers:
             self._per_point[point] = count + 1
         self._kept[key] = kept
         self._kept.move_to_end(key)
+
+
+def _any_read(stale: Mask, feasible: Mask | None) -> bool:
+    """Whether a slot read (a feasible one, for a Score; any, for a Filter) is stale."""
+    return bool(np.count_nonzero(stale if feasible is None else stale & feasible))
 
 
 def _copy(a: npt.NDArray[Any] | None) -> npt.NDArray[Any] | None:

@@ -22,6 +22,12 @@ from berth.core.cache.state import ClusterState
 
 Ints = npt.NDArray[np.int64]
 
+# score_on over this many slots or fewer works slot by slot in Python: an incremental cycle computes
+# one or two slots again, where numpy's cost per call (about a microsecond) outweighs the arithmetic
+FEW_SLOTS = 8
+# per-slot arithmetic matches numpy's int64 only while nothing can wrap: values in [0, 2^55)
+SAFE_INT = 1 << 55
+
 
 class ResourceSpec(msgspec.Struct, frozen=True):
     name: str
@@ -148,4 +154,16 @@ def allocatable_requested(
         if slots is not None:
             alloc, have = alloc[slots], have[slots]
         out.append((spec, alloc, have + want if with_pod else have.copy()))
+    return out
+
+
+def as_ints(columns: list[tuple[ResourceSpec, Ints, Ints]]) -> list[tuple[ResourceSpec, list[int], list[int]]] | None:
+    """allocatable_requested's columns over a few slots as Python ints, for scoring slot by slot;
+    None where a value is outside [0, 2^55) (int64 arithmetic on it could wrap)."""
+    out = []
+    for spec, alloc, req in columns:
+        a, r = alloc.tolist(), req.tolist()
+        if not all(0 <= v < SAFE_INT for v in a) or not all(0 <= v < SAFE_INT for v in r):
+            return None
+        out.append((spec, a, r))
     return out

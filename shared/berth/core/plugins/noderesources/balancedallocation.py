@@ -19,9 +19,12 @@ from berth.core.api.meta.validation import Problems, invalid, unknown_fields
 from berth.core.cache.state import ClusterState
 from berth.core.plugins.noderesources.allocation import (
     DEFAULT_RESOURCES,
+    FEW_SLOTS,
+    SAFE_INT,
     Ints,
     ResourceSpec,
     allocatable_requested,
+    as_ints,
     parse_resources,
     pod_request,
 )
@@ -78,6 +81,10 @@ class BalancedAllocation:
         if not columns:  # balanced with and without the pod
             return np.full(n, fwk.MAX_NODE_SCORE // 2 + fwk.MAX_NODE_SCORE // 4, dtype=np.int64)
         wants = [pod_request(pod, spec.name, False) for spec, _, _ in columns]
+        if slots is not None and n <= FEW_SLOTS and len(columns) == 2 and all(0 <= w < SAFE_INT for w in wants):
+            few = as_ints(columns)
+            if few is not None:
+                return _two_per_slot(few, wants)
         with_pod = balance([(alloc, have + want) for (_, alloc, have), want in zip(columns, wants, strict=True)], n)
         without = balance([(alloc, have) for _, alloc, have in columns], n)
         with_pod += fwk.MAX_NODE_SCORE // 2
@@ -133,6 +140,26 @@ def std_score_two(alloc0: Ints, req0: Ints, alloc1: Ints, req1: Ints) -> fwk.Sco
     std *= fwk.MAX_NODE_SCORE
     out: fwk.Scores = std.astype(np.int64)
     return out
+
+
+def _two_per_slot(columns: list[tuple[ResourceSpec, list[int], list[int]]], wants: list[int]) -> fwk.Scores:
+    """_score over a few slots with two resources, slot by slot (values in [0, 2^55): as_ints)."""
+    (_, alloc0, have0), (_, alloc1, have1) = columns
+    want0, want1 = wants
+    half = fwk.MAX_NODE_SCORE // 2
+    out = [
+        (_two_at(a0, r0 + want0, a1, r1 + want1) + half - _two_at(a0, r0, a1, r1)) // 2 + half
+        for a0, r0, a1, r1 in zip(alloc0, have0, alloc1, have1, strict=True)
+    ]
+    return np.array(out, dtype=np.int64)
+
+
+def _two_at(alloc0: int, req0: int, alloc1: int, req1: int) -> int:
+    """std_score_two on one slot, in the same float operations."""
+    if alloc0 <= 0 or alloc1 <= 0:
+        return fwk.MAX_NODE_SCORE
+    std = abs((min(float(req0) / float(alloc0), 1.0) - min(float(req1) / float(alloc1), 1.0)) / 2)
+    return int((1 - std) * fwk.MAX_NODE_SCORE)
 
 
 def new(args: Any, handle: ClusterState) -> BalancedAllocation:

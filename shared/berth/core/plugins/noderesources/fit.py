@@ -17,10 +17,12 @@ from berth.core.api.core.model import Node, Pod
 from berth.core.api.core.resources import CPU, EPHEMERAL, MEMORY, PODS, is_extended, is_scalar, is_tracked, show
 from berth.core.cache.state import ClusterState
 from berth.core.plugins.noderesources.allocation import (
+    FEW_SLOTS,
     Ints,
     NonZeroRequested,
     ResourceSpec,
     allocatable_requested,
+    as_ints,
     pod_request,
 )
 from berth.core.plugins.noderesources.fitargs import LEAST, MAX_CUSTOM_PRIORITY_SCORE, MOST, NodeResourcesFitArgs
@@ -86,6 +88,26 @@ def _least(alloc: Ints, req: Ints) -> Ints:
 def _most(alloc: Ints, req: Ints) -> Ints:
     out: Ints = np.minimum(req, alloc) * fwk.MAX_NODE_SCORE // np.maximum(alloc, 1)
     return out
+
+
+def _per_slot(columns: list[tuple[ResourceSpec, list[int], list[int]]], n: int, least: bool) -> fwk.Scores:
+    """_score with LeastAllocated (least) or MostAllocated over a few slots, slot by slot (values in
+    [0, 2^55): as_ints): a resource counts where its allocatable is above 0."""
+    out = []
+    for i in range(n):
+        total = weights = 0
+        for spec, allocs, reqs in columns:
+            alloc, req = allocs[i], reqs[i]
+            if alloc <= 0:
+                continue
+            if least:
+                part = 0 if req > alloc else (alloc - req) * fwk.MAX_NODE_SCORE // alloc
+            else:
+                part = min(req, alloc) * fwk.MAX_NODE_SCORE // alloc
+            total += part * spec.weight
+            weights += spec.weight
+        out.append(total // weights if weights > 0 else 0)
+    return np.array(out, dtype=np.int64)
 
 
 def _trunc_div(a: Ints, b: int) -> Ints:
@@ -234,6 +256,10 @@ class NodeResourcesFit:
     def score_on(self, cycle: fwk.Cycle, slots: fwk.Slots) -> fwk.Scores:
         strategy = self.args.scoring_strategy
         columns = allocatable_requested(cycle.state.nodes, cycle.pod, strategy.resources, self.nonzero, slots=slots)
+        if len(slots) <= FEW_SLOTS and strategy.type in (LEAST, MOST):
+            few = as_ints(columns)
+            if few is not None:
+                return _per_slot(few, len(slots), strategy.type == LEAST)
         return self._score(columns, np.ones(len(slots), dtype=bool))
 
     def score(self, cycle: fwk.Cycle, feasible: fwk.Mask) -> fwk.Scores:
