@@ -83,6 +83,7 @@ class Pipeline:
                 await asyncio.sleep(0)  # let the workers run
                 self.bus.forget(CLUSTER_EVENTS, self.groups())  # no lane reads them again
         self.done.set()
+        self.bus.end()
 
     def groups(self) -> list[str]:
         return [_group(service, lane) for lane in self.lanes for service in ("scorer", "buffer-controller")]

@@ -232,3 +232,25 @@ def test_on_the_broker_bad_input_is_dead_lettered_and_a_bug_comes_again(
     (line,) = lines
     assert (line.topic, line.partition, line.offset) == (events, 0, 1)
     assert line.traceback.startswith("Traceback") and f"{type(error).__name__}: a bug" in line.traceback
+
+
+def test_a_consumer_of_an_ended_memory_bus_does_not_wait_for_more() -> None:
+    """The embedded pipeline ends its bus once the log is read: a consumer with nothing left gets an
+    empty batch at once, where it waited out its timeout before (each replay's last batch), and one
+    woken while waiting returns too."""
+
+    async def go() -> list[list[str]]:
+        bus = MemoryBus()
+        await bus.create_topics({"events": 1})
+        await bus.send("events", GOOD)
+        consumer = bus.consumer(["events"], "g")
+        await consumer.start()
+        got = [[m.value.decode()[:8] for m in await consumer.getmany(10, timeout=3600)]]
+        waiting = asyncio.create_task(consumer.getmany(10, timeout=3600))
+        await asyncio.sleep(0)
+        bus.end()
+        got.append(await asyncio.wait_for(waiting, 20))
+        got.append(await asyncio.wait_for(consumer.getmany(10, timeout=3600), 20))
+        return got
+
+    assert asyncio.run(go()) == [['{"type":'], [], []]

@@ -31,6 +31,7 @@ class MemoryBus:
         self.committed: dict[tuple[str, str, int], int] = {}  # (group, topic, partition) -> next offset
         self.forgotten: dict[tuple[str, int], int] = {}  # (topic, partition) -> first offset still kept
         self._arrived = asyncio.Event()
+        self._ended = False
 
     async def start(self) -> None:
         return None
@@ -103,7 +104,15 @@ class MemoryBus:
     async def stop(self) -> None:
         return None
 
+    def end(self) -> None:
+        """Nothing more comes from outside (the embedded pipeline has read its log): a consumer with
+        nothing left to read returns at once instead of waiting out its timeout."""
+        self._ended = True
+        self._arrived.set()
+
     async def wait(self, timeout: float) -> None:
+        if self._ended:
+            return
         self._arrived.clear()
         try:
             await asyncio.wait_for(self._arrived.wait(), timeout)
