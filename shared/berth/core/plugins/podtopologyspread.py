@@ -315,6 +315,8 @@ class PodTopologySpread:
             dom = d.sums(per_slot)
         over_dom: fwk.Mask = np.where(d.exists, dom, 0) + self_match - min_match > skew
         over_dom[d.nd] = False  # the spare domain: slots without the key
+        if not np.count_nonzero(over_dom):
+            return np.zeros(len(d.ids), dtype=bool)
         out: fwk.Mask = over_dom[d.ids]
         return out
 
@@ -449,7 +451,7 @@ class _Domains:
         self.has: fwk.Mask = ids >= 0
         self.missing: fwk.Mask = valid & ~self.has
         self._blank = blank
-        self._bins: Ints | None = None
+        self._bins: tuple[Ints, Ints, Ints] | None = None
         self._exists: fwk.Mask | None = None
         self._count: int | None = None
         self._score: tuple[Ints, Ints, Ints] | None = None
@@ -475,8 +477,17 @@ class _Domains:
     def sums(self, per_slot: Ints) -> Ints:
         """Per domain (nd + 1), the matching pods on its admitted slots."""
         if self._bins is None:
-            self._bins = np.where(self.admitted, self.ids, self.nd)
-        out: Ints = np.bincount(self._bins, weights=per_slot, minlength=self.nd + 1).astype(np.int64)
+            # the slots in domain order, where each domain's run starts, and which domain it is: a
+            # reduceat over them is a bincount in int64 (and cheaper than one through float weights)
+            bins = np.where(self.admitted, self.ids, self.nd)
+            order = np.argsort(bins, kind="stable")
+            ordered = bins[order]
+            starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+            self._bins = (order, starts, ordered[starts])
+        order, starts, which = self._bins
+        out: Ints = np.zeros(self.nd + 1, dtype=np.int64)
+        if len(order):
+            out[which] = np.add.reduceat(per_slot[order], starts)
         return out
 
     def _score_ids(self) -> tuple[Ints, Ints, Ints]:

@@ -627,6 +627,8 @@ class Scheduler:
         (berth.core.scheduler.sampling); the others are neither scored nor listed. outside: the
         nodes a PreFilter's node set left out; kube searches the others only, and the next search
         starts as many nodes further on as it looked at."""
+        if outside is None and self.profile.percentage_of_nodes_to_score >= 100:
+            return feasible  # every node is looked at, and the next search starts where this one did
         nodes = self.state.nodes
         slots = np.flatnonzero(nodes.valid if outside is None else nodes.valid & ~outside)
         k = num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, len(slots))
