@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from berth.core.cache.nodes import NodeTable
 
 CODE_BITS = 63  # failures a slot's code holds (an int64); past that, one slot at a time
+COUNTED_BITS = 16  # up to this many failures, rejected_groups counts the codes (a bincount) instead of sorting them
+FEW_GROUPS = 8  # ... and with up to this many codes present, finds each group's nodes by a pass of its own
 
 
 class Provision(msgspec.Struct, frozen=True, omit_defaults=True, rename="camel"):
@@ -139,13 +141,20 @@ def rejected_groups(nodes: NodeTable, failures: list[Failure], filtered: Mask, s
     at = np.flatnonzero(~filtered[every])  # the rejected nodes' places in name order
     if not len(at):
         return []
+    rejected = every[at]
     if len(failures) > CODE_BITS:  # past one number's bits: each place's reasons, slot by slot
         reasons = _reasons(failures)
-        whys = [reasons.get(s, ()) for s in every[at].tolist()]
+        whys = [reasons.get(s, ()) for s in rejected.tolist()]
         inverse = np.arange(len(at))
     else:
-        codes, inverse = np.unique(failure_codes([f.mask[every[at]] for f in failures], len(at)), return_inverse=True)
-        whys = [_reasons_of(failures, c) for c in codes.tolist()]
+        codes = failure_codes([f.mask[rejected] for f in failures], len(at))
+        if len(failures) <= COUNTED_BITS:
+            counts = np.bincount(codes)
+            present = np.flatnonzero(counts)
+            if len(present) <= FEW_GROUPS:
+                return _few_groups(failures, codes, counts, present.tolist(), at, names, shown)
+        distinct, inverse = np.unique(codes, return_inverse=True)
+        whys = [_reasons_of(failures, c) for c in distinct.tolist()]
     # codes with the same reasons (two failures giving one reason) are one group
     group_of: dict[tuple[str, ...], int] = {}
     merged = np.array([group_of.setdefault(why, len(group_of)) for why in whys], dtype=np.int64)[inverse]
@@ -156,6 +165,28 @@ def rejected_groups(nodes: NodeTable, failures: list[Failure], filtered: Mask, s
         RejectedGroup(why, count, [names[p] for p in at[order[start : start + min(shown, count)]].tolist()])
         for why, count, start in zip(group_of, counts.tolist(), starts.tolist(), strict=True)
     ]
+
+
+def _few_groups(
+    failures: list[Failure],
+    codes: np.ndarray,
+    counts: np.ndarray,
+    present: list[int],
+    at: np.ndarray,
+    names: list[str],
+    shown: int,
+) -> list[RejectedGroup]:
+    """rejected_groups where a few failure codes are present (codes: of the rejected places `at`, in
+    name order; counts: by code): one pass over the codes per group instead of sorting them."""
+    by_why: dict[tuple[str, ...], list[int]] = {}  # in the order of each group's lowest code, as np.unique's
+    for code in present:
+        by_why.setdefault(_reasons_of(failures, code), []).append(code)
+    out = []
+    for why, group in by_why.items():
+        hits = codes == group[0] if len(group) == 1 else np.isin(codes, group)
+        first = np.flatnonzero(hits)[:shown]
+        out.append(RejectedGroup(why, int(counts[group].sum()), [names[p] for p in at[first].tolist()]))
+    return out
 
 
 def _rejections(failures: list[Failure]) -> Callable[[int], NodeResult]:
