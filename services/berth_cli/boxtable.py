@@ -3,7 +3,8 @@ pipe, at a fraction of the cost (1,000 pods in 9 columns: rich takes about a sec
 styling and re-measuring each cell's segments).
 
 The layout is rich's own: its rules for measuring columns, narrowing them to the console and
-wrapping each cell (`divide_line`, `ratio_reduce`, `Table._collapse_widths`, reused here). rich still
+wrapping each cell (`ratio_reduce` and `Table._collapse_widths` reused here; `divide_line` written
+again for text of a cell per character, where rich measures each word's cells). rich still
 draws the table on a terminal (styles), and wherever a string is not plain printable ASCII (wide
 characters, tabs) or the columns leave a cell no room: `draw` returns None there.
 tests/test_cli_boxtable.py holds the two to the same bytes.
@@ -16,13 +17,13 @@ from collections.abc import Sequence
 from itertools import pairwise
 
 from rich._ratio import ratio_reduce
-from rich._wrap import divide_line
 from rich.box import HEAVY_HEAD
 from rich.console import Console
 from rich.table import Table
 
 PAD = 2  # a space either side of every cell: rich's default padding (0, 1)
 _TRAILING = re.compile(r"\s+$")
+_WORD = re.compile(r"\s*\S+\s*")  # rich's word: one with the whitespace around it
 _MARKUP = re.compile(r"\[|:\S*:")  # what rich may read as markup or an emoji code in a title or header
 
 
@@ -76,12 +77,37 @@ def wrap(text: str, width: int) -> list[str]:
         if len(line) <= width:  # every word fits: rich breaks nowhere
             out.append(line.ljust(width))
             continue
-        bounds = [0, *divide_line(line, width, fold=True), len(line)]
+        bounds = [0, *_breaks(line, width), len(line)]
         for start, end in pairwise(bounds):
             piece = line[start:end]
             if len(piece) > width and (space := _TRAILING.search(piece)):
                 piece = piece[: len(piece) - min(len(space.group(0)), len(piece) - width)]
             out.append(piece[:width].ljust(width))
+    return out
+
+
+def _breaks(line: str, width: int) -> list[int]:
+    """rich's divide_line with fold, for text of a cell per character: where the line breaks so
+    that each piece fits `width` (a word on a line of its own, a word too long folded)."""
+    out: list[int] = []
+    offset = 0  # cells used on the current line
+    for m in _WORD.finditer(line):
+        start, word = m.start(), m.group()
+        length = len(word.rstrip())
+        if width - offset >= length:
+            offset += len(word)
+        elif length > width:  # folded: a break before each piece
+            pieces = [word[i : i + width] for i in range(0, len(word), width)]
+            for piece in pieces[:-1]:
+                if start:
+                    out.append(start)
+                start += len(piece)
+            if start:
+                out.append(start)
+            offset = len(pieces[-1])
+        elif offset and start:
+            out.append(start)
+            offset = len(word)
     return out
 
 
