@@ -69,3 +69,20 @@ def test_infeasible_nodes_on_the_way_count_as_looked_at() -> None:
     # 80 to the end, then it wraps round past the 20 tainted nodes for 20 more
     assert sorted(n for n, r in second.items() if r.feasible) == names[20:40] + names[120:]
     assert scheduler.next_start == 40
+
+
+def test_a_node_set_moves_the_next_search_on_by_the_nodes_it_names() -> None:
+    """A PreFilter's node set (NodeAffinity on metadata.name) of fewer nodes than the search would find:
+    kube looks at each of them, and the next search starts that many nodes further on."""
+    names = [f"n{i:03}" for i in range(200)]
+    # a term per node: kube takes one value for metadata.name
+    terms = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]} for n in names[150:]]
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+    state = cluster(*(node(n) for n in names), pod("a", affinity=affinity), pod("b"))
+    scheduler = Scheduler(parse_config(config(percentageOfNodesToScore=50)).build(state))
+    first = scheduler.decide(state.pods["default/a"], NOW).decision.nodes
+    assert sorted(n for n, r in first.items() if r.feasible) == names[150:]
+    assert scheduler.next_start == 50
+    second = scheduler.decide(state.pods["default/b"], NOW).decision.nodes
+    assert sorted(second) == names[50:150]
+    assert scheduler.next_start == 150

@@ -627,15 +627,15 @@ class Scheduler:
         (berth.core.scheduler.sampling); the others are neither scored nor listed. outside: the
         nodes a PreFilter's node set left out; kube searches the others only, and the next search
         starts as many nodes further on as it looked at."""
-        if outside is None and self.profile.percentage_of_nodes_to_score >= 100:
-            return feasible  # every node is looked at, and the next search starts where this one did
         nodes = self.state.nodes
-        slots = np.flatnonzero(nodes.valid if outside is None else nodes.valid & ~outside)
-        k = num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, len(slots))
-        if k >= len(slots):  # every node is looked at: without a node set, the next search starts where this one did
+        searched = nodes.valid if outside is None else nodes.valid & ~outside
+        count = len(nodes) if outside is None else int(np.count_nonzero(searched))
+        k = num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, count)
+        if k >= count:  # every node is looked at: without a node set, the next search starts where this one did
             if outside is not None and len(nodes):
-                self.next_start = (self.next_start + len(slots)) % len(nodes)
+                self.next_start = (self.next_start + count) % len(nodes)
             return feasible
+        slots = np.flatnonzero(searched)  # listed only when the search stops early
         order = slots[np.argsort(nodes.name_rank()[slots], kind="stable")]
         kept, processed = first_feasible(feasible, order, self.next_start, k)
         self.next_start = (self.next_start + processed) % len(nodes)
