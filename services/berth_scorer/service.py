@@ -106,6 +106,8 @@ class Scorer(StreamHandler):
             decided = await asyncio.to_thread(fresh.decide_pending, await self.store.holdings(), got.ahead)
             if got.ahead:
                 late = decided
+        else:
+            await self.realign(fresh)
         fresh.take_released()
         self.engine = fresh
         if late:
@@ -140,6 +142,22 @@ class Scorer(StreamHandler):
         await self.store.mark_decided(decided)
         await self.retake(engine)
         self.epoch = await self.store.claim_epoch()
+
+    async def realign(self, engine: ScorerEngine) -> None:
+        """The store's reservations made what `engine` holds. A take-over's engine is an uninterrupted
+        run's at the group's commit (or its checkpoint), while the store may hold what the process
+        before it reserved and released in a batch it did not commit: decided again against those,
+        the redelivered batch could find a conflict its first run did not, and a decision would come
+        out again with other contents. The scorers' reservations are the active scorer's (one
+        member of the group holds the topic; the others stand by)."""
+        for pod, node in (await self.store.holdings()).items():
+            held = engine.state.reserved(pod)
+            if held is not None and held.node == node:
+                pvs = sorted(pv for _, pv in held.bindings)
+                if await self.store.reservation(pod) == (node, pvs):
+                    continue
+            await self.store.release(pod)
+        await self.retake(engine)
 
     async def retake(self, engine: ScorerEngine) -> None:
         """Take the engine's reservations in the store again (an empty store: only another replica

@@ -28,7 +28,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 def differing(a: dict[str, object], b: dict[str, object], runs: list[Path]) -> str:
     """What a failure needs: the fields that differ, and each start's take-over and conflict lines."""
     fields = {k: (a.get(k), b.get(k)) for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k) and k != "nodes"}
-    nodes = [n for n in cast(list[Any], a.get("nodes") or []) if n not in cast(list[Any], b.get("nodes") or [])]
+    first, again = (cast(dict[str, Any], d.get("nodes") or {}) for d in (a, b))
+    nodes = {
+        n: (first.get(n), again.get(n)) for n in sorted(first.keys() | again.keys()) if first.get(n) != again.get(n)
+    }
     logs = [
         f"{run.name}: {line}"
         for run in runs
@@ -38,7 +41,7 @@ def differing(a: dict[str, object], b: dict[str, object], runs: list[Path]) -> s
     return "\n".join(
         [
             f"decision {a.get('decisionId')} came out twice with different contents: {fields}",
-            f"nodes: {nodes[:3]}",
+            f"nodes: {dict(list(nodes.items())[:3])} ({len(nodes)} differ)",
             *logs,
         ]
     )
