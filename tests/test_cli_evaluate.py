@@ -61,10 +61,25 @@ def test_json_and_api_server_lists_read_the_same(capsys: pytest.CaptureFixture[s
         assert err == f"warning: {DATA / name}: skipped 2 object(s) of kind ConfigMap (core): berth does not read it\n"
 
 
-def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "stdin", io.StringIO((DATA / "local-pvs.yaml").read_text()))
+def stdin(data: bytes) -> io.TextIOWrapper:
+    """Standard input as a process has it: text over a byte buffer."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", ["local-pvs.yaml", "local-pvs.json"])
+def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """`kubectl get -o yaml|json ... | berth evaluate --snapshot -`: read as the file would be."""
+    monkeypatch.setattr(sys, "stdin", stdin((DATA / name).read_bytes()))
     code, out, _ = run(capsys, "evaluate", "--snapshot", "-")
     assert code == 0 and placements(out) == EXPECTED
+
+
+def test_stdin_that_is_not_utf8_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", stdin(b"\xff\xfe{}"))
+    code, out, err = run(capsys, "evaluate", "--snapshot", "-")
+    assert (code, out, err) == (2, "", "berth evaluate: error: <stdin>: not UTF-8 text\n")
 
 
 def test_pod_order_changes_the_outcome(capsys: pytest.CaptureFixture[str]) -> None:

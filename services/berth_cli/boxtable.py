@@ -36,37 +36,28 @@ def drawable(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) 
     return all(text.isascii() and text.replace("\n", "").isprintable() for text in texts)
 
 
-def _measure(text: str, width: int) -> tuple[int, int]:
-    """rich's Measurement of a padded cell at most `width` wide: (longest word, longest line) + PAD."""
-    if width < 1:
-        return 0, 0
-    if width - PAD < 1:
-        return width, width
-    lines, words = text.splitlines(), text.split()
-    longest = max(map(len, lines)) if lines else 0
-    least = min(max(map(len, words)) if words else longest, longest)
-    least, longest = min(least, width), min(longest, width)
-    if longest < 1:
-        least = longest = 0
-    least, longest = min(least + PAD, width), min(longest + PAD, width)
-    return (0, 0) if longest < 1 else (least, longest)
+def _longest(cells: Sequence[str]) -> int:
+    """The longest line of a column's cells."""
+    return max((len(line) for c in cells for line in c.splitlines()), default=0)
 
 
-def _column(cells: Sequence[str], width: int) -> tuple[int, int]:
-    if width < 1:
-        return 0, 0
-    measured = [_measure(c, width) for c in cells]
-    return min(max(m[0] for m in measured), width), min(max(m[1] for m in measured), width)
+def _fit(longest: int, width: int) -> int:
+    """rich's measured maximum of a padded column whose longest line is `longest`, at most `width`
+    wide. Where that leaves no room inside the padding, rich measures otherwise, and draws the table
+    itself (draw): a column of empty cells, or one narrowed to PAD or less."""
+    return min(longest + PAD, width)
 
 
 def widths(columns: Sequence[Sequence[str]], room: int) -> list[int]:
-    """Each column's width, padding included, as rich's Table lays them out in `room` cells."""
-    out = [_column(col, room)[1] or 1 for col in columns]
+    """Each column's width, padding included, as rich's Table lays them out in `room` cells. Each
+    column's cells are measured once: narrowed, a column is its longest line clamped again."""
+    longest = [_longest(col) for col in columns]
+    out = [_fit(n, room) for n in longest]
     if sum(out) > room:
         out = Table._collapse_widths(out, [True] * len(out), room)
         if sum(out) > room:
             out = ratio_reduce(sum(out) - room, [1] * len(out), out, out)
-        out = [_column(col, w)[1] for col, w in zip(columns, out, strict=True)]
+        out = [_fit(n, w) for n, w in zip(longest, out, strict=True)]
     return out
 
 

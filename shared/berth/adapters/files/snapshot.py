@@ -188,9 +188,14 @@ _NO_KEY = object()
 
 
 def read_text(path: str) -> str:
+    return _text(*read_input(path))
+
+
+def read_input(path: str) -> tuple[bytes, str]:
+    """A file's bytes ('-': stdin's), and its name for errors."""
     if path == "-":
-        return sys.stdin.read()
-    return _text(_read_bytes(path), path)
+        return sys.stdin.buffer.read(), "<stdin>"
+    return _read_bytes(path), path
 
 
 def _read_bytes(path: str) -> bytes:
@@ -259,16 +264,14 @@ def flatten(doc: Any, source: str) -> Iterator[Mapping[str, Any]]:
 
 
 def load_snapshot(path: str) -> Sequence[Mapping[str, Any] | Decoded]:
-    """The objects of a snapshot file ('-' is stdin) for build_state: those of a JSON file decoded
+    """The objects of a snapshot file ('-' is stdin) for build_state: those of JSON decoded
     straight into their models where that reads them as load_objects would (typedjson); else the
     raw objects of load_objects."""
-    if path == "-":
-        return objects_in(sys.stdin.read(), "<stdin>")
-    data = _read_bytes(path)
+    data, source = read_input(path)
     typed = read_typed(data, MAX_OBJECT_BYTES)
     if typed is not None:
         return typed
-    return objects_in(_text(data, path), path)
+    return objects_in(_text(data, source), source)
 
 
 def load_objects(path: str) -> list[Mapping[str, Any]]:
