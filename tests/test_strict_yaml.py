@@ -95,7 +95,7 @@ def test_a_duplicate_key_is_one_line_naming_file_and_line(
 
 
 def test_stdin_snapshots_are_strict_too(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO(PASTED))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(PASTED.encode()), encoding="utf-8"))
     code, _, err = _run(capsys, "evaluate", "--snapshot", "-")
     assert code == 2 and err == f"berth evaluate: error: <stdin>: {PASTED_PROBLEM}\n"
 
