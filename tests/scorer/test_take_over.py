@@ -138,14 +138,12 @@ async def test_the_store_holds_the_engines_reservations_after_a_take_over(store:
     events = log(COMMITTED, BATCH)
     scorer = Scorer(engine(), MemoryBus(), store)
     await scorer.check_store()
-    for ev in events[:2]:  # the node, then a: reserved
-        await scorer.handle(ev)
-    for ev in events[2:]:  # c reserved, a released, b reserved: then the process dies
+    for ev in events:  # a reserved, c reserved, a released, b reserved: then the process dies
         await scorer.handle(ev)
     assert await store.holdings() == {"default/c": "n1", "default/b": "n1"}
-    await take_over(MemoryBus(), store, events, 2)
-    assert await store.holdings() == {"default/a": "n1"}
-    assert await store.reserved("n1") == {"cpu": 1000, "memory": 128 * 2**20, "pods": 1}
+    await take_over(MemoryBus(), store, events, 3)  # committed: the node, a and c
+    assert await store.holdings() == {"default/c": "n1", "default/a": "n1"}
+    assert await store.reserved("n1") == {"cpu": 1100, "memory": 2 * 128 * 2**20, "pods": 2}
 
 
 SAMPLE_EVENTS = list(read_events(SAMPLE))

@@ -276,8 +276,8 @@ def load_snapshot(path: str) -> Sequence[Mapping[str, Any] | Decoded]:
 
 def load_objects(path: str) -> list[Mapping[str, Any]]:
     """All raw objects in a snapshot file ('-' is stdin)."""
-    source = "<stdin>" if path == "-" else path
-    return objects_in(read_text(path), source)
+    data, source = read_input(path)
+    return objects_in(_text(data, source), source)
 
 
 def objects_in(text: str, source: str) -> list[Mapping[str, Any]]:
